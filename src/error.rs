@@ -1,0 +1,188 @@
+//! The one error type of the crate.
+//!
+//! Every fallible public function returns [`Result<T>`]. Variants carry the context a user
+//! needs to act (run, segment file, byte offset, expected vs actual seq); none is a bare
+//! string except where the detail is free-form diagnostic text.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::event::Seq;
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in runlog.
+///
+/// `#[non_exhaustive]`: match with a wildcard arm.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A run id failed validation (1–128 bytes of `[A-Za-z0-9_-]`, not starting with `-`).
+    /// Raised before any file is touched.
+    #[error("invalid run id {id:?}: {reason}")]
+    InvalidRunId {
+        /// The rejected id, lossily printable.
+        id: String,
+        /// Which rule it broke.
+        reason: &'static str,
+    },
+
+    /// An event field is out of bounds (kind length, correlation id, key, payload size,
+    /// batch size, metadata size). Nothing was written.
+    #[error("invalid event: {field}: {reason}")]
+    InvalidEvent {
+        /// Name of the offending field (`kind`, `payload`, `key`, ...).
+        field: &'static str,
+        /// What was wrong, with the limit that applies.
+        reason: String,
+    },
+
+    /// A configuration value is unusable.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+
+    /// The run does not exist (or was deleted).
+    #[error("run {run} does not exist")]
+    RunNotFound {
+        /// The run.
+        run: String,
+    },
+
+    /// `create_run` on a run that already exists.
+    #[error("run {run} already exists")]
+    RunExists {
+        /// The run.
+        run: String,
+    },
+
+    /// A fenced append (decision) was rejected because the run's last seq was not
+    /// `expected`. Nothing was written (rule 2 of INVARIANTS.md).
+    #[error("fenced append to run {run} rejected: expected last seq {expected}, actual {actual}")]
+    Fenced {
+        /// The run.
+        run: String,
+        /// The `expected_seq` the caller passed.
+        expected: Seq,
+        /// The run's last committed seq at the moment of the check.
+        actual: Seq,
+    },
+
+    /// A decision batch carried an idempotency key or event id that already exists in the
+    /// run. Decisions are not deduplicated; nothing was written.
+    #[error("decision for run {run} repeats key {key:?} already stored at seq {seq}")]
+    DuplicateDecision {
+        /// The run.
+        run: String,
+        /// The repeated key (or event id).
+        key: String,
+        /// Where the original lives.
+        seq: Seq,
+    },
+
+    /// The cross-process lock of a run was not acquired within the configured timeout.
+    /// The holder is never robbed (rule 9 of INVARIANTS.md).
+    #[error("run {run} is busy: lock held by {holder} (waited {waited_ms} ms)")]
+    Busy {
+        /// The run.
+        run: String,
+        /// The holder as recorded in the lock file (`pid 1234`), for the message only.
+        holder: String,
+        /// How long we waited, in milliseconds.
+        waited_ms: u64,
+    },
+
+    /// Stored bytes failed validation: a checksum, a magic number, density, the segment chain,
+    /// or a length that points outside the file. Never silently truncated (rule 5).
+    #[error("corrupt run {run}: segment {segment}, offset {offset}: {detail}")]
+    Corrupt {
+        /// The run.
+        run: String,
+        /// Segment file name (`seg-00000001.log`) or other file name.
+        segment: String,
+        /// Byte offset in that file where validation failed.
+        offset: u64,
+        /// What failed.
+        detail: String,
+    },
+
+    /// The store or a segment was written by a format version this build does not know.
+    #[error("unsupported format version {found} in {path} (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// The file carrying the version.
+        path: PathBuf,
+        /// Version found on disk.
+        found: u32,
+        /// Version this build supports.
+        supported: u32,
+    },
+
+    /// The directory is not a runlog store (missing or foreign `FORMAT` file).
+    #[error("{path} is not a runlog store: {detail}")]
+    NotAStore {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+
+    /// The file system is full (ENOSPC or EDQUOT). The append wrote nothing that a reader can
+    /// see; appends succeed again once space is freed.
+    #[error("disk full while {op} {path}")]
+    DiskFull {
+        /// What we were doing (`writing`, `creating`, ...).
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// An earlier fsync (or a failed rollback) of this run failed in this process. The run
+    /// refuses writes until the store is reopened, because the kernel may have dropped the
+    /// dirty pages (no retry after fsync failure).
+    #[error("run {run} refuses writes after an earlier I/O failure; reopen the store: {cause}")]
+    Poisoned {
+        /// The run.
+        run: String,
+        /// The original failure.
+        cause: String,
+    },
+
+    /// Any other I/O error, with what we were doing and on which path.
+    #[error("I/O error while {op} {path}: {source}")]
+    Io {
+        /// What we were doing.
+        op: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps an `io::Error` with context, mapping ENOSPC/EDQUOT to [`Error::DiskFull`].
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
+        let path = path.into();
+        match source.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { op, path },
+            _ if source.kind() == io::ErrorKind::StorageFull => Error::DiskFull { op, path },
+            _ => Error::Io { op, path, source },
+        }
+    }
+
+    /// Shorthand for [`Error::Corrupt`].
+    pub(crate) fn corrupt(
+        run: &str,
+        segment: impl Into<String>,
+        offset: u64,
+        detail: impl Into<String>,
+    ) -> Error {
+        Error::Corrupt {
+            run: run.to_string(),
+            segment: segment.into(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+}

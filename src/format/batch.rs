@@ -1,0 +1,277 @@
+//! Batch framing and event records. Layout: `format/SPEC.md` §4.
+
+use bytes::Bytes;
+use ulid::Ulid;
+
+use super::{
+    BATCH_HEADER_LEN, BATCH_MAGIC, BATCH_TRAILER_LEN, EVENT_HEADER_LEN, FormatError, checksum,
+    u16_at, u32_at, u64_at,
+};
+use crate::event::{CORRELATION_ID_LEN_MAX, Event, KEY_LEN_MAX, KIND_LEN_MAX};
+
+const FLAG_CORRELATION: u8 = 1;
+const FLAG_KEY: u8 = 2;
+const FLAG_CALLER_ID: u8 = 4;
+const FLAG_BATCH_FENCED: u32 = 1;
+
+/// One event ready to encode; `seq` is implied by its position in the batch.
+#[derive(Clone, Copy, Debug)]
+pub struct EncodedEvent<'a> {
+    /// Creation time, ms since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Event id.
+    pub event_id: Ulid,
+    /// Whether the caller supplied `event_id` (it then deduplicates like a key).
+    pub caller_id: bool,
+    /// Event kind, 1–64 bytes.
+    pub kind: &'a str,
+    /// Correlation id.
+    pub correlation_id: Option<&'a str>,
+    /// Idempotency key.
+    pub key: Option<&'a str>,
+    /// Payload.
+    pub payload: &'a [u8],
+}
+
+impl EncodedEvent<'_> {
+    /// Encoded size of this record in bytes.
+    pub fn encoded_len(&self) -> usize {
+        EVENT_HEADER_LEN
+            + self.kind.len()
+            + self.correlation_id.map_or(0, str::len)
+            + self.key.map_or(0, str::len)
+            + self.payload.len()
+    }
+}
+
+/// The fixed fields of a decoded batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    /// Total length in bytes, header and checksum included.
+    pub len: u32,
+    /// Seq of the first event.
+    pub first_seq: u64,
+    /// Number of events (≥ 1).
+    pub count: u32,
+    /// Whether it was appended as a fenced decision.
+    pub fenced: bool,
+    /// Commit time, ms since the Unix epoch.
+    pub committed_at_ms: u64,
+}
+
+/// A decoded, validated batch: its header and events (payloads are views of the input).
+#[derive(Clone, Debug)]
+pub struct BatchView {
+    /// Fixed fields.
+    pub header: BatchHeader,
+    /// Events in seq order, `first_seq ..`.
+    pub events: Vec<Event>,
+    /// Which events carried a caller-supplied id (parallel to `events`).
+    pub caller_ids: Vec<bool>,
+}
+
+/// Appends one encoded batch to `out`. The caller has validated every bound
+/// (`NewEvent::validate`) and that the total fits in a `u32`.
+pub fn encode_batch(
+    out: &mut Vec<u8>,
+    salt: u32,
+    first_seq: u64,
+    fenced: bool,
+    committed_at_ms: u64,
+    events: &[EncodedEvent<'_>],
+) {
+    let start = out.len();
+    let body: usize = events.iter().map(EncodedEvent::encoded_len).sum();
+    let len = BATCH_HEADER_LEN + body + BATCH_TRAILER_LEN;
+    out.reserve(len);
+    out.extend_from_slice(&BATCH_MAGIC.to_le_bytes());
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(&first_seq.to_le_bytes());
+    out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+    let flags = if fenced { FLAG_BATCH_FENCED } else { 0 };
+    out.extend_from_slice(&flags.to_le_bytes());
+    out.extend_from_slice(&committed_at_ms.to_le_bytes());
+    for (i, e) in events.iter().enumerate() {
+        encode_event(out, first_seq + i as u64, e);
+    }
+    let crc = checksum(salt, &out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    debug_assert_eq!(out.len() - start, len);
+}
+
+fn encode_event(out: &mut Vec<u8>, seq: u64, e: &EncodedEvent<'_>) {
+    let mut flags = 0u8;
+    if e.correlation_id.is_some() {
+        flags |= FLAG_CORRELATION;
+    }
+    if e.key.is_some() {
+        flags |= FLAG_KEY;
+    }
+    if e.caller_id {
+        flags |= FLAG_CALLER_ID;
+    }
+    let corr = e.correlation_id.unwrap_or("").as_bytes();
+    let key = e.key.unwrap_or("").as_bytes();
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&e.created_at_ms.to_le_bytes());
+    out.extend_from_slice(&e.event_id.to_bytes());
+    out.push(flags);
+    out.push(e.kind.len() as u8);
+    out.extend_from_slice(&(corr.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&(e.payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(e.kind.as_bytes());
+    out.extend_from_slice(corr);
+    out.extend_from_slice(key);
+    out.extend_from_slice(e.payload);
+}
+
+/// Decodes and validates the batch at byte `at` of `file` (a view of a segment from offset
+/// 0). `expected_first_seq` is the seq density demands next; `len_max` bounds the length
+/// field before anything is read past the header. Offsets in errors are absolute in `file`.
+///
+/// Returns `incomplete` errors when the bytes end before the batch does (a torn or absent
+/// tail), and plain errors when present bytes are wrong (magic, length, checksum, density,
+/// field bounds).
+pub fn decode_batch(
+    file: &Bytes,
+    at: usize,
+    salt: u32,
+    expected_first_seq: u64,
+    len_max: u32,
+) -> Result<BatchView, FormatError> {
+    let avail = file.len().saturating_sub(at);
+    if avail < BATCH_HEADER_LEN {
+        return Err(FormatError::short(at, "batch header truncated"));
+    }
+    let b = &file[at..];
+    if u32_at(b, 0) != BATCH_MAGIC {
+        return Err(FormatError::bad(at, "bad batch magic"));
+    }
+    let len = u32_at(b, 4);
+    let min = (BATCH_HEADER_LEN + EVENT_HEADER_LEN + 1 + BATCH_TRAILER_LEN) as u32;
+    if len < min || len > len_max {
+        return Err(FormatError::bad(at + 4, format!("batch length {len} out of range")));
+    }
+    let len = len as usize;
+    if len > avail {
+        return Err(FormatError::short(at, "batch truncated"));
+    }
+    let crc_at = len - BATCH_TRAILER_LEN;
+    if u32_at(b, crc_at) != checksum(salt, &b[..crc_at]) {
+        return Err(FormatError::bad(at + crc_at, "batch checksum mismatch"));
+    }
+    let header = BatchHeader {
+        len: len as u32,
+        first_seq: u64_at(b, 8),
+        count: u32_at(b, 16),
+        fenced: u32_at(b, 20) & FLAG_BATCH_FENCED != 0,
+        committed_at_ms: u64_at(b, 24),
+    };
+    if header.first_seq != expected_first_seq {
+        return Err(FormatError::bad(
+            at + 8,
+            format!(
+                "density: batch starts at seq {}, expected {expected_first_seq}",
+                header.first_seq
+            ),
+        ));
+    }
+    if header.count == 0 || u32_at(b, 20) & !FLAG_BATCH_FENCED != 0 {
+        return Err(FormatError::bad(at + 16, "bad batch count or flags"));
+    }
+    decode_events(file, at, header, crc_at)
+}
+
+fn decode_events(
+    file: &Bytes,
+    at: usize,
+    header: BatchHeader,
+    crc_at: usize,
+) -> Result<BatchView, FormatError> {
+    let count = header.count as usize;
+    // Each record is at least EVENT_HEADER_LEN + 1 bytes: bounds the allocation.
+    if count > (crc_at - BATCH_HEADER_LEN) / (EVENT_HEADER_LEN + 1) {
+        return Err(FormatError::bad(at + 16, "batch count exceeds its length"));
+    }
+    let mut events = Vec::with_capacity(count);
+    let mut caller_ids = Vec::with_capacity(count);
+    let mut pos = at + BATCH_HEADER_LEN;
+    let end = at + crc_at;
+    for i in 0..count {
+        let (event, caller_id, next) = decode_event(file, pos, end, header.first_seq + i as u64)?;
+        events.push(event);
+        caller_ids.push(caller_id);
+        pos = next;
+    }
+    if pos != end {
+        return Err(FormatError::bad(pos, "trailing bytes after the last event"));
+    }
+    Ok(BatchView {
+        header,
+        events,
+        caller_ids,
+    })
+}
+
+fn decode_event(
+    file: &Bytes,
+    at: usize,
+    end: usize,
+    seq: u64,
+) -> Result<(Event, bool, usize), FormatError> {
+    if end - at < EVENT_HEADER_LEN {
+        return Err(FormatError::bad(at, "event header overruns its batch"));
+    }
+    let b = &file[at..end];
+    let stored_seq = u64_at(b, 0);
+    if stored_seq != seq {
+        return Err(FormatError::bad(
+            at,
+            format!("density: event seq {stored_seq}, expected {seq}"),
+        ));
+    }
+    let flags = b[32];
+    let kind_len = b[33] as usize;
+    let corr_len = u16_at(b, 34) as usize;
+    let key_len = u16_at(b, 36) as usize;
+    let payload_len = u32_at(b, 40) as usize;
+    let bounds_ok = flags & !(FLAG_CORRELATION | FLAG_KEY | FLAG_CALLER_ID) == 0
+        && (1..=KIND_LEN_MAX).contains(&kind_len)
+        && corr_len <= CORRELATION_ID_LEN_MAX
+        && key_len <= KEY_LEN_MAX
+        && (flags & FLAG_CORRELATION != 0 || corr_len == 0)
+        && (flags & FLAG_KEY != 0 || key_len == 0)
+        && u16_at(b, 38) == 0;
+    if !bounds_ok {
+        return Err(FormatError::bad(at + 32, "event flags or field lengths out of range"));
+    }
+    let total = EVENT_HEADER_LEN + kind_len + corr_len + key_len;
+    let total = total
+        .checked_add(payload_len)
+        .filter(|t| *t <= b.len())
+        .ok_or_else(|| FormatError::bad(at + 40, "event overruns its batch"))?;
+    let mut p = at + EVENT_HEADER_LEN;
+    let mut text = |len: usize, what: &str| -> Result<String, FormatError> {
+        let s = std::str::from_utf8(&file[p..p + len])
+            .map_err(|_| FormatError::bad(p, format!("{what} is not UTF-8")))?;
+        p += len;
+        Ok(s.to_string())
+    };
+    let kind = text(kind_len, "kind")?;
+    let corr = text(corr_len, "correlation id")?;
+    let key = text(key_len, "key")?;
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&b[16..32]);
+    let event = Event {
+        seq,
+        event_id: Ulid::from_bytes(id),
+        created_at_ms: u64_at(b, 8),
+        kind,
+        correlation_id: (flags & FLAG_CORRELATION != 0).then_some(corr),
+        key: (flags & FLAG_KEY != 0).then_some(key),
+        payload: file.slice(p..p + payload_len),
+    };
+    Ok((event, flags & FLAG_CALLER_ID != 0, at + total))
+}

@@ -1,0 +1,90 @@
+//! The pure codec of `format/SPEC.md`: segment header, counter slots, batches, events.
+//! No I/O here; every decoder takes a byte slice and returns a value or a typed
+//! [`FormatError`] with the offset (relative to the slice) where validation failed.
+
+mod batch;
+mod header;
+
+pub use batch::{BatchHeader, BatchView, EncodedEvent, decode_batch, encode_batch};
+pub use header::{CounterSlot, SegmentHeader, pick_slot};
+
+/// The only segment format version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Magic bytes at offset 0 of every segment file.
+pub const SEGMENT_MAGIC: [u8; 8] = *b"RUNLOGSG";
+/// Length of the segment header region; the first batch starts here.
+pub const HEADER_LEN: u64 = 4096;
+/// Offset of counter slot A (sector 1) and slot B (sector 2).
+pub const SLOT_OFFSETS: [u64; 2] = [512, 1024];
+/// Length of one counter slot.
+pub const SLOT_LEN: usize = 64;
+/// Offset of the run metadata blob (segment 1 only).
+pub const META_OFFSET: u64 = 1536;
+/// Largest run metadata blob, in bytes.
+pub const META_LEN_MAX: usize = 2048;
+/// Magic of a counter slot (`"SLOT"` little-endian); 0 is never valid.
+pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"SLOT");
+/// Magic of a batch (`"RLBT"` little-endian); 0 is never valid.
+pub const BATCH_MAGIC: u32 = u32::from_le_bytes(*b"RLBT");
+/// Fixed part of a batch before its events.
+pub const BATCH_HEADER_LEN: usize = 32;
+/// Checksum trailer of a batch.
+pub const BATCH_TRAILER_LEN: usize = 4;
+/// Fixed part of one event record before its variable fields.
+pub const EVENT_HEADER_LEN: usize = 44;
+
+/// Why bytes failed to decode. Offsets are relative to the slice given to the decoder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatError {
+    /// Byte offset (relative to the decoder's input) of the failing field.
+    pub offset: u64,
+    /// What failed.
+    pub detail: String,
+    /// True when the input simply ended before the structure did (a torn or absent tail),
+    /// as opposed to bytes that are present and wrong.
+    pub incomplete: bool,
+}
+
+impl FormatError {
+    pub(crate) fn bad(offset: usize, detail: impl Into<String>) -> FormatError {
+        FormatError {
+            offset: offset as u64,
+            detail: detail.into(),
+            incomplete: false,
+        }
+    }
+
+    pub(crate) fn short(offset: usize, detail: impl Into<String>) -> FormatError {
+        FormatError {
+            offset: offset as u64,
+            detail: detail.into(),
+            incomplete: true,
+        }
+    }
+}
+
+/// Little-endian field readers over a slice whose length the caller has checked.
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
+    let mut a = [0u8; 2];
+    a.copy_from_slice(&b[at..at + 2]);
+    u16::from_le_bytes(a)
+}
+
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// crc32 (IEEE, crc32fast) of `bytes` with the initial state `seed`.
+pub fn checksum(seed: u32, bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new_with_initial(seed);
+    h.update(bytes);
+    h.finalize()
+}

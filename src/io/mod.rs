@@ -1,0 +1,93 @@
+//! The file-system seam: every byte runlog reads or writes goes through [`Fs`] and [`FsFile`].
+//!
+//! [`StdFs`] is the real implementation (std + memmap2 + fs4 advisory locks). With the `sim`
+//! cargo feature, `sim::SimFs` is a crash-prone in-memory file system that keeps live and
+//! durable images of every file, used by the crash tests and fuzz targets.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+mod std_fs;
+pub use std_fs::StdFs;
+
+#[cfg(feature = "sim")]
+pub mod sim;
+
+/// How [`Fs::open`] opens a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Existing file, read only.
+    Read,
+    /// Existing file, read and write.
+    ReadWrite,
+    /// New file (read/write); fails with `AlreadyExists` if present.
+    CreateNew,
+    /// Create or truncate to zero length (read/write).
+    CreateTruncate,
+}
+
+/// A file system: directories and files by path.
+pub trait Fs: Send + Sync + fmt::Debug + 'static {
+    /// Opens `path` in `mode`. Missing files give `io::ErrorKind::NotFound`.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>>;
+    /// Creates one directory; `AlreadyExists` if present.
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
+    /// Atomically renames a file or directory (replacing a file at `to`).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+    /// Names of the entries of a directory, unsorted.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Makes the directory's entries durable (fsync of the directory).
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Whether `path` exists and is a directory.
+    fn is_dir(&self, path: &Path) -> io::Result<bool>;
+}
+
+/// An open file.
+pub trait FsFile: Send + Sync + fmt::Debug {
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at end of file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Writes all of `buf` at `offset`, growing the file if needed.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Truncates or extends (with zeros) to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// fdatasync: file data (and the length) durable.
+    fn sync_data(&self) -> io::Result<()>;
+    /// fsync: data and all metadata durable.
+    fn sync_all(&self) -> io::Result<()>;
+    /// Tries to take the exclusive advisory lock of this open file (flock semantics: a lock
+    /// belongs to the open file, conflicts with every other open of the same file, and is
+    /// released by the kernel when the holder dies). `Ok(false)` when someone else holds it.
+    fn try_lock(&self) -> io::Result<bool>;
+    /// Releases the advisory lock.
+    fn unlock(&self) -> io::Result<()>;
+    /// A read-only view of bytes `[0, len)`. The caller guarantees `len <= self.len()`.
+    fn map(&self, len: u64) -> io::Result<Bytes>;
+    /// Whether the file has been unlinked from every directory (its run was deleted).
+    fn is_unlinked(&self) -> io::Result<bool>;
+}
+
+/// Reads exactly `buf.len()` bytes at `offset`; `UnexpectedEof` if the file is shorter.
+pub fn read_exact_at(file: &dyn FsFile, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.read_at(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
