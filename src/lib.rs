@@ -8,3 +8,8 @@ pub mod io;
 
 pub use error::{Error, Result};
 pub use event::{Event, NewEvent, RunId, Seq};
+
+pub mod audit;
+pub mod import;
+pub mod replay;
+pub mod storm;
