@@ -186,3 +186,78 @@ impl Error {
         }
     }
 }
+
+impl Error {
+    /// A copy of this error for fan-out to every request of a failed group commit
+    /// (`io::Error` is not `Clone`; its kind and message are kept).
+    pub(crate) fn replicate(&self) -> Error {
+        match self {
+            Error::Io { op, path, source } => Error::Io {
+                op,
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::InvalidRunId { id, reason } => Error::InvalidRunId {
+                id: id.clone(),
+                reason,
+            },
+            Error::InvalidEvent { field, reason } => Error::InvalidEvent {
+                field,
+                reason: reason.clone(),
+            },
+            Error::InvalidConfig(s) => Error::InvalidConfig(s.clone()),
+            Error::RunNotFound { run } => Error::RunNotFound { run: run.clone() },
+            Error::RunExists { run } => Error::RunExists { run: run.clone() },
+            Error::Fenced {
+                run,
+                expected,
+                actual,
+            } => Error::Fenced {
+                run: run.clone(),
+                expected: *expected,
+                actual: *actual,
+            },
+            Error::DuplicateDecision { run, key, seq } => Error::DuplicateDecision {
+                run: run.clone(),
+                key: key.clone(),
+                seq: *seq,
+            },
+            Error::Busy {
+                run,
+                holder,
+                waited_ms,
+            } => Error::Busy {
+                run: run.clone(),
+                holder: holder.clone(),
+                waited_ms: *waited_ms,
+            },
+            Error::Corrupt {
+                run,
+                segment,
+                offset,
+                detail,
+            } => Error::corrupt(run, segment.clone(), *offset, detail.clone()),
+            Error::UnsupportedVersion {
+                path,
+                found,
+                supported,
+            } => Error::UnsupportedVersion {
+                path: path.clone(),
+                found: *found,
+                supported: *supported,
+            },
+            Error::NotAStore { path, detail } => Error::NotAStore {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            Error::DiskFull { op, path } => Error::DiskFull {
+                op,
+                path: path.clone(),
+            },
+            Error::Poisoned { run, cause } => Error::Poisoned {
+                run: run.clone(),
+                cause: cause.clone(),
+            },
+        }
+    }
+}

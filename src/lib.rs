@@ -5,11 +5,20 @@ pub mod error;
 pub mod event;
 pub mod format;
 pub mod io;
-
-pub use error::{Error, Result};
-pub use event::{Event, NewEvent, RunId, Seq};
+mod lock;
+mod run;
+mod segment;
+mod store;
+mod store_stats;
+pub mod verify;
 
 pub mod audit;
 pub mod import;
 pub mod replay;
 pub mod storm;
+
+pub use error::{Error, Result};
+pub use event::{Event, NewEvent, RunId, Seq};
+pub use store::{Appended, Config, ReadPage, RunInfo, RunPage, Store};
+pub use store_stats::CommitStatsSnapshot;
+pub use verify::{Problem, VerifyReport};

@@ -91,6 +91,9 @@ impl SegmentHeader {
         if u32_at(b, 12) != HEADER_LEN as u32 {
             return Err(FormatError::bad(12, "unexpected header length"));
         }
+        if u64_at(b, 24) == 0 || u32_at(b, 16) == 0 {
+            return Err(FormatError::bad(16, "segment index and base seq start at 1"));
+        }
         let salt = u32_at(b, 20);
         let id_len = u16_at(b, 48) as usize;
         let meta_len = u16_at(b, 50) as usize;

@@ -1,0 +1,87 @@
+//! Cross-process advisory locks (rule 9 of INVARIANTS.md).
+//!
+//! A run's `lock` file is locked with flock semantics through [`FsFile::try_lock`]: the kernel
+//! releases the lock when the holder dies, so no staleness rule ever exists here. A contender
+//! polls with a bounded backoff until its timeout, then reports [`Error::Busy`] naming the holder
+//! pid that the holder wrote into the file (for the message only; never used to decide anything).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::io::FsFile;
+
+/// Shortest and longest sleep between two lock attempts.
+const BACKOFF_MIN: Duration = Duration::from_micros(50);
+const BACKOFF_MAX: Duration = Duration::from_millis(5);
+
+/// A held run lock; released on drop.
+#[derive(Debug)]
+pub(crate) struct LockGuard {
+    file: Arc<dyn FsFile>,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // An unlock failure leaves the lock to the kernel (released when the file closes).
+        let _ = self.file.unlock();
+    }
+}
+
+/// Takes the exclusive lock of `file` (the run's `lock` file at `path`), waiting at most
+/// `timeout`, then records our pid in it.
+///
+/// # Errors
+/// [`Error::Busy`] after `timeout` with the holder read from the file; [`Error::Io`] when the
+/// lock call itself fails.
+pub(crate) fn acquire(
+    run: &str,
+    file: &Arc<dyn FsFile>,
+    path: &Path,
+    timeout: Duration,
+) -> Result<LockGuard> {
+    let start = Instant::now();
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        if file.try_lock().map_err(|e| Error::io("locking", path, e))? {
+            let guard = LockGuard { file: file.clone() };
+            record_holder(file);
+            return Ok(guard);
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(Error::Busy {
+                run: run.to_string(),
+                holder: read_holder(file.as_ref()),
+                waited_ms: waited.as_millis() as u64,
+            });
+        }
+        std::thread::sleep(backoff.min(timeout - waited));
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// Writes `pid N` padded to a fixed width, so no stale digits survive a shorter pid. Best
+/// effort: the content is diagnostic only.
+fn record_holder(file: &Arc<dyn FsFile>) {
+    let text = format!("pid {:<16}\n", std::process::id());
+    let _ = file.write_all_at(text.as_bytes(), 0);
+}
+
+/// The holder as recorded in the lock file, e.g. `pid 4242`, or `unknown`.
+pub(crate) fn read_holder(file: &dyn FsFile) -> String {
+    let mut buf = [0u8; 32];
+    match file.read_at(&mut buf, 0) {
+        Ok(n) if n > 0 => {
+            let text = String::from_utf8_lossy(&buf[..n]);
+            let text = text.trim();
+            if text.starts_with("pid ") {
+                text.to_string()
+            } else {
+                "unknown".to_string()
+            }
+        }
+        _ => "unknown".to_string(),
+    }
+}

@@ -1,0 +1,536 @@
+//! The commit path: one serializer per run with group commit (okaywal-style leader/follower).
+//!
+//! Appenders enqueue a request; the first one becomes the leader, takes every waiting request,
+//! and under the run's cross-process lock: refreshes from disk, checks each fence in arrival
+//! order against the evolving last seq (rules 1–2), encodes one buffer, writes it once,
+//! fdatasyncs once (rule 4), then writes the counter slot and publishes. Readers never wait on
+//! this: they only take the state lock for the final publish.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use ulid::Ulid;
+
+use super::Run;
+use super::state::{Applied, BatchLoc};
+use crate::error::{Error, Result};
+use crate::event::{NewEvent, Seq};
+use crate::format::{
+    BATCH_HEADER_LEN, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN, encode_batch,
+};
+use crate::lock;
+use crate::segment::{NewSegment, Segment};
+use crate::store::{Appended, now_ms};
+
+/// Fact (unfenced, deduplicated) or decision (fenced at `expected`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ReqKind {
+    Facts,
+    Decisions { expected: Seq },
+}
+
+/// What an accepted request gets back.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Facts(Vec<Appended>),
+    Decisions(Vec<Seq>),
+}
+
+#[derive(Debug)]
+enum Slot {
+    Waiting,
+    Lead,
+    Done(Result<Outcome>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Request {
+    kind: ReqKind,
+    events: Vec<NewEvent>,
+    slot: Mutex<Slot>,
+    cv: Condvar,
+}
+
+impl Request {
+    fn set(&self, s: Slot) {
+        *self.slot.lock() = s;
+        self.cv.notify_one();
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    pending: Vec<Arc<Request>>,
+    leading: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    poisoned: Option<String>,
+    buf: Vec<u8>,
+}
+
+/// One batch of the group being written.
+struct Planned {
+    loc_first_seq: Seq,
+    count: u32,
+    offset: u64,
+    keys: Vec<(String, Seq)>,
+    ids: Vec<(Ulid, Seq)>,
+    max_id: Ulid,
+}
+
+/// The group's encoded bytes and per-request results.
+struct Plan {
+    batches: Vec<Planned>,
+    results: Vec<Result<Outcome>>,
+    /// Whether request i has events in `batches` (fails with the group on an I/O error).
+    writes: Vec<bool>,
+    last_seq: Seq,
+}
+
+impl Run {
+    /// Appends through the group-commit queue. Blocks until the request is durable or
+    /// rejected.
+    pub(crate) fn submit(&self, kind: ReqKind, events: Vec<NewEvent>) -> Result<Outcome> {
+        self.validate(&events)?;
+        let req = Arc::new(Request {
+            kind,
+            events,
+            slot: Mutex::new(Slot::Waiting),
+            cv: Condvar::new(),
+        });
+        let lead = {
+            let mut q = self.queue.lock();
+            q.pending.push(req.clone());
+            !std::mem::replace(&mut q.leading, true)
+        };
+        if !lead {
+            let mut s = req.slot.lock();
+            while matches!(*s, Slot::Waiting) {
+                req.cv.wait(&mut s);
+            }
+            if let Slot::Done(_) = &*s {
+                return take_result(&mut s);
+            }
+        }
+        let group = std::mem::take(&mut self.queue.lock().pending);
+        let results = self.commit_group(&group);
+        for (r, res) in group.iter().zip(results) {
+            r.set(Slot::Done(res));
+        }
+        let mut q = self.queue.lock();
+        match q.pending.first() {
+            Some(next) => next.set(Slot::Lead),
+            None => q.leading = false,
+        }
+        drop(q);
+        take_result(&mut req.slot.lock())
+    }
+
+    fn validate(&self, events: &[NewEvent]) -> Result<()> {
+        let c = &self.config;
+        if events.is_empty() || events.len() > c.batch_events_max {
+            return Err(Error::InvalidEvent {
+                field: "batch",
+                reason: format!("{} events, allowed 1..={}", events.len(), c.batch_events_max),
+            });
+        }
+        let mut len = BATCH_HEADER_LEN + BATCH_TRAILER_LEN;
+        for e in events {
+            e.validate(c.payload_len_bytes_max)?;
+            len += encoded(e, Ulid::nil(), 0).encoded_len();
+        }
+        if len > c.batch_len_bytes_max as usize {
+            return Err(Error::InvalidEvent {
+                field: "batch",
+                reason: format!("{len} bytes > limit {}", c.batch_len_bytes_max),
+            });
+        }
+        Ok(())
+    }
+
+    /// Commits one group; returns one result per request, in order.
+    fn commit_group(&self, group: &[Arc<Request>]) -> Vec<Result<Outcome>> {
+        let mut w = self.writer.lock();
+        let fail_all = |e: Error| group.iter().map(|_| Err(e.replicate())).collect();
+        if let Some(cause) = &w.poisoned {
+            return fail_all(self.poisoned(cause));
+        }
+        let guard = match lock::acquire(
+            self.run_str(),
+            &self.lock_file,
+            &self.lock_path,
+            self.config.lock_timeout,
+        ) {
+            Ok(g) => g,
+            Err(e) => return fail_all(e),
+        };
+        if let Err(e) = self.prepare(&mut w) {
+            return fail_all(e);
+        }
+        let now = now_ms();
+        let mut buf = std::mem::take(&mut w.buf);
+        buf.clear();
+        let (seg, base) = {
+            let st = self.state.read();
+            (st.last().seg.clone(), st.last().slot)
+        };
+        let mut plan = self.plan(group, &seg, base.committed_len, now, &mut buf);
+        if !buf.is_empty()
+            && let Err(e) = self.write_group(&mut w, &seg, &base, &buf, &plan, now)
+        {
+            for (res, writes) in plan.results.iter_mut().zip(&plan.writes) {
+                if *writes {
+                    *res = Err(e.replicate());
+                }
+            }
+            w.buf = buf;
+            return plan.results;
+        }
+        w.buf = buf;
+        drop(guard);
+        if !plan.batches.is_empty() {
+            self.notify_grown();
+        }
+        let events: u64 = plan.batches.iter().map(|b| u64::from(b.count)).sum();
+        self.stats.record(group.len(), events);
+        plan.results
+    }
+
+    fn poisoned(&self, cause: &str) -> Error {
+        Error::Poisoned {
+            run: self.id.to_string(),
+            cause: cause.to_string(),
+        }
+    }
+
+    /// Under the run lock: catch up with other processes, recover the tail, continue or roll
+    /// the segment chain. Sync failures poison the run.
+    fn prepare(&self, w: &mut Writer) -> Result<()> {
+        if self
+            .lock_file
+            .is_unlinked()
+            .map_err(|e| Error::io("checking", &self.lock_path, e))?
+        {
+            return Err(Error::RunNotFound {
+                run: self.id.to_string(),
+            });
+        }
+        let len_max = self.config.batch_len_bytes_max;
+        let mut st = self.state.write();
+        st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
+        if st.last().slot.sealed {
+            let next = self.create_next_segment(&st.last().seg, st.last_seq)?;
+            st.push_segment(self.run_str(), next)?;
+            st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
+        }
+        let recovered = st
+            .recover_tail(self.run_str(), len_max, now_ms())
+            .map_err(|e| self.poison_on_io(w, e))?;
+        if let Some(slot) = recovered {
+            st.last()
+                .seg
+                .write_slot(&slot)
+                .map_err(|e| self.poison_on_io(w, Error::io("writing counter of", &st.last().seg.path, e)))?;
+        }
+        let last = st.last();
+        if last.slot.committed_len >= self.config.segment_len_bytes_max
+            && last.slot.committed_len > HEADER_LEN
+        {
+            let seg = last.seg.clone();
+            let sealed = CounterSlot {
+                generation: last.slot.generation + 1,
+                sealed: true,
+                ..last.slot
+            };
+            seg.write_slot(&sealed)
+                .and_then(|()| seg.file.sync_data())
+                .map_err(|e| self.poison_on_io(w, Error::io("sealing", &seg.path, e)))?;
+            let last_seq = st.last_seq;
+            let n = st.segments.len() - 1;
+            st.segments[n].slot = sealed;
+            let next = self.create_next_segment(&seg, last_seq)?;
+            st.push_segment(self.run_str(), next)?;
+            st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
+        }
+        Ok(())
+    }
+
+    fn poison_on_io(&self, w: &mut Writer, e: Error) -> Error {
+        if matches!(e, Error::Io { .. } | Error::DiskFull { .. }) {
+            w.poisoned = Some(e.to_string());
+        }
+        e
+    }
+
+    fn create_next_segment(&self, prev: &Segment, last_seq: Seq) -> Result<Arc<Segment>> {
+        let seg = Segment::create(
+            self.fs.as_ref(),
+            &self.dir,
+            &NewSegment {
+                run: self.run_str(),
+                index: prev.header.segment_index + 1,
+                base_seq: last_seq + 1,
+                run_created_at_ms: prev.header.run_created_at_ms,
+                now_ms: now_ms(),
+                meta: &[],
+            },
+        )?;
+        Ok(Arc::new(seg))
+    }
+
+    /// Assigns seqs, checks fences and dedupes in arrival order; encodes accepted batches.
+    fn plan(
+        &self,
+        group: &[Arc<Request>],
+        seg: &Segment,
+        base: u64,
+        now: u64,
+        buf: &mut Vec<u8>,
+    ) -> Plan {
+        let st = self.state.read();
+        let mut p = Planner {
+            run: self.run_str(),
+            keys: &st.keys,
+            ids: &st.ids,
+            new_keys: HashMap::new(),
+            new_ids: HashMap::new(),
+            last_seq: st.last_seq,
+            last_id: st.last_event_id,
+            now,
+        };
+        let mut plan = Plan {
+            batches: Vec::new(),
+            results: Vec::with_capacity(group.len()),
+            writes: Vec::with_capacity(group.len()),
+            last_seq: st.last_seq,
+        };
+        for req in group {
+            let offset = base + buf.len() as u64;
+            let (res, planned) = p.request(req, seg.header.salt, offset, buf);
+            plan.writes.push(planned.is_some());
+            plan.batches.extend(planned);
+            plan.results.push(res);
+        }
+        plan.last_seq = p.last_seq;
+        plan
+    }
+
+    /// Writes and syncs the group, then publishes it: counter slot, then in-memory state.
+    fn write_group(
+        &self,
+        w: &mut Writer,
+        seg: &Arc<Segment>,
+        base: &CounterSlot,
+        buf: &[u8],
+        plan: &Plan,
+        now: u64,
+    ) -> Result<()> {
+        let io = |op, e| Error::io(op, &seg.path, e);
+        if let Err(e) = seg.file.write_all_at(buf, base.committed_len) {
+            // Nothing was acknowledged: take the partial bytes back so the file stays
+            // verifiable; if that fails too, only a reopen (recovery) may touch the run.
+            let err = io("appending to", e);
+            if let Err(e2) = seg.file.set_len(base.committed_len) {
+                w.poisoned = Some(format!("{err}; rollback failed: {e2}"));
+            }
+            return Err(err);
+        }
+        if let Err(e) = seg.file.sync_data() {
+            let err = io("syncing", e);
+            w.poisoned = Some(err.to_string());
+            return Err(err);
+        }
+        let slot = CounterSlot {
+            generation: base.generation + 1,
+            last_seq: plan.last_seq,
+            committed_len: base.committed_len + buf.len() as u64,
+            updated_at_ms: now,
+            sealed: false,
+        };
+        if let Err(e) = seg.write_slot(&slot) {
+            // The data is durable and acknowledged; recovery adopts it. Refuse further
+            // writes here because the header's state is unknown.
+            w.poisoned = Some(io("writing counter of", e).to_string());
+        }
+        let mut st = self.state.write();
+        let pos = st.segments.len() - 1;
+        for b in &plan.batches {
+            st.apply(Applied {
+                loc: BatchLoc {
+                    first_seq: b.loc_first_seq,
+                    count: b.count,
+                    segment: pos,
+                    offset: b.offset,
+                },
+                keys: b.keys.iter().map(|(k, s)| (k.as_str(), *s)).collect(),
+                ids: b.ids.clone(),
+                max_id: b.max_id,
+            });
+        }
+        let n = st.segments.len() - 1;
+        if st.segments[n].slot.generation < slot.generation {
+            st.segments[n].slot = slot;
+        }
+        Ok(())
+    }
+}
+
+/// Seq assignment state across one group.
+struct Planner<'a> {
+    run: &'a str,
+    keys: &'a HashMap<String, Seq>,
+    ids: &'a HashMap<Ulid, Seq>,
+    new_keys: HashMap<String, Seq>,
+    new_ids: HashMap<Ulid, Seq>,
+    last_seq: Seq,
+    last_id: Ulid,
+    now: u64,
+}
+
+impl Planner<'_> {
+    /// The stored seq of `e` when its key or caller id already exists (committed or earlier
+    /// in this group), with the key that matched.
+    fn existing(&self, e: &NewEvent) -> Option<(Seq, String)> {
+        if let Some(k) = &e.key
+            && let Some(s) = self.keys.get(k).or_else(|| self.new_keys.get(k))
+        {
+            return Some((*s, k.clone()));
+        }
+        let id = e.event_id?;
+        let s = self.ids.get(&id).or_else(|| self.new_ids.get(&id))?;
+        Some((*s, id.to_string()))
+    }
+
+    fn mint_id(&mut self) -> Ulid {
+        let fresh = Ulid::from_parts(self.now, rand::random::<u128>());
+        let next = self.last_id.increment().unwrap_or(fresh);
+        let id = fresh.max(next);
+        self.last_id = id;
+        id
+    }
+
+    fn request(
+        &mut self,
+        req: &Request,
+        salt: u32,
+        offset: u64,
+        buf: &mut Vec<u8>,
+    ) -> (Result<Outcome>, Option<Planned>) {
+        let fenced = if let ReqKind::Decisions { expected } = req.kind {
+            if expected != self.last_seq {
+                let err = Error::Fenced {
+                    run: self.run.to_string(),
+                    expected,
+                    actual: self.last_seq,
+                };
+                return (Err(err), None);
+            }
+            if let Some(dup) = self.first_duplicate(&req.events) {
+                return (Err(dup), None);
+            }
+            true
+        } else {
+            false
+        };
+        let first_seq = self.last_seq + 1;
+        let mut out = Vec::with_capacity(req.events.len());
+        let mut planned = Planned {
+            loc_first_seq: first_seq,
+            count: 0,
+            offset,
+            keys: Vec::new(),
+            ids: Vec::new(),
+            max_id: self.last_id,
+        };
+        let mut ids = Vec::new();
+        let mut accepted = Vec::new();
+        for e in &req.events {
+            if let Some((seq, _)) = self.existing(e) {
+                out.push(Appended { seq, duplicate: true });
+                continue;
+            }
+            self.last_seq += 1;
+            let seq = self.last_seq;
+            let id = match e.event_id {
+                Some(id) => {
+                    self.new_ids.insert(id, seq);
+                    planned.ids.push((id, seq));
+                    self.last_id = self.last_id.max(id);
+                    id
+                }
+                None => self.mint_id(),
+            };
+            if let Some(k) = &e.key {
+                self.new_keys.insert(k.clone(), seq);
+                planned.keys.push((k.clone(), seq));
+            }
+            ids.push(id);
+            accepted.push(e);
+            out.push(Appended { seq, duplicate: false });
+        }
+        if accepted.is_empty() {
+            return (Ok(Outcome::Facts(out)), None);
+        }
+        let encoded: Vec<_> = accepted
+            .iter()
+            .zip(&ids)
+            .map(|(e, id)| encoded(e, *id, self.now))
+            .collect();
+        encode_batch(buf, salt, first_seq, fenced, self.now, &encoded);
+        planned.count = accepted.len() as u32;
+        planned.max_id = self.last_id;
+        let outcome = if fenced {
+            Outcome::Decisions(out.iter().map(|a| a.seq).collect())
+        } else {
+            Outcome::Facts(out)
+        };
+        (Ok(outcome), Some(planned))
+    }
+
+    /// For a decision batch: the first event whose key or caller id already exists, or
+    /// repeats within the batch (decisions are never deduplicated).
+    fn first_duplicate(&self, events: &[NewEvent]) -> Option<Error> {
+        let mut seen_keys = HashMap::new();
+        let mut seen_ids = HashMap::new();
+        for (i, e) in events.iter().enumerate() {
+            let seq = self.last_seq + 1 + i as u64;
+            let again = e
+                .key
+                .as_ref()
+                .and_then(|k| seen_keys.insert(k.clone(), seq).map(|s| (s, k.clone())))
+                .or_else(|| e.event_id.and_then(|id| seen_ids.insert(id, seq).map(|s| (s, id.to_string()))));
+            if let Some((seq, key)) = self.existing(e).or(again) {
+                return Some(Error::DuplicateDecision {
+                    run: self.run.to_string(),
+                    key,
+                    seq,
+                });
+            }
+        }
+        None
+    }
+}
+
+fn encoded(e: &NewEvent, id: Ulid, now: u64) -> EncodedEvent<'_> {
+    EncodedEvent {
+        created_at_ms: e.created_at_ms.unwrap_or(now),
+        event_id: id,
+        caller_id: e.event_id.is_some(),
+        kind: &e.kind,
+        correlation_id: e.correlation_id.as_deref(),
+        key: e.key.as_deref(),
+        payload: &e.payload,
+    }
+}
+
+fn take_result(s: &mut Slot) -> Result<Outcome> {
+    match std::mem::replace(s, Slot::Waiting) {
+        Slot::Done(r) => r,
+        // Unreachable by construction (callers check `Done` or set it themselves); reported
+        // as an error rather than a panic.
+        _ => Err(Error::InvalidConfig("commit result missing".to_string())),
+    }
+}

@@ -1,0 +1,238 @@
+//! One run: its files, its in-memory view, its readers and its group-committing writer.
+
+mod commit;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::event::{Event, RunId, Seq};
+use crate::format::decode_batch;
+use crate::io::{Fs, FsFile, OpenMode};
+use crate::segment::Segment;
+use crate::store::{Config, ReadPage, RunInfo};
+use crate::store_stats::CommitStats;
+
+pub(crate) use commit::{Outcome, ReqKind};
+use state::{BatchLoc, RunState, format_to_corrupt};
+
+/// Name of the per-run advisory lock file.
+pub(crate) const LOCK_FILE: &str = "lock";
+
+/// Everything shared by the readers and the writer of one run in this process.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) id: RunId,
+    pub(crate) dir: PathBuf,
+    lock_path: PathBuf,
+    fs: Arc<dyn Fs>,
+    config: Arc<Config>,
+    lock_file: Arc<dyn FsFile>,
+    state: RwLock<RunState>,
+    queue: Mutex<commit::Queue>,
+    writer: Mutex<commit::Writer>,
+    grown_lock: Mutex<()>,
+    grown: Condvar,
+    stats: Arc<CommitStats>,
+}
+
+impl Run {
+    /// Opens an existing run directory and loads its committed state (no lock taken: the
+    /// counters bound what is read; the first write recovers the tail under the lock).
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`] when the directory or its first segment is missing;
+    /// [`Error::Corrupt`], [`Error::UnsupportedVersion`], [`Error::Io`].
+    pub(crate) fn open(
+        fs: Arc<dyn Fs>,
+        dir: PathBuf,
+        id: RunId,
+        config: Arc<Config>,
+        stats: Arc<CommitStats>,
+    ) -> Result<Run> {
+        let not_found = || Error::RunNotFound {
+            run: id.to_string(),
+        };
+        let first = Segment::open(fs.as_ref(), &dir, id.as_str(), 1)?.ok_or_else(not_found)?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock_file = open_lock_file(fs.as_ref(), &lock_path)?;
+        let mut state = RunState::new(Arc::new(first));
+        state.catch_up(fs.as_ref(), id.as_str(), config.batch_len_bytes_max)?;
+        Ok(Run {
+            id,
+            dir,
+            lock_path,
+            fs,
+            config,
+            lock_file,
+            state: RwLock::new(state),
+            queue: Mutex::new(commit::Queue::default()),
+            writer: Mutex::new(commit::Writer::default()),
+            grown_lock: Mutex::new(()),
+            grown: Condvar::new(),
+            stats,
+        })
+    }
+
+    fn run_str(&self) -> &str {
+        self.id.as_str()
+    }
+
+    /// Brings the view up to the on-disk counters when another process (or our own commit
+    /// that is not yet applied) moved them. One read of the counter slots when nothing moved.
+    pub(crate) fn refresh(&self) -> Result<()> {
+        {
+            let st = self.state.read();
+            let last = st.last();
+            let disk = last.seg.read_slot(self.run_str())?;
+            if disk.generation <= last.slot.generation && !last.slot.sealed {
+                return Ok(());
+            }
+        }
+        let mut st = self.state.write();
+        st.catch_up(self.fs.as_ref(), self.run_str(), self.config.batch_len_bytes_max)
+    }
+
+    /// Last committed seq (0 for an empty run).
+    pub(crate) fn last_seq(&self) -> Result<Seq> {
+        self.refresh()?;
+        Ok(self.state.read().last_seq)
+    }
+
+    /// Run info after a refresh.
+    pub(crate) fn info(&self) -> Result<RunInfo> {
+        self.refresh()?;
+        let st = self.state.read();
+        let first = &st.segments[0].seg.header;
+        Ok(RunInfo {
+            run: self.id.clone(),
+            last_seq: st.last_seq,
+            committed_bytes: st.committed_bytes(),
+            created_at_ms: first.run_created_at_ms,
+            updated_at_ms: st.last().slot.updated_at_ms,
+            segment_count: st.segments.len() as u32,
+        })
+    }
+
+    /// Run metadata stored in segment 1.
+    pub(crate) fn meta(&self) -> Vec<u8> {
+        self.state.read().segments[0].seg.header.meta.clone()
+    }
+
+    /// Events with seq in `after+1 ..= after+limit`, checked for checksum and density.
+    pub(crate) fn read(&self, after: Seq, limit: usize) -> Result<ReadPage> {
+        self.refresh()?;
+        let (plan, last_seq) = self.plan_read(after, limit);
+        let mut events = Vec::with_capacity(limit.min(1024));
+        let mut expect = after + 1;
+        for (loc, seg, committed_len) in plan {
+            let view = seg.view(self.run_str(), committed_len)?;
+            let b = decode_batch(
+                &view,
+                loc.offset as usize,
+                seg.header.salt,
+                loc.first_seq,
+                self.config.batch_len_bytes_max,
+            )
+            .map_err(|e| format_to_corrupt(self.run_str(), &seg, e))?;
+            if b.header.count != loc.count {
+                let detail = format!("batch holds {} events, index says {}", b.header.count, loc.count);
+                return Err(Error::corrupt(self.run_str(), &seg.name, loc.offset, detail));
+            }
+            for e in b.events.into_iter().filter(|e| e.seq > after) {
+                if events.len() == limit {
+                    break;
+                }
+                check_density(self.run_str(), &seg, loc.offset, expect, &e)?;
+                expect += 1;
+                events.push(e);
+            }
+        }
+        let next = events.last().map_or(after, |e| e.seq);
+        Ok(ReadPage {
+            has_more: next < last_seq,
+            next,
+            events,
+        })
+    }
+
+    /// The batches holding seqs `after+1 ..`, enough for `limit` events, with the segment and
+    /// its committed length captured under the read lock.
+    fn plan_read(&self, after: Seq, limit: usize) -> (Vec<(BatchLoc, Arc<Segment>, u64)>, Seq) {
+        let st = self.state.read();
+        let start = st.batches.partition_point(|b| b.last_seq() <= after);
+        let mut plan = Vec::new();
+        let mut planned = 0usize;
+        for loc in &st.batches[start..] {
+            if planned >= limit {
+                break;
+            }
+            let s = &st.segments[loc.segment];
+            plan.push((*loc, s.seg.clone(), s.slot.committed_len));
+            let from = loc.first_seq.max(after + 1);
+            planned += (loc.last_seq() + 1 - from) as usize;
+        }
+        (plan, st.last_seq)
+    }
+
+    /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last
+    /// seq. In-process commits wake waiters at once; other processes' commits are seen by
+    /// polling the counter every `wait_poll_interval`.
+    pub(crate) fn wait(&self, after: Seq, timeout: Duration) -> Result<Seq> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let last = self.last_seq()?;
+            let now = Instant::now();
+            if last > after || now >= deadline {
+                return Ok(last);
+            }
+            let mut g = self.grown_lock.lock();
+            if self.state.read().last_seq > after {
+                continue;
+            }
+            let nap = self.config.wait_poll_interval.min(deadline - now);
+            self.grown.wait_for(&mut g, nap);
+        }
+    }
+
+    fn notify_grown(&self) {
+        let _g = self.grown_lock.lock();
+        self.grown.notify_all();
+    }
+
+    pub(crate) fn lock_path(&self) -> &Path {
+        &self.lock_path
+    }
+
+    pub(crate) fn lock_file(&self) -> &Arc<dyn FsFile> {
+        &self.lock_file
+    }
+
+    /// Segment files of the run, in chain order (for delete and verify).
+    pub(crate) fn segment_paths(&self) -> Vec<PathBuf> {
+        let st = self.state.read();
+        st.segments.iter().map(|s| s.seg.path.clone()).collect()
+    }
+}
+
+fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, e: &Event) -> Result<()> {
+    if e.seq == expect {
+        return Ok(());
+    }
+    let detail = format!("density: read seq {}, expected {expect}", e.seq);
+    Err(Error::corrupt(run, &seg.name, offset, detail))
+}
+
+fn open_lock_file(fs: &dyn Fs, path: &Path) -> Result<Arc<dyn FsFile>> {
+    match fs.open(path, OpenMode::ReadWrite) {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs
+            .open(path, OpenMode::CreateTruncate)
+            .map_err(|e| Error::io("creating lock file", path, e)),
+        Err(e) => Err(Error::io("opening lock file", path, e)),
+    }
+}

@@ -1,0 +1,292 @@
+//! The in-memory view of one run: its segment chain, a batch index by seq, and the
+//! deduplication maps. Every field is derived from the run's files (rule 10); this module
+//! brings the view up to date with disk (catch-up) and recovers a torn tail.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ulid::Ulid;
+
+use crate::error::{Error, Result};
+use crate::event::Seq;
+use crate::format::{BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch};
+use crate::io::Fs;
+use crate::segment::Segment;
+
+/// Where one committed batch lives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchLoc {
+    pub(crate) first_seq: Seq,
+    pub(crate) count: u32,
+    /// Position of the segment in `RunState::segments`.
+    pub(crate) segment: usize,
+    pub(crate) offset: u64,
+}
+
+impl BatchLoc {
+    pub(crate) fn last_seq(&self) -> Seq {
+        self.first_seq + u64::from(self.count) - 1
+    }
+}
+
+/// A segment and the counter we have applied from it.
+#[derive(Debug)]
+pub(crate) struct SegState {
+    pub(crate) seg: Arc<Segment>,
+    pub(crate) slot: CounterSlot,
+}
+
+/// The derived state of a run.
+#[derive(Debug)]
+pub(crate) struct RunState {
+    pub(crate) segments: Vec<SegState>,
+    pub(crate) batches: Vec<BatchLoc>,
+    pub(crate) keys: HashMap<String, Seq>,
+    pub(crate) ids: HashMap<Ulid, Seq>,
+    pub(crate) last_seq: Seq,
+    pub(crate) last_event_id: Ulid,
+}
+
+/// What a newly applied batch contributes to the dedupe maps.
+pub(crate) struct Applied<'a> {
+    pub(crate) loc: BatchLoc,
+    pub(crate) keys: Vec<(&'a str, Seq)>,
+    pub(crate) ids: Vec<(Ulid, Seq)>,
+    pub(crate) max_id: Ulid,
+}
+
+impl RunState {
+    /// An empty view holding only segment 1 (nothing applied yet).
+    pub(crate) fn new(first: Arc<Segment>) -> RunState {
+        RunState {
+            segments: vec![SegState {
+                slot: empty_slot(&first),
+                seg: first,
+            }],
+            batches: Vec::new(),
+            keys: HashMap::new(),
+            ids: HashMap::new(),
+            last_seq: 0,
+            last_event_id: Ulid::nil(),
+        }
+    }
+
+    pub(crate) fn last(&self) -> &SegState {
+        // `segments` is never empty: `new` seeds it and nothing removes from it.
+        &self.segments[self.segments.len() - 1]
+    }
+
+    fn last_mut(&mut self) -> &mut SegState {
+        let n = self.segments.len() - 1;
+        &mut self.segments[n]
+    }
+
+    /// Records one batch (idempotent on offset: a batch already applied is skipped).
+    pub(crate) fn apply(&mut self, a: Applied<'_>) {
+        if self.batches.last().is_some_and(|b| b.last_seq() >= a.loc.first_seq) {
+            return;
+        }
+        for (k, seq) in a.keys {
+            self.keys.entry(k.to_string()).or_insert(seq);
+        }
+        for (id, seq) in a.ids {
+            self.ids.entry(id).or_insert(seq);
+        }
+        self.last_event_id = self.last_event_id.max(a.max_id);
+        self.last_seq = a.loc.last_seq();
+        self.batches.push(a.loc);
+    }
+
+    fn apply_view(&mut self, segment: usize, offset: u64, view: &BatchView) {
+        let keys = view
+            .events
+            .iter()
+            .filter_map(|e| e.key.as_deref().map(|k| (k, e.seq)))
+            .collect();
+        let ids = view
+            .events
+            .iter()
+            .zip(&view.caller_ids)
+            .filter(|(_, caller)| **caller)
+            .map(|(e, _)| (e.event_id, e.seq))
+            .collect();
+        let max_id = view.events.iter().map(|e| e.event_id).max().unwrap_or_default();
+        let loc = BatchLoc {
+            first_seq: view.header.first_seq,
+            count: view.header.count,
+            segment,
+            offset,
+        };
+        self.apply(Applied {
+            loc,
+            keys,
+            ids,
+            max_id,
+        });
+    }
+
+    /// Brings the view up to the counters on disk: scans batches committed by others (another
+    /// process, or our own commit not yet applied) and follows sealed segments. Never reads
+    /// past a counter (rule 7). Any failure inside a committed region is `Corrupt` (rule 5).
+    pub(crate) fn catch_up(&mut self, fs: &dyn Fs, run: &str, len_max: u32) -> Result<()> {
+        loop {
+            let disk = self.last().seg.read_slot(run)?;
+            if disk.generation > self.last().slot.generation {
+                self.advance_to(run, disk, len_max)?;
+            }
+            if !self.last().slot.sealed {
+                return Ok(());
+            }
+            if !self.open_next(fs, run)? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn advance_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
+        let cur = self.last().slot;
+        let seg = self.last().seg.clone();
+        if disk.committed_len < cur.committed_len || disk.last_seq < cur.last_seq {
+            let detail = format!(
+                "counter went backwards: committed length {} -> {}, last seq {} -> {}",
+                cur.committed_len, disk.committed_len, cur.last_seq, disk.last_seq
+            );
+            return Err(Error::corrupt(run, &seg.name, disk.offset(), detail));
+        }
+        if disk.committed_len > cur.committed_len {
+            let view = seg.view(run, disk.committed_len)?;
+            let pos = self.segments.len() - 1;
+            let mut at = cur.committed_len;
+            while at < disk.committed_len {
+                let b = decode_batch(&view, at as usize, seg.header.salt, self.last_seq + 1, len_max)
+                    .map_err(|e| format_to_corrupt(run, &seg, e))?;
+                self.apply_view(pos, at, &b);
+                at += u64::from(b.header.len);
+            }
+            if at != disk.committed_len {
+                let detail = format!("last batch ends at {at}, counter says {}", disk.committed_len);
+                return Err(Error::corrupt(run, &seg.name, disk.committed_len, detail));
+            }
+        }
+        if self.last_seq != disk.last_seq {
+            let detail = format!(
+                "counter says last seq {}, batches end at {}",
+                disk.last_seq, self.last_seq
+            );
+            return Err(Error::corrupt(run, &seg.name, disk.offset(), detail));
+        }
+        self.last_mut().slot = disk;
+        Ok(())
+    }
+
+    /// Opens the segment after a sealed one, if it exists; checks the chain.
+    fn open_next(&mut self, fs: &dyn Fs, run: &str) -> Result<bool> {
+        let cur = self.last();
+        let dir = cur.seg.path.parent().unwrap_or(std::path::Path::new("."));
+        let index = cur.seg.header.segment_index + 1;
+        let Some(next) = Segment::open(fs, dir, run, index)? else {
+            return Ok(false);
+        };
+        self.push_segment(run, Arc::new(next))?;
+        Ok(true)
+    }
+
+    /// Appends `seg` to the chain after checking it continues at `last_seq + 1`.
+    pub(crate) fn push_segment(&mut self, run: &str, seg: Arc<Segment>) -> Result<()> {
+        if seg.header.base_seq != self.last_seq + 1 {
+            let detail = format!(
+                "segment chain broken: base seq {}, previous segment ends at {}",
+                seg.header.base_seq, self.last_seq
+            );
+            return Err(Error::corrupt(run, &seg.name, 24, detail));
+        }
+        self.segments.push(SegState {
+            slot: empty_slot(&seg),
+            seg,
+        });
+        Ok(())
+    }
+
+    /// Writer-side recovery of the last segment's tail (under the run lock, after
+    /// `catch_up`): valid batches past the counter are adopted (synced, then counted), the
+    /// first invalid byte past them and everything after it is truncated and synced (rule 11).
+    /// Returns the counter to write, if it changed.
+    pub(crate) fn recover_tail(
+        &mut self,
+        run: &str,
+        len_max: u32,
+        now_ms: u64,
+    ) -> Result<Option<CounterSlot>> {
+        let seg = self.last().seg.clone();
+        let slot = self.last().slot;
+        let io = |op, e| Error::io(op, &seg.path, e);
+        let file_len = seg.file.len().map_err(|e| io("reading length of", e))?;
+        if file_len == slot.committed_len {
+            return Ok(None);
+        }
+        if file_len < slot.committed_len {
+            let detail = format!("file is {file_len} bytes, committed length is {}", slot.committed_len);
+            return Err(Error::corrupt(run, &seg.name, file_len, detail));
+        }
+        let pos = self.segments.len() - 1;
+        let mut at = slot.committed_len;
+        let mut adopted = Vec::new();
+        {
+            // An uncached view: it reaches past the committed length and is dropped before
+            // the truncation below.
+            let view = seg.file.map(file_len).map_err(|e| io("mapping", e))?;
+            let mut next_seq = self.last_seq + 1;
+            while let Ok(b) = decode_batch(&view, at as usize, seg.header.salt, next_seq, len_max) {
+                next_seq += u64::from(b.header.count);
+                let len = u64::from(b.header.len);
+                adopted.push((at, b));
+                at += len;
+            }
+        }
+        if at < file_len {
+            seg.file.set_len(at).map_err(|e| io("truncating torn tail of", e))?;
+        }
+        // Adopted batches may never have been synced by the process that wrote them: sync
+        // before they become visible (rule 7).
+        seg.file.sync_data().map_err(|e| io("syncing", e))?;
+        for (offset, b) in &adopted {
+            self.apply_view(pos, *offset, b);
+        }
+        if at == slot.committed_len {
+            return Ok(None);
+        }
+        let next = CounterSlot {
+            generation: slot.generation + 1,
+            last_seq: self.last_seq,
+            committed_len: at,
+            updated_at_ms: now_ms,
+            sealed: false,
+        };
+        self.last_mut().slot = next;
+        Ok(Some(next))
+    }
+
+    /// Total committed batch bytes over all segments.
+    pub(crate) fn committed_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| s.slot.committed_len.saturating_sub(HEADER_LEN))
+            .sum()
+    }
+}
+
+/// The counter a segment has before anything of it is applied.
+fn empty_slot(seg: &Segment) -> CounterSlot {
+    CounterSlot {
+        generation: 0,
+        last_seq: seg.header.base_seq - 1,
+        committed_len: HEADER_LEN,
+        updated_at_ms: seg.header.created_at_ms,
+        sealed: false,
+    }
+}
+
+/// A decode failure inside a committed region.
+pub(crate) fn format_to_corrupt(run: &str, seg: &Segment, e: FormatError) -> Error {
+    Error::corrupt(run, &seg.name, e.offset, e.detail)
+}

@@ -1,0 +1,202 @@
+//! One segment file: create (durably), open, counter slots, committed-region views.
+//!
+//! Layout and protocol: `format/SPEC.md` §2–§5.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::format::{
+    CounterSlot, FORMAT_VERSION, FormatError, HEADER_LEN, SLOT_LEN, SLOT_OFFSETS, SegmentHeader,
+    pick_slot,
+};
+use crate::io::{Fs, FsFile, OpenMode, read_exact_at};
+
+/// File name of segment `index` (1-based): `seg-00000001.log`.
+pub(crate) fn segment_name(index: u32) -> String {
+    format!("seg-{index:08}.log")
+}
+
+/// An open segment file and its immutable header.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    pub(crate) name: String,
+    pub(crate) path: PathBuf,
+    pub(crate) file: Arc<dyn FsFile>,
+    pub(crate) header: SegmentHeader,
+    /// Cached read-only view of `[0, n)`; remapped when a read needs more.
+    view: Mutex<Bytes>,
+}
+
+/// What a new segment starts with.
+pub(crate) struct NewSegment<'a> {
+    pub(crate) run: &'a str,
+    pub(crate) index: u32,
+    pub(crate) base_seq: u64,
+    pub(crate) run_created_at_ms: u64,
+    pub(crate) now_ms: u64,
+    pub(crate) meta: &'a [u8],
+}
+
+impl Segment {
+    /// Writes a complete segment (header + slot A, generation 1, empty) to `dir/<tmp name>`,
+    /// syncs it, renames it into place and syncs `dir`: the segment exists whole or not at
+    /// all (rule 4: a new file is durable only after its directory is synced).
+    pub(crate) fn create(fs: &dyn Fs, dir: &Path, new: &NewSegment<'_>) -> Result<Segment> {
+        let name = segment_name(new.index);
+        let path = dir.join(&name);
+        let tmp = dir.join(format!("{name}.tmp"));
+        let header = SegmentHeader {
+            segment_index: new.index,
+            salt: rand::random::<u32>() | 1,
+            base_seq: new.base_seq,
+            created_at_ms: new.now_ms,
+            run_created_at_ms: new.run_created_at_ms,
+            run_id: new.run.to_string(),
+            meta: new.meta.to_vec(),
+        };
+        let slot = CounterSlot {
+            generation: 1,
+            last_seq: new.base_seq - 1,
+            committed_len: HEADER_LEN,
+            updated_at_ms: new.now_ms,
+            sealed: false,
+        };
+        let bytes = header.encode_with_slot(&slot);
+        let write = || -> io::Result<()> {
+            let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
+            f.write_all_at(&bytes, 0)?;
+            f.sync_all()?;
+            fs.rename(&tmp, &path)?;
+            fs.sync_dir(dir)
+        };
+        if let Err(e) = write() {
+            let _ = fs.remove_file(&tmp);
+            return Err(Error::io("creating segment", &path, e));
+        }
+        let file = fs
+            .open(&path, OpenMode::ReadWrite)
+            .map_err(|e| Error::io("opening segment", &path, e))?;
+        Ok(Segment {
+            name,
+            path,
+            file,
+            header,
+            view: Mutex::new(Bytes::new()),
+        })
+    }
+
+    /// Opens segment `index` of `run` in `dir`; `Ok(None)` when the file does not exist.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedVersion`] for a foreign format version, [`Error::Corrupt`] for a
+    /// bad header or one that names another run or position, [`Error::Io`].
+    pub(crate) fn open(fs: &dyn Fs, dir: &Path, run: &str, index: u32) -> Result<Option<Segment>> {
+        let name = segment_name(index);
+        let path = dir.join(&name);
+        let file = match fs.open(&path, OpenMode::ReadWrite) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("opening segment", &path, e)),
+        };
+        let mut buf = vec![0u8; HEADER_LEN as usize];
+        let header = match read_exact_at(file.as_ref(), &mut buf, 0) {
+            Ok(()) => SegmentHeader::decode(&buf),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err(FormatError::short(0, "segment shorter than its header"))
+            }
+            Err(e) => return Err(Error::io("reading segment header", &path, e)),
+        };
+        let header = header.map_err(|e| match SegmentHeader::version_of(&buf) {
+            Some(found) if found != FORMAT_VERSION => Error::UnsupportedVersion {
+                path: path.clone(),
+                found,
+                supported: FORMAT_VERSION,
+            },
+            _ => Error::corrupt(run, &name, e.offset, e.detail),
+        })?;
+        if header.run_id != run || header.segment_index != index {
+            let detail = format!(
+                "header names run {:?} segment {}, expected run {run:?} segment {index}",
+                header.run_id, header.segment_index
+            );
+            return Err(Error::corrupt(run, &name, 16, detail));
+        }
+        Ok(Some(Segment {
+            name,
+            path,
+            file,
+            header,
+            view: Mutex::new(Bytes::new()),
+        }))
+    }
+
+    /// Reads both counter slots and returns the newest valid one.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when neither slot is valid or the slot contradicts the header.
+    pub(crate) fn read_slot(&self, run: &str) -> Result<CounterSlot> {
+        let mut buf = [0u8; 2 * 512];
+        read_exact_at(self.file.as_ref(), &mut buf, SLOT_OFFSETS[0])
+            .map_err(|e| self.read_error(run, e, SLOT_OFFSETS[0]))?;
+        let salt = self.header.salt;
+        let a = CounterSlot::decode(&buf[..SLOT_LEN], salt, 0);
+        let b = CounterSlot::decode(&buf[512..512 + SLOT_LEN], salt, 1);
+        let slot = pick_slot(a, b).ok_or_else(|| {
+            Error::corrupt(run, &self.name, SLOT_OFFSETS[0], "no valid counter slot")
+        })?;
+        if slot.last_seq.checked_add(1).is_none_or(|n| n < self.header.base_seq) {
+            let detail = format!(
+                "counter last seq {} below segment base seq {}",
+                slot.last_seq, self.header.base_seq
+            );
+            return Err(Error::corrupt(run, &self.name, slot.offset(), detail));
+        }
+        Ok(slot)
+    }
+
+    /// Writes `slot` into its position (not synced: the next sync of this file covers it,
+    /// and recovery does not depend on it — see SPEC §5).
+    pub(crate) fn write_slot(&self, slot: &CounterSlot) -> io::Result<()> {
+        self.file
+            .write_all_at(&slot.encode(self.header.salt), slot.offset())
+    }
+
+    /// A view of bytes `[0, len)` of the file, mapping anew when the cached view is shorter.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when the file is shorter than `len` (it was truncated behind our
+    /// back); [`Error::Io`].
+    pub(crate) fn view(&self, run: &str, len: u64) -> Result<Bytes> {
+        let mut cached = self.view.lock();
+        if cached.len() as u64 >= len {
+            return Ok(cached.clone());
+        }
+        let file_len = self
+            .file
+            .len()
+            .map_err(|e| Error::io("reading length of", &self.path, e))?;
+        if file_len < len {
+            let detail = format!("file is {file_len} bytes, committed length is {len}");
+            return Err(Error::corrupt(run, &self.name, file_len, detail));
+        }
+        let view = self
+            .file
+            .map(len)
+            .map_err(|e| Error::io("mapping", &self.path, e))?;
+        *cached = view.clone();
+        Ok(view)
+    }
+
+    fn read_error(&self, run: &str, e: io::Error, offset: u64) -> Error {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            Error::corrupt(run, &self.name, offset, "file truncated")
+        } else {
+            Error::io("reading", &self.path, e)
+        }
+    }
+}

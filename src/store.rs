@@ -1,0 +1,515 @@
+//! The store directory: open, create/list/delete runs, and the per-process cache of open runs.
+//!
+//! Layout (`format/SPEC.md` §1): `<root>/FORMAT`, `<root>/runs/<run id>/seg-NNNNNNNN.log`,
+//! `<root>/runs/<run id>/lock`.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::event::{Event, NewEvent, RunId, Seq};
+use crate::format::{FORMAT_VERSION, META_LEN_MAX};
+use crate::io::{Fs, OpenMode, StdFs};
+use crate::lock;
+use crate::run::{LOCK_FILE, Outcome, ReqKind, Run};
+use crate::segment::{NewSegment, Segment, segment_name};
+use crate::store_stats::{CommitStats, CommitStatsSnapshot};
+
+/// Name of the store's format marker file.
+pub const FORMAT_FILE: &str = "FORMAT";
+/// Directory holding one directory per run.
+pub const RUNS_DIR: &str = "runs";
+const FORMAT_PREFIX: &str = "runlog-store format ";
+
+/// Store settings. Every limit is checked before anything is written.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// A segment is sealed and a new one started before a commit once the segment's committed
+    /// length reaches this many bytes (default 64 MiB). One group commit never spans segments.
+    pub segment_len_bytes_max: u64,
+    /// Largest event payload, in bytes (default 16 MiB).
+    pub payload_len_bytes_max: usize,
+    /// Largest encoded batch (one append call), in bytes (default 64 MiB).
+    pub batch_len_bytes_max: u32,
+    /// Most events in one append call (default 100,000).
+    pub batch_events_max: usize,
+    /// How long a writer waits for another process's run lock before [`Error::Busy`]
+    /// (default 10 s).
+    pub lock_timeout: Duration,
+    /// How often `wait` polls the counter for other processes' commits (default 10 ms).
+    pub wait_poll_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            segment_len_bytes_max: 64 << 20,
+            payload_len_bytes_max: 16 << 20,
+            batch_len_bytes_max: 64 << 20,
+            batch_events_max: 100_000,
+            lock_timeout: Duration::from_secs(10),
+            wait_poll_interval: Duration::from_millis(10),
+        }
+    }
+}
+
+impl Config {
+    fn check(&self) -> Result<()> {
+        let bad = |s: &str| Err(Error::InvalidConfig(s.to_string()));
+        let overhead = 64 + 44 + 64 + 256 + 256;
+        if (self.batch_len_bytes_max as usize) < self.payload_len_bytes_max + overhead {
+            return bad("batch_len_bytes_max must hold one event of payload_len_bytes_max");
+        }
+        if self.batch_events_max == 0 || self.segment_len_bytes_max == 0 {
+            return bad("batch_events_max and segment_len_bytes_max must be positive");
+        }
+        if self.wait_poll_interval.is_zero() {
+            return bad("wait_poll_interval must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// The result of appending one fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// The event's seq: newly assigned, or the original one for a duplicate.
+    pub seq: Seq,
+    /// True when the key (or caller event id) already existed and nothing was appended.
+    pub duplicate: bool,
+}
+
+/// One page of a read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadPage {
+    /// Events in seq order, dense, starting at `after + 1`.
+    pub events: Vec<Event>,
+    /// The cursor for the next read: the last returned seq, or `after` when empty.
+    pub next: Seq,
+    /// Whether events past `next` were committed when the read started.
+    pub has_more: bool,
+}
+
+/// What a run looks like now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo {
+    /// The run.
+    pub run: RunId,
+    /// Last committed seq (0 when empty).
+    pub last_seq: Seq,
+    /// Bytes of committed batches over all segments (headers excluded).
+    pub committed_bytes: u64,
+    /// Run creation time, ms since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Time of the last commit (or of creation), ms since the Unix epoch.
+    pub updated_at_ms: u64,
+    /// Number of segment files.
+    pub segment_count: u32,
+}
+
+/// One page of `list_runs`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunPage {
+    /// Runs in id order.
+    pub runs: Vec<RunInfo>,
+    /// Cursor for the next page (`after`), or `None` when this was the last page.
+    pub next: Option<RunId>,
+}
+
+/// An embedded runlog store. Cheap to clone; `Send + Sync`; share it across threads.
+///
+/// Several `Store`s (in one or many processes) may open the same directory: every write
+/// takes the run's kernel advisory lock and refreshes from disk first.
+#[derive(Clone, Debug)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    fs: Arc<dyn Fs>,
+    root: PathBuf,
+    runs_dir: PathBuf,
+    config: Arc<Config>,
+    runs: Mutex<HashMap<RunId, Arc<Run>>>,
+    stats: Arc<CommitStats>,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Store {
+    /// Opens the store at `dir` on the real file system, creating it if `dir` is missing or
+    /// empty. Lazy: no run is touched until used.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::NotAStore`] for a non-empty directory without a
+    /// `FORMAT` file; [`Error::UnsupportedVersion`] for another format version; [`Error::Io`].
+    pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Store> {
+        Store::open_with_fs(Arc::new(StdFs), dir, config)
+    }
+
+    /// [`Store::open`] over any [`Fs`] (the simulated one in crash tests).
+    pub fn open_with_fs(fs: Arc<dyn Fs>, dir: impl AsRef<Path>, config: Config) -> Result<Store> {
+        config.check()?;
+        let root = dir.as_ref().to_path_buf();
+        init_or_check(fs.as_ref(), &root)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                runs_dir: root.join(RUNS_DIR),
+                fs,
+                root,
+                config: Arc::new(config),
+                runs: Mutex::new(HashMap::new()),
+                stats: Arc::new(CommitStats::default()),
+            }),
+        })
+    }
+
+    /// The store directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Counters of group commits in this `Store` handle since it was opened.
+    pub fn commit_stats(&self) -> CommitStatsSnapshot {
+        self.inner.stats.snapshot()
+    }
+
+    fn run_dir(&self, run: &RunId) -> PathBuf {
+        self.inner.runs_dir.join(run.as_str())
+    }
+
+    /// Creates an empty run; durable when this returns (segment 1 written and synced in a
+    /// temporary directory, renamed into place, parent synced; rule 4).
+    ///
+    /// # Errors
+    /// [`Error::RunExists`], [`Error::DiskFull`], [`Error::Io`].
+    pub fn create_run(&self, run: &RunId) -> Result<()> {
+        self.create_run_with_meta(run, &[])
+    }
+
+    /// [`Store::create_run`] with an opaque metadata blob (≤ 2048 bytes) kept in segment 1's
+    /// header, returned by [`Store::run_meta`]. Importers record provenance here.
+    ///
+    /// # Errors
+    /// As `create_run`, plus [`Error::InvalidEvent`] (field `meta`) when `meta` is too long.
+    pub fn create_run_with_meta(&self, run: &RunId, meta: &[u8]) -> Result<()> {
+        if meta.len() > META_LEN_MAX {
+            return Err(Error::InvalidEvent {
+                field: "meta",
+                reason: format!("{} bytes > limit {META_LEN_MAX}", meta.len()),
+            });
+        }
+        let fs = self.inner.fs.as_ref();
+        let dir = self.run_dir(run);
+        let exists = || Error::RunExists {
+            run: run.to_string(),
+        };
+        if fs.is_dir(&dir).map_err(|e| Error::io("checking", &dir, e))? {
+            return Err(exists());
+        }
+        let tmp = self.inner.runs_dir.join(format!(".tmp-{run}-{}", ulid::Ulid::generate()));
+        let result = self.build_run_dir(&tmp, run, meta).and_then(|()| {
+            fs.rename(&tmp, &dir).map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => exists(),
+                _ => Error::io("renaming into place", &dir, e),
+            })
+        });
+        if let Err(e) = result {
+            remove_run_files(fs, &tmp, 1);
+            return Err(e);
+        }
+        fs.sync_dir(&self.inner.runs_dir)
+            .map_err(|e| Error::io("syncing", &self.inner.runs_dir, e))
+    }
+
+    fn build_run_dir(&self, tmp: &Path, run: &RunId, meta: &[u8]) -> Result<()> {
+        let fs = self.inner.fs.as_ref();
+        fs.create_dir(tmp).map_err(|e| Error::io("creating", tmp, e))?;
+        let now = now_ms();
+        Segment::create(
+            fs,
+            tmp,
+            &NewSegment {
+                run: run.as_str(),
+                index: 1,
+                base_seq: 1,
+                run_created_at_ms: now,
+                now_ms: now,
+                meta,
+            },
+        )?;
+        let lock = tmp.join(LOCK_FILE);
+        fs.open(&lock, OpenMode::CreateNew)
+            .and_then(|_| fs.sync_dir(tmp))
+            .map_err(|e| Error::io("creating", lock, e))
+    }
+
+    /// Whether the run exists.
+    pub fn run_exists(&self, run: &RunId) -> Result<bool> {
+        let dir = self.run_dir(run);
+        self.inner
+            .fs
+            .is_dir(&dir)
+            .map_err(|e| Error::io("checking", dir, e))
+    }
+
+    /// The open run, from the cache or loaded from disk.
+    fn run(&self, run: &RunId) -> Result<Arc<Run>> {
+        if let Some(r) = self.inner.runs.lock().get(run) {
+            return Ok(r.clone());
+        }
+        let loaded = Arc::new(Run::open(
+            self.inner.fs.clone(),
+            self.run_dir(run),
+            run.clone(),
+            self.inner.config.clone(),
+            self.inner.stats.clone(),
+        )?);
+        let mut runs = self.inner.runs.lock();
+        Ok(runs.entry(run.clone()).or_insert(loaded).clone())
+    }
+
+    /// Appends facts (unfenced). Each event whose key or caller-supplied event id already
+    /// exists in the run appends nothing and reports the original seq; the others are
+    /// committed as one atomic batch at the next seqs. Returns one [`Appended`] per input, in
+    /// order, after the batch is fdatasync'd (rule 4).
+    ///
+    /// # Errors
+    /// [`Error::InvalidEvent`] (bounds; nothing written), [`Error::RunNotFound`],
+    /// [`Error::Busy`], [`Error::Corrupt`], [`Error::DiskFull`], [`Error::Poisoned`], [`Error::Io`].
+    pub fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
+        match self.run(run)?.submit(ReqKind::Facts, events)? {
+            Outcome::Facts(a) => Ok(a),
+            Outcome::Decisions(s) => Ok(s.into_iter().map(|seq| Appended { seq, duplicate: false }).collect()),
+        }
+    }
+
+    /// Appends a decision batch fenced at `expected_seq`: committed atomically at
+    /// `expected_seq + 1 ..` iff the run's last seq equals `expected_seq` at commit, checked
+    /// under the run's serializer and lock (rules 1–3). Returns the assigned seqs.
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when the log is not at `expected_seq` — nothing written, no file
+    /// or counter touched (rule 2); [`Error::DuplicateDecision`] when a key or caller event
+    /// id already exists; and the errors of [`Store::append_facts`].
+    pub fn append_decisions(
+        &self,
+        run: &RunId,
+        expected_seq: Seq,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Seq>> {
+        let kind = ReqKind::Decisions {
+            expected: expected_seq,
+        };
+        match self.run(run)?.submit(kind, events)? {
+            Outcome::Decisions(s) => Ok(s),
+            Outcome::Facts(a) => Ok(a.into_iter().map(|a| a.seq).collect()),
+        }
+    }
+
+    /// Reads up to `limit` events after seq `after`, in seq order. Every batch's checksum and
+    /// the density of seqs are checked on every read (rule 5); a read after N is complete by
+    /// density (rule 6); only committed events are returned (rule 7).
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Corrupt`] (run, segment file, byte offset), [`Error::Io`].
+    pub fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {
+        self.run(run)?.read(after, limit)
+    }
+
+    /// The run's last committed seq (0 when empty).
+    pub fn last_seq(&self, run: &RunId) -> Result<Seq> {
+        self.run(run)?.last_seq()
+    }
+
+    /// Waits until the run's last seq exceeds `after`, at most `timeout`; returns the last
+    /// seq (≤ `after` on timeout). Woken at once by commits in this process; other
+    /// processes' commits are seen by polling the counter every `Config::wait_poll_interval`.
+    pub fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq> {
+        self.run(run)?.wait(after, timeout)
+    }
+
+    /// Last seq, committed bytes, created/updated times and segment count.
+    pub fn run_info(&self, run: &RunId) -> Result<RunInfo> {
+        self.run(run)?.info()
+    }
+
+    /// The metadata blob given at creation (empty if none).
+    pub fn run_meta(&self, run: &RunId) -> Result<Vec<u8>> {
+        Ok(self.run(run)?.meta())
+    }
+
+    /// Lists runs in id order after `after` (exclusive), at most `limit`. Takes no run lock
+    /// (rule 8); runs created or deleted concurrently may or may not appear.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when a listed run's files are, [`Error::Io`].
+    pub fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage> {
+        let dir = &self.inner.runs_dir;
+        let names = self
+            .inner
+            .fs
+            .read_dir(dir)
+            .map_err(|e| Error::io("listing", dir, e))?;
+        let mut ids: Vec<RunId> = names.iter().filter_map(|n| RunId::new(n).ok()).collect();
+        ids.sort();
+        let start = after.map_or(0, |a| ids.partition_point(|id| id <= a));
+        let mut runs = Vec::new();
+        let mut next = None;
+        for id in &ids[start..] {
+            if runs.len() == limit {
+                next = runs.last().map(|r: &RunInfo| r.run.clone());
+                break;
+            }
+            match self.run_info(id) {
+                Ok(info) => runs.push(info),
+                Err(Error::RunNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(RunPage { runs, next })
+    }
+
+    /// Deletes a run: under its lock, renames its directory away (synced), removes its files,
+    /// and unlinks the lock file last so a waiting writer sees the run is gone.
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Io`].
+    pub fn delete_run(&self, run: &RunId) -> Result<()> {
+        let handle = self.run(run)?;
+        let fs = self.inner.fs.as_ref();
+        let _guard = lock::acquire(
+            run.as_str(),
+            handle.lock_file(),
+            handle.lock_path(),
+            self.inner.config.lock_timeout,
+        )?;
+        handle.refresh()?;
+        let grave = self.inner.runs_dir.join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
+        fs.rename(&handle.dir, &grave)
+            .map_err(|e| Error::io("renaming away", &handle.dir, e))?;
+        self.inner.runs.lock().remove(run);
+        fs.sync_dir(&self.inner.runs_dir)
+            .map_err(|e| Error::io("syncing", &self.inner.runs_dir, e))?;
+        let segments = handle.segment_paths().len() as u32;
+        remove_run_files(fs, &grave, segments + 1);
+        Ok(())
+    }
+
+    /// Checks every byte of a run's files independently of the cache: header and counter
+    /// checksums, every batch checksum, density, the segment chain, counters vs content.
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Io`]; problems found are in the report, not errors.
+    pub fn verify_run(&self, run: &RunId) -> Result<crate::verify::VerifyReport> {
+        crate::verify::verify_run(
+            self.inner.fs.as_ref(),
+            &self.run_dir(run),
+            run,
+            self.inner.config.batch_len_bytes_max,
+        )
+    }
+}
+
+/// Removes the files runlog puts in a run directory (segments `1..=segments`, their temp
+/// names, the lock file last), then the directory. Best effort: a leftover dot-named
+/// directory is never listed as a run. Lists no directory (rule 8).
+fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
+    for i in 1..=segments {
+        let name = segment_name(i);
+        let _ = fs.remove_file(&dir.join(&name));
+        let _ = fs.remove_file(&dir.join(format!("{name}.tmp")));
+    }
+    let _ = fs.remove_file(&dir.join(LOCK_FILE));
+    let _ = fs.remove_dir(dir);
+}
+
+/// Creates the store layout in an empty or missing directory, or checks the `FORMAT` file.
+fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
+    let format = root.join(FORMAT_FILE);
+    match read_small(fs, &format) {
+        Ok(text) => return check_format(&format, &text),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(Error::io("reading", &format, e));
+        }
+        Err(_) => {}
+    }
+    create_dir_all(fs, root)?;
+    let entries = fs.read_dir(root).map_err(|e| Error::io("listing", root, e))?;
+    if entries.iter().any(|n| n != RUNS_DIR && !n.starts_with(FORMAT_FILE)) {
+        return Err(Error::NotAStore {
+            path: root.to_path_buf(),
+            detail: format!("directory is not empty and has no {FORMAT_FILE} file"),
+        });
+    }
+    let runs = root.join(RUNS_DIR);
+    if !fs.is_dir(&runs).map_err(|e| Error::io("checking", &runs, e))? {
+        fs.create_dir(&runs).map_err(|e| Error::io("creating", &runs, e))?;
+    }
+    let tmp = root.join(format!("{FORMAT_FILE}.tmp"));
+    let text = format!("{FORMAT_PREFIX}{FORMAT_VERSION}\n");
+    let write = || -> io::Result<()> {
+        let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
+        f.write_all_at(text.as_bytes(), 0)?;
+        f.sync_all()?;
+        fs.rename(&tmp, &format)?;
+        fs.sync_dir(root)
+    };
+    write().map_err(|e| Error::io("creating", &format, e))
+}
+
+fn check_format(path: &Path, text: &str) -> Result<()> {
+    let version = text
+        .strip_prefix(FORMAT_PREFIX)
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .ok_or_else(|| Error::NotAStore {
+            path: path.to_path_buf(),
+            detail: format!("{FORMAT_FILE} does not start with {FORMAT_PREFIX:?}"),
+        })?;
+    if version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    Ok(())
+}
+
+fn read_small(fs: &dyn Fs, path: &Path) -> io::Result<String> {
+    let f = fs.open(path, OpenMode::Read)?;
+    let mut buf = vec![0u8; 256];
+    let n = f.read_at(&mut buf, 0)?;
+    buf.truncate(n);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn create_dir_all(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    if fs.is_dir(dir).map_err(|e| Error::io("checking", dir, e))? {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_all(fs, parent)?;
+    }
+    match fs.create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io("creating", dir, e)),
+    }
+}
