@@ -88,3 +88,6 @@ pub fn checksum(seed: u32, bytes: &[u8]) -> u32 {
     h.update(bytes);
     h.finalize()
 }
+
+#[cfg(test)]
+mod tests;
