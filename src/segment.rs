@@ -149,7 +149,11 @@ impl Segment {
         let slot = pick_slot(a, b).ok_or_else(|| {
             Error::corrupt(run, &self.name, SLOT_OFFSETS[0], "no valid counter slot")
         })?;
-        if slot.last_seq.checked_add(1).is_none_or(|n| n < self.header.base_seq) {
+        if slot
+            .last_seq
+            .checked_add(1)
+            .is_none_or(|n| n < self.header.base_seq)
+        {
             let detail = format!(
                 "counter last seq {} below segment base seq {}",
                 slot.last_seq, self.header.base_seq

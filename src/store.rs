@@ -220,10 +220,16 @@ impl Store {
         let exists = || Error::RunExists {
             run: run.to_string(),
         };
-        if fs.is_dir(&dir).map_err(|e| Error::io("checking", &dir, e))? {
+        if fs
+            .is_dir(&dir)
+            .map_err(|e| Error::io("checking", &dir, e))?
+        {
             return Err(exists());
         }
-        let tmp = self.inner.runs_dir.join(format!(".tmp-{run}-{}", ulid::Ulid::generate()));
+        let tmp = self
+            .inner
+            .runs_dir
+            .join(format!(".tmp-{run}-{}", ulid::Ulid::generate()));
         let result = self.build_run_dir(&tmp, run, meta).and_then(|()| {
             fs.rename(&tmp, &dir).map_err(|e| match e.raw_os_error() {
                 Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => exists(),
@@ -240,7 +246,8 @@ impl Store {
 
     fn build_run_dir(&self, tmp: &Path, run: &RunId, meta: &[u8]) -> Result<()> {
         let fs = self.inner.fs.as_ref();
-        fs.create_dir(tmp).map_err(|e| Error::io("creating", tmp, e))?;
+        fs.create_dir(tmp)
+            .map_err(|e| Error::io("creating", tmp, e))?;
         let now = now_ms();
         Segment::create(
             fs,
@@ -296,7 +303,13 @@ impl Store {
     pub fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
         match self.run(run)?.submit(ReqKind::Facts, events)? {
             Outcome::Facts(a) => Ok(a),
-            Outcome::Decisions(s) => Ok(s.into_iter().map(|seq| Appended { seq, duplicate: false }).collect()),
+            Outcome::Decisions(s) => Ok(s
+                .into_iter()
+                .map(|seq| Appended {
+                    seq,
+                    duplicate: false,
+                })
+                .collect()),
         }
     }
 
@@ -401,7 +414,10 @@ impl Store {
             self.inner.config.lock_timeout,
         )?;
         handle.refresh()?;
-        let grave = self.inner.runs_dir.join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
+        let grave = self
+            .inner
+            .runs_dir
+            .join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
         fs.rename(&handle.dir, &grave)
             .map_err(|e| Error::io("renaming away", &handle.dir, e))?;
         self.inner.runs.lock().remove(run);
@@ -451,16 +467,25 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
         Err(_) => {}
     }
     create_dir_all(fs, root)?;
-    let entries = fs.read_dir(root).map_err(|e| Error::io("listing", root, e))?;
-    if entries.iter().any(|n| n != RUNS_DIR && !n.starts_with(FORMAT_FILE)) {
+    let entries = fs
+        .read_dir(root)
+        .map_err(|e| Error::io("listing", root, e))?;
+    if entries
+        .iter()
+        .any(|n| n != RUNS_DIR && !n.starts_with(FORMAT_FILE))
+    {
         return Err(Error::NotAStore {
             path: root.to_path_buf(),
             detail: format!("directory is not empty and has no {FORMAT_FILE} file"),
         });
     }
     let runs = root.join(RUNS_DIR);
-    if !fs.is_dir(&runs).map_err(|e| Error::io("checking", &runs, e))? {
-        fs.create_dir(&runs).map_err(|e| Error::io("creating", &runs, e))?;
+    if !fs
+        .is_dir(&runs)
+        .map_err(|e| Error::io("checking", &runs, e))?
+    {
+        fs.create_dir(&runs)
+            .map_err(|e| Error::io("creating", &runs, e))?;
     }
     let tmp = root.join(format!("{FORMAT_FILE}.tmp"));
     let text = format!("{FORMAT_PREFIX}{FORMAT_VERSION}\n");

@@ -39,7 +39,12 @@ pub struct VerifyReport {
     pub notes: Vec<Problem>,
 }
 
-pub(crate) fn verify_run(fs: &dyn Fs, dir: &Path, run: &RunId, len_max: u32) -> Result<VerifyReport> {
+pub(crate) fn verify_run(
+    fs: &dyn Fs,
+    dir: &Path,
+    run: &RunId,
+    len_max: u32,
+) -> Result<VerifyReport> {
     if !fs.is_dir(dir).map_err(|e| Error::io("checking", dir, e))? {
         return Err(Error::RunNotFound {
             run: run.to_string(),
@@ -96,13 +101,22 @@ fn verify_segment(
         return Ok(false);
     }
     let slot = seg.read_slot(run.as_str())?;
-    let file_len = seg.file.len().map_err(|e| Error::io("reading length of", &seg.path, e))?;
+    let file_len = seg
+        .file
+        .len()
+        .map_err(|e| Error::io("reading length of", &seg.path, e))?;
     if file_len < slot.committed_len {
-        let detail = format!("file is {file_len} bytes, counter says {}", slot.committed_len);
+        let detail = format!(
+            "file is {file_len} bytes, counter says {}",
+            slot.committed_len
+        );
         report.problem(&seg.name, file_len, detail);
         return Ok(false);
     }
-    let view = seg.file.map(file_len).map_err(|e| Error::io("mapping", &seg.path, e))?;
+    let view = seg
+        .file
+        .map(file_len)
+        .map_err(|e| Error::io("mapping", &seg.path, e))?;
     let mut at = HEADER_LEN;
     while at < slot.committed_len {
         match decode_batch(&view, at as usize, seg.header.salt, *last_seq + 1, len_max) {

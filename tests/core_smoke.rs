@@ -13,17 +13,39 @@ fn append_read_fence_roundtrip() {
         .unwrap();
     assert_eq!(a[0].seq, 1);
     let seqs = store
-        .append_decisions(&run, 1, vec![NewEvent::new("step_created", "a"), NewEvent::new("step_created", "b")])
+        .append_decisions(
+            &run,
+            1,
+            vec![
+                NewEvent::new("step_created", "a"),
+                NewEvent::new("step_created", "b"),
+            ],
+        )
         .unwrap();
     assert_eq!(seqs, vec![2, 3]);
-    let err = store.append_decisions(&run, 1, vec![NewEvent::new("x", "")]).unwrap_err();
-    assert!(matches!(err, Error::Fenced { expected: 1, actual: 3, .. }), "{err}");
+    let err = store
+        .append_decisions(&run, 1, vec![NewEvent::new("x", "")])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Fenced {
+                expected: 1,
+                actual: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let dup = store
         .append_facts(&run, vec![NewEvent::new("run_created", "{}").key("k1")])
         .unwrap();
     assert_eq!((dup[0].seq, dup[0].duplicate), (1, true));
     let page = store.read(&run, 1, 10).unwrap();
-    assert_eq!(page.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
     assert_eq!(&page.events[1].payload[..], b"b");
     drop(store);
     let store = Store::open(dir.path().join("s"), Config::default()).unwrap();

@@ -152,7 +152,10 @@ pub fn decode_batch(
     let len = u32_at(b, 4);
     let min = (BATCH_HEADER_LEN + EVENT_HEADER_LEN + 1 + BATCH_TRAILER_LEN) as u32;
     if len < min || len > len_max {
-        return Err(FormatError::bad(at + 4, format!("batch length {len} out of range")));
+        return Err(FormatError::bad(
+            at + 4,
+            format!("batch length {len} out of range"),
+        ));
     }
     let len = len as usize;
     if len > avail {
@@ -245,7 +248,10 @@ fn decode_event(
         && (flags & FLAG_KEY != 0 || key_len == 0)
         && u16_at(b, 38) == 0;
     if !bounds_ok {
-        return Err(FormatError::bad(at + 32, "event flags or field lengths out of range"));
+        return Err(FormatError::bad(
+            at + 32,
+            "event flags or field lengths out of range",
+        ));
     }
     let total = EVENT_HEADER_LEN + kind_len + corr_len + key_len;
     let total = total

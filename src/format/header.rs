@@ -86,22 +86,34 @@ impl SegmentHeader {
         }
         let crc = u32_at(b, FIXED_CRC_AT);
         if crc != checksum(0, &b[..FIXED_CRC_AT]) {
-            return Err(FormatError::bad(FIXED_CRC_AT, "segment header checksum mismatch"));
+            return Err(FormatError::bad(
+                FIXED_CRC_AT,
+                "segment header checksum mismatch",
+            ));
         }
         if u32_at(b, 12) != HEADER_LEN as u32 {
             return Err(FormatError::bad(12, "unexpected header length"));
         }
         if u64_at(b, 24) == 0 || u32_at(b, 16) == 0 {
-            return Err(FormatError::bad(16, "segment index and base seq start at 1"));
+            return Err(FormatError::bad(
+                16,
+                "segment index and base seq start at 1",
+            ));
         }
         let salt = u32_at(b, 20);
         let id_len = u16_at(b, 48) as usize;
         let meta_len = u16_at(b, 50) as usize;
         if id_len == 0 || id_len > RUN_ID_LEN_MAX {
-            return Err(FormatError::bad(48, format!("run id length {id_len} out of range")));
+            return Err(FormatError::bad(
+                48,
+                format!("run id length {id_len} out of range"),
+            ));
         }
         if meta_len > META_LEN_MAX {
-            return Err(FormatError::bad(50, format!("meta length {meta_len} > {META_LEN_MAX}")));
+            return Err(FormatError::bad(
+                50,
+                format!("meta length {meta_len} > {META_LEN_MAX}"),
+            ));
         }
         let run_id = std::str::from_utf8(&b[RUN_ID_AT..RUN_ID_AT + id_len])
             .map_err(|_| FormatError::bad(RUN_ID_AT, "run id is not UTF-8"))?

@@ -73,15 +73,26 @@ fn golden_header() -> SegmentHeader {
 #[test]
 fn counter_slot_matches_golden_bytes() {
     assert_eq!(golden_slot().encode(SALT).to_vec(), unhex(SLOT_HEX));
-    assert_eq!(CounterSlot::decode(&unhex(SLOT_HEX), SALT, 0), Some(golden_slot()));
+    assert_eq!(
+        CounterSlot::decode(&unhex(SLOT_HEX), SALT, 0),
+        Some(golden_slot())
+    );
 }
 
 #[test]
 fn counter_slot_rejects_wrong_position_salt_and_zeros() {
     let b = unhex(SLOT_HEX);
-    assert_eq!(CounterSlot::decode(&b, SALT, 1), None, "generation 1 belongs in slot A");
+    assert_eq!(
+        CounterSlot::decode(&b, SALT, 1),
+        None,
+        "generation 1 belongs in slot A"
+    );
     assert_eq!(CounterSlot::decode(&b, SALT ^ 1, 0), None, "foreign salt");
-    assert_eq!(CounterSlot::decode(&[0u8; 64], SALT, 0), None, "zeroed slot");
+    assert_eq!(
+        CounterSlot::decode(&[0u8; 64], SALT, 0),
+        None,
+        "zeroed slot"
+    );
 }
 
 #[test]
@@ -112,9 +123,16 @@ fn batch_rejects_zeros_foreign_salt_density_and_truncation() {
     let e = decode_batch(&golden, 0, SALT, 2, 1 << 20).unwrap_err();
     assert!(e.detail.starts_with("density"), "{e:?}");
     let torn = golden.slice(..100);
-    assert!(decode_batch(&torn, 0, SALT, 1, 1 << 20).unwrap_err().incomplete);
+    assert!(
+        decode_batch(&torn, 0, SALT, 1, 1 << 20)
+            .unwrap_err()
+            .incomplete
+    );
     let e = decode_batch(&golden, 0, SALT, 1, 64).unwrap_err();
-    assert_eq!(e.offset, 4, "length above len_max is rejected before reading the body");
+    assert_eq!(
+        e.offset, 4,
+        "length above len_max is rejected before reading the body"
+    );
 }
 
 #[test]
@@ -142,7 +160,12 @@ fn segment_header_rejects_other_versions_and_flips() {
     let mut b = golden_header().encode();
     b[8] = 2;
     assert_eq!(SegmentHeader::version_of(&b), Some(2));
-    assert!(SegmentHeader::decode(&b).unwrap_err().detail.contains("unsupported version 2"));
+    assert!(
+        SegmentHeader::decode(&b)
+            .unwrap_err()
+            .detail
+            .contains("unsupported version 2")
+    );
     let mut b = golden_header().encode();
     b[60] ^= 1;
     assert_eq!(SegmentHeader::decode(&b).unwrap_err().offset, 508);

@@ -134,7 +134,11 @@ impl Run {
         if events.is_empty() || events.len() > c.batch_events_max {
             return Err(Error::InvalidEvent {
                 field: "batch",
-                reason: format!("{} events, allowed 1..={}", events.len(), c.batch_events_max),
+                reason: format!(
+                    "{} events, allowed 1..={}",
+                    events.len(),
+                    c.batch_events_max
+                ),
             });
         }
         let mut len = BATCH_HEADER_LEN + BATCH_TRAILER_LEN;
@@ -230,10 +234,9 @@ impl Run {
             .recover_tail(self.run_str(), len_max, now_ms())
             .map_err(|e| self.poison_on_io(w, e))?;
         if let Some(slot) = recovered {
-            st.last()
-                .seg
-                .write_slot(&slot)
-                .map_err(|e| self.poison_on_io(w, Error::io("writing counter of", &st.last().seg.path, e)))?;
+            st.last().seg.write_slot(&slot).map_err(|e| {
+                self.poison_on_io(w, Error::io("writing counter of", &st.last().seg.path, e))
+            })?;
         }
         let last = st.last();
         if last.slot.committed_len >= self.config.segment_len_bytes_max
@@ -449,7 +452,10 @@ impl Planner<'_> {
         let mut accepted = Vec::new();
         for e in &req.events {
             if let Some((seq, _)) = self.existing(e) {
-                out.push(Appended { seq, duplicate: true });
+                out.push(Appended {
+                    seq,
+                    duplicate: true,
+                });
                 continue;
             }
             self.last_seq += 1;
@@ -469,7 +475,10 @@ impl Planner<'_> {
             }
             ids.push(id);
             accepted.push(e);
-            out.push(Appended { seq, duplicate: false });
+            out.push(Appended {
+                seq,
+                duplicate: false,
+            });
         }
         if accepted.is_empty() {
             return (Ok(Outcome::Facts(out)), None);
@@ -501,7 +510,10 @@ impl Planner<'_> {
                 .key
                 .as_ref()
                 .and_then(|k| seen_keys.insert(k.clone(), seq).map(|s| (s, k.clone())))
-                .or_else(|| e.event_id.and_then(|id| seen_ids.insert(id, seq).map(|s| (s, id.to_string()))));
+                .or_else(|| {
+                    e.event_id
+                        .and_then(|id| seen_ids.insert(id, seq).map(|s| (s, id.to_string())))
+                });
             if let Some((seq, key)) = self.existing(e).or(again) {
                 return Some(Error::DuplicateDecision {
                     run: self.run.to_string(),

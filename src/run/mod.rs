@@ -94,7 +94,11 @@ impl Run {
             }
         }
         let mut st = self.state.write();
-        st.catch_up(self.fs.as_ref(), self.run_str(), self.config.batch_len_bytes_max)
+        st.catch_up(
+            self.fs.as_ref(),
+            self.run_str(),
+            self.config.batch_len_bytes_max,
+        )
     }
 
     /// Last committed seq (0 for an empty run).
@@ -140,8 +144,16 @@ impl Run {
             )
             .map_err(|e| format_to_corrupt(self.run_str(), &seg, e))?;
             if b.header.count != loc.count {
-                let detail = format!("batch holds {} events, index says {}", b.header.count, loc.count);
-                return Err(Error::corrupt(self.run_str(), &seg.name, loc.offset, detail));
+                let detail = format!(
+                    "batch holds {} events, index says {}",
+                    b.header.count, loc.count
+                );
+                return Err(Error::corrupt(
+                    self.run_str(),
+                    &seg.name,
+                    loc.offset,
+                    detail,
+                ));
             }
             for e in b.events.into_iter().filter(|e| e.seq > after) {
                 if events.len() == limit {

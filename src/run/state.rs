@@ -83,7 +83,11 @@ impl RunState {
 
     /// Records one batch (idempotent on offset: a batch already applied is skipped).
     pub(crate) fn apply(&mut self, a: Applied<'_>) {
-        if self.batches.last().is_some_and(|b| b.last_seq() >= a.loc.first_seq) {
+        if self
+            .batches
+            .last()
+            .is_some_and(|b| b.last_seq() >= a.loc.first_seq)
+        {
             return;
         }
         for (k, seq) in a.keys {
@@ -110,7 +114,12 @@ impl RunState {
             .filter(|(_, caller)| **caller)
             .map(|(e, _)| (e.event_id, e.seq))
             .collect();
-        let max_id = view.events.iter().map(|e| e.event_id).max().unwrap_or_default();
+        let max_id = view
+            .events
+            .iter()
+            .map(|e| e.event_id)
+            .max()
+            .unwrap_or_default();
         let loc = BatchLoc {
             first_seq: view.header.first_seq,
             count: view.header.count,
@@ -158,13 +167,22 @@ impl RunState {
             let pos = self.segments.len() - 1;
             let mut at = cur.committed_len;
             while at < disk.committed_len {
-                let b = decode_batch(&view, at as usize, seg.header.salt, self.last_seq + 1, len_max)
-                    .map_err(|e| format_to_corrupt(run, &seg, e))?;
+                let b = decode_batch(
+                    &view,
+                    at as usize,
+                    seg.header.salt,
+                    self.last_seq + 1,
+                    len_max,
+                )
+                .map_err(|e| format_to_corrupt(run, &seg, e))?;
                 self.apply_view(pos, at, &b);
                 at += u64::from(b.header.len);
             }
             if at != disk.committed_len {
-                let detail = format!("last batch ends at {at}, counter says {}", disk.committed_len);
+                let detail = format!(
+                    "last batch ends at {at}, counter says {}",
+                    disk.committed_len
+                );
                 return Err(Error::corrupt(run, &seg.name, disk.committed_len, detail));
             }
         }
@@ -225,7 +243,10 @@ impl RunState {
             return Ok(None);
         }
         if file_len < slot.committed_len {
-            let detail = format!("file is {file_len} bytes, committed length is {}", slot.committed_len);
+            let detail = format!(
+                "file is {file_len} bytes, committed length is {}",
+                slot.committed_len
+            );
             return Err(Error::corrupt(run, &seg.name, file_len, detail));
         }
         let pos = self.segments.len() - 1;
@@ -244,7 +265,9 @@ impl RunState {
             }
         }
         if at < file_len {
-            seg.file.set_len(at).map_err(|e| io("truncating torn tail of", e))?;
+            seg.file
+                .set_len(at)
+                .map_err(|e| io("truncating torn tail of", e))?;
         }
         // Adopted batches may never have been synced by the process that wrote them: sync
         // before they become visible (rule 7).

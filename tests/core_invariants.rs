@@ -1,0 +1,392 @@
+//! The rules of INVARIANTS.md, one test (or more) each, on real files with real fsync.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use runlog::{Config, Error, NewEvent, RunId, Store};
+use ulid::Ulid;
+
+fn setup(config: Config) -> (tempfile::TempDir, Store, RunId) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store"), config).unwrap();
+    let run = RunId::new("wrun_test").unwrap();
+    store.create_run(&run).unwrap();
+    (dir, store, run)
+}
+
+fn ev(kind: &str, payload: &str) -> NewEvent {
+    NewEvent::new(kind, payload.as_bytes().to_vec())
+}
+
+/// Every file under `dir` with its bytes, for byte-for-byte comparisons.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            out.extend(snapshot(&p));
+        } else {
+            out.insert(p.clone(), std::fs::read(&p).unwrap());
+        }
+    }
+    out
+}
+
+fn seqs(store: &Store, run: &RunId) -> Vec<u64> {
+    let page = store.read(run, 0, usize::MAX).unwrap();
+    page.events.iter().map(|e| e.seq).collect()
+}
+
+#[test]
+fn fenced_append_after_log_grew_is_rejected_and_run_dir_is_byte_identical() {
+    let (dir, store, run) = setup(Config::default());
+    store
+        .append_decisions(&run, 0, vec![ev("run_created", "{}")])
+        .unwrap();
+    store
+        .append_facts(&run, vec![ev("hook_received", "{}")])
+        .unwrap();
+    let before = snapshot(&dir.path().join("store"));
+    let err = store
+        .append_decisions(
+            &run,
+            1,
+            vec![ev("step_created", "a"), ev("wait_created", "b")],
+        )
+        .unwrap_err();
+    match err {
+        Error::Fenced {
+            expected, actual, ..
+        } => assert_eq!((expected, actual), (1, 2)),
+        other => panic!("expected Fenced, got {other}"),
+    }
+    assert_eq!(
+        snapshot(&dir.path().join("store")),
+        before,
+        "a rejected append changed files"
+    );
+    assert_eq!(seqs(&store, &run), vec![1, 2]);
+}
+
+#[test]
+fn rejected_terminal_decision_leaves_run_info_unchanged() {
+    let (_dir, store, run) = setup(Config::default());
+    store
+        .append_decisions(&run, 0, vec![ev("run_created", "{}")])
+        .unwrap();
+    store
+        .append_decisions(&run, 1, vec![ev("run_completed", "{}")])
+        .unwrap();
+    let info = store.run_info(&run).unwrap();
+    let err = store.append_decisions(&run, 1, vec![ev("run_completed", "{}")]);
+    assert!(matches!(err, Err(Error::Fenced { actual: 2, .. })));
+    assert_eq!(store.run_info(&run).unwrap(), info);
+}
+
+#[test]
+fn decision_batch_is_all_or_nothing() {
+    let (_dir, store, run) = setup(Config::default());
+    store
+        .append_facts(&run, vec![ev("run_created", "{}").key("created")])
+        .unwrap();
+    // The third event repeats an existing key: the whole batch is refused.
+    let batch = vec![
+        ev("hook_created", "h"),
+        ev("step_created", "s"),
+        ev("wait_created", "w").key("created"),
+    ];
+    let err = store.append_decisions(&run, 1, batch).unwrap_err();
+    assert!(
+        matches!(err, Error::DuplicateDecision { seq: 1, .. }),
+        "{err}"
+    );
+    assert_eq!(seqs(&store, &run), vec![1]);
+    let batch = vec![
+        ev("hook_created", "h"),
+        ev("step_created", "s"),
+        ev("wait_created", "w"),
+    ];
+    assert_eq!(
+        store.append_decisions(&run, 1, batch).unwrap(),
+        vec![2, 3, 4]
+    );
+    let kinds: Vec<String> = store
+        .read(&run, 1, 10)
+        .unwrap()
+        .events
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["hook_created", "step_created", "wait_created"]);
+}
+
+#[test]
+fn idempotent_facts_by_key_and_by_event_id_survive_reopen() {
+    let (dir, store, run) = setup(Config::default());
+    let id = Ulid::from_parts(1_700_000_000_000, 42);
+    let first = store
+        .append_facts(
+            &run,
+            vec![
+                ev("step_completed", "a").key("step_1"),
+                ev("hook_received", "b").event_id(id),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        first
+            .iter()
+            .map(|a| (a.seq, a.duplicate))
+            .collect::<Vec<_>>(),
+        [(1, false), (2, false)]
+    );
+    drop(store);
+    let store = Store::open(dir.path().join("store"), Config::default()).unwrap();
+    let again = store
+        .append_facts(
+            &run,
+            vec![
+                ev("step_completed", "a2").key("step_1"),
+                ev("x", "new"),
+                ev("hook_received", "b2").event_id(id),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        again
+            .iter()
+            .map(|a| (a.seq, a.duplicate))
+            .collect::<Vec<_>>(),
+        [(1, true), (3, false), (2, true)]
+    );
+    let events = store.read(&run, 0, 10).unwrap().events;
+    assert_eq!(events.len(), 3);
+    assert_eq!(&events[0].payload[..], b"a", "the original is kept");
+    assert_eq!(events[1].event_id, id);
+}
+
+#[test]
+fn duplicate_keys_within_one_fact_batch_append_once() {
+    let (_dir, store, run) = setup(Config::default());
+    let out = store
+        .append_facts(
+            &run,
+            vec![ev("a", "1").key("k"), ev("b", "2").key("k"), ev("c", "3")],
+        )
+        .unwrap();
+    assert_eq!(
+        out.iter().map(|a| (a.seq, a.duplicate)).collect::<Vec<_>>(),
+        [(1, false), (1, true), (2, false)]
+    );
+}
+
+#[test]
+fn eight_threads_two_thousand_appends_each_are_dense_and_read_back_equal() {
+    let (_dir, store, run) = setup(Config::default());
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let (store, run) = (store.clone(), run.clone());
+            std::thread::spawn(move || {
+                (0..2000)
+                    .map(|i| {
+                        let payload = format!("t{t}-i{i}");
+                        let a = store
+                            .append_facts(&run, vec![ev("step_completed", &payload)])
+                            .unwrap();
+                        (a[0].seq, payload)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut acked: Vec<(u64, String)> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    acked.sort();
+    assert_eq!(
+        acked.iter().map(|a| a.0).collect::<Vec<_>>(),
+        (1..=16_000).collect::<Vec<_>>()
+    );
+    let events = store.read(&run, 0, usize::MAX).unwrap().events;
+    assert_eq!(events.len(), 16_000);
+    for (e, (seq, payload)) in events.iter().zip(&acked) {
+        assert_eq!((e.seq, &e.payload[..]), (*seq, payload.as_bytes()));
+    }
+    let ids: Vec<Ulid> = events.iter().map(|e| e.event_id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "store-minted ids are monotonic within the run"
+    );
+    let stats = store.commit_stats();
+    assert_eq!(stats.events, 16_000);
+    assert!(
+        stats.groups < 16_000,
+        "concurrent appenders share group commits: {stats:?}"
+    );
+}
+
+#[test]
+fn read_after_n_is_complete_by_density_with_cursor_and_has_more() {
+    let (_dir, store, run) = setup(Config::default());
+    for i in 0..10 {
+        let batch = (0..3).map(|j| ev("e", &format!("{i}.{j}"))).collect();
+        store.append_facts(&run, batch).unwrap();
+    }
+    let page = store.read(&run, 4, 7).unwrap();
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (5..=11).collect::<Vec<_>>()
+    );
+    assert_eq!((page.next, page.has_more), (11, true));
+    let rest = store.read(&run, page.next, 100).unwrap();
+    assert_eq!(rest.events.first().map(|e| e.seq), Some(12));
+    assert_eq!((rest.next, rest.has_more), (30, false));
+    let empty = store.read(&run, 30, 5).unwrap();
+    assert_eq!(
+        (empty.events.len(), empty.next, empty.has_more),
+        (0, 30, false)
+    );
+}
+
+#[test]
+fn segments_roll_at_the_threshold_and_reads_cross_them() {
+    let config = Config {
+        segment_len_bytes_max: 8 * 1024,
+        ..Config::default()
+    };
+    let (dir, store, run) = setup(config.clone());
+    let payload = "x".repeat(500);
+    for _ in 0..60 {
+        store
+            .append_facts(&run, vec![ev("step_completed", &payload)])
+            .unwrap();
+    }
+    let info = store.run_info(&run).unwrap();
+    assert_eq!(info.last_seq, 60);
+    assert!(info.segment_count >= 4, "{info:?}");
+    assert_eq!(seqs(&store, &run), (1..=60).collect::<Vec<_>>());
+    drop(store);
+    let store = Store::open(dir.path().join("store"), config).unwrap();
+    assert_eq!(store.run_info(&run).unwrap(), info);
+    let report = store.verify_run(&run).unwrap();
+    assert_eq!(
+        (report.problems.len(), report.events, report.segments),
+        (0, 60, info.segment_count)
+    );
+    assert_eq!(
+        store.append_facts(&run, vec![ev("x", "y")]).unwrap()[0].seq,
+        61
+    );
+}
+
+#[test]
+fn wait_is_woken_by_an_in_process_commit_and_times_out_otherwise() {
+    let (_dir, store, run) = setup(Config::default());
+    assert_eq!(store.wait(&run, 0, Duration::from_millis(30)).unwrap(), 0);
+    let (s2, r2) = (store.clone(), run.clone());
+    let waiter = std::thread::spawn(move || s2.wait(&r2, 0, Duration::from_secs(30)).unwrap());
+    std::thread::sleep(Duration::from_millis(50));
+    store.append_facts(&run, vec![ev("a", "b")]).unwrap();
+    assert_eq!(waiter.join().unwrap(), 1);
+}
+
+#[test]
+fn list_runs_pages_in_id_order_and_delete_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    for i in 0..5 {
+        store
+            .create_run(&RunId::new(format!("r{i}")).unwrap())
+            .unwrap();
+    }
+    store
+        .append_facts(&RunId::new("r3").unwrap(), vec![ev("a", "b")])
+        .unwrap();
+    let p1 = store.list_runs(None, 2).unwrap();
+    assert_eq!(
+        p1.runs.iter().map(|r| r.run.as_str()).collect::<Vec<_>>(),
+        ["r0", "r1"]
+    );
+    let p2 = store.list_runs(p1.next.as_ref(), 10).unwrap();
+    assert_eq!(
+        p2.runs
+            .iter()
+            .map(|r| (r.run.as_str(), r.last_seq))
+            .collect::<Vec<_>>(),
+        [("r2", 0), ("r3", 1), ("r4", 0)]
+    );
+    assert_eq!(p2.next, None);
+    let r3 = RunId::new("r3").unwrap();
+    assert!(matches!(
+        store.create_run(&r3),
+        Err(Error::RunExists { .. })
+    ));
+    store.delete_run(&r3).unwrap();
+    assert!(!store.run_exists(&r3).unwrap());
+    assert!(matches!(
+        store.read(&r3, 0, 1),
+        Err(Error::RunNotFound { .. })
+    ));
+    assert_eq!(store.list_runs(None, 10).unwrap().runs.len(), 4);
+    let names: Vec<_> = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 4, "no tombstone left behind: {names:?}");
+    store.create_run(&r3).unwrap();
+    assert_eq!(store.last_seq(&r3).unwrap(), 0);
+}
+
+#[test]
+fn a_second_store_handle_sees_and_continues_the_first_ones_appends() {
+    let (dir, a, run) = setup(Config::default());
+    let b = Store::open(dir.path().join("store"), Config::default()).unwrap();
+    a.append_facts(&run, vec![ev("a", "1").key("k")]).unwrap();
+    assert_eq!(b.last_seq(&run).unwrap(), 1);
+    assert!(b.append_facts(&run, vec![ev("a", "1").key("k")]).unwrap()[0].duplicate);
+    b.append_decisions(&run, 1, vec![ev("b", "2")]).unwrap();
+    assert!(matches!(
+        a.append_decisions(&run, 1, vec![ev("c", "3")]),
+        Err(Error::Fenced { actual: 2, .. })
+    ));
+    assert_eq!(seqs(&a, &run), [1, 2]);
+    assert_eq!(a.wait(&run, 1, Duration::from_millis(1)).unwrap(), 2);
+}
+
+#[test]
+fn concurrent_deciders_exactly_one_wins_each_position() {
+    let (_dir, store, run) = setup(Config::default());
+    let store = Arc::new(store);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let (store, run) = (store.clone(), run.clone());
+            std::thread::spawn(move || {
+                let mut wins = 0;
+                for _ in 0..50 {
+                    let last = store.last_seq(&run).unwrap();
+                    match store.append_decisions(
+                        &run,
+                        last,
+                        vec![ev("step_created", &format!("{t}"))],
+                    ) {
+                        Ok(s) => {
+                            assert_eq!(s, vec![last + 1]);
+                            wins += 1;
+                        }
+                        Err(Error::Fenced {
+                            expected, actual, ..
+                        }) => assert!(actual > expected),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                wins
+            })
+        })
+        .collect();
+    let wins: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(store.last_seq(&run).unwrap(), wins);
+    assert_eq!(seqs(&store, &run), (1..=wins).collect::<Vec<_>>());
+}
