@@ -1,1 +1,90 @@
-fn main() {}
+//! `runlog`: the command-line tool over a runlog store: import world-local data directories,
+//! inspect runs and events, append, verify storage, audit workflow anomalies, export.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd_append;
+mod cmd_check;
+mod cmd_import;
+mod cmd_read;
+mod output;
+mod storm_cmd;
+mod support;
+
+use support::CliError;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok
+  1  verify or audit found problems, or import left files or runs behind
+  2  bad usage or bad input (unknown run, unreadable source, invalid id or payload)
+  3  fenced append rejected (the log grew past --expected-seq; nothing was written)
+  4  run busy (another process held the run's lock past the timeout)
+  5  store corrupt or unreadable";
+
+/// Inspect and fill a runlog store: per-run, append-only event logs with dense seqs.
+#[derive(Debug, Parser)]
+#[command(name = "runlog", version, after_help = EXIT_CODES)]
+struct Cli {
+    /// Store directory (created on first write).
+    #[arg(long, global = true, env = "RUNLOG_STORE", default_value = "./.runlog")]
+    store: PathBuf,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Import a world-local data directory (flat or run-scoped `events/`), run by run.
+    #[command(after_help = cmd_import::AFTER_HELP)]
+    Import(cmd_import::ImportArgs),
+    /// List runs: last seq, event count, status derived from the log, first/last event time.
+    Runs(cmd_read::RunsArgs),
+    /// Print a run's events in seq order.
+    Events(cmd_read::EventsArgs),
+    /// Print a run's last events; with --follow, keep printing new ones until Ctrl-C.
+    Tail(cmd_read::TailArgs),
+    /// Append one event: a fact, or a fenced decision when --expected-seq is given.
+    #[command(after_help = EXIT_CODES)]
+    Append(cmd_append::AppendArgs),
+    /// Check storage invariants (checksums, density, counter slots, segment chain).
+    #[command(after_help = cmd_check::VERIFY_HELP)]
+    Verify(cmd_check::VerifyArgs),
+    /// Report workflow-level anomalies in the logs (not storage faults).
+    #[command(after_help = cmd_check::AUDIT_HELP)]
+    Audit(cmd_check::AuditArgs),
+    /// Print events as world-local JSON lines (runId, eventId, eventType, ..., seq).
+    Export(cmd_read::ExportArgs),
+    /// Run the concurrency storm (many writers, one run) and report what each store kept.
+    Storm(storm_cmd::StormArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Import(args) => cmd_import::run(&cli.store, args),
+        Command::Runs(args) => cmd_read::runs(&cli.store, args),
+        Command::Events(args) => cmd_read::events(&cli.store, args),
+        Command::Tail(args) => cmd_read::tail(&cli.store, args),
+        Command::Append(args) => cmd_append::run(&cli.store, args),
+        Command::Verify(args) => cmd_check::verify(&cli.store, args),
+        Command::Audit(args) => cmd_check::audit(&cli.store, args),
+        Command::Export(args) => cmd_read::export(&cli.store, args),
+        Command::Storm(args) => return storm_cmd::run(args),
+    };
+    match result {
+        Ok(found_problems) => ExitCode::from(u8::from(found_problems)),
+        Err(e) => exit_with(e),
+    }
+}
+
+fn exit_with(e: CliError) -> ExitCode {
+    if let Some(message) = e.message() {
+        eprintln!("runlog: error: {message}");
+    }
+    ExitCode::from(e.exit_code())
+}

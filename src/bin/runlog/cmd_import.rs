@@ -1,0 +1,203 @@
+//! `runlog import`: a world-local data directory into the store, run by run.
+
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use runlog::Store;
+use runlog::import::{BatchLimits, FileProblem, RunImport, discover, import_run, load_run};
+use serde_json::json;
+
+use crate::output::{Table, json_line};
+use crate::support::{CliError, open_store};
+
+/// Extra `--help` text of `import`.
+pub const AFTER_HELP: &str = "\
+SRC is the directory holding `events/`, in either layout: `events/<runId>-<eventId>.json` or
+`events/<runId>/<runId>-<eventId>.json`. Files tagged `<id>.<tag>.json` are imported only with
+--tag <tag>. Each run is ordered as that store lists it (slot ids by slot, ULID ids by
+(createdAt, eventId)) and gets dense seqs from 1.
+
+A run imports whole or not at all: one malformed file keeps its whole run out. Leftover temp
+files (`*.json.tmp.*`) and malformed files are reported with path and reason; the import goes
+on with the other runs and exits 1 at the end. Re-running an import is idempotent: runs already
+imported are checked against the source and only missing events are appended.";
+
+/// Arguments of `runlog import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The world-local data directory (the one holding `events/`).
+    src: PathBuf,
+    /// Also import files tagged `<id>.TAG.json` (files of other tags are always skipped).
+    #[arg(long)]
+    tag: Option<String>,
+    /// One JSON object per run and per problem file instead of the report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How one run went.
+enum Outcome {
+    /// Imported; with the number of identical duplicate files collapsed into one event.
+    Imported(RunImport, usize),
+    Failed(Vec<FileProblem>),
+}
+
+/// `runlog import`: exit 1 when any file or run was left out.
+pub fn run(store_dir: &Path, args: ImportArgs) -> Result<bool, CliError> {
+    let found = discover(&args.src, args.tag.as_deref())
+        .map_err(|e| CliError::Input(format!("cannot import {}: {e}", args.src.display())))?;
+    let store = open_store(store_dir)?;
+    let bar = progress_bar(found.file_count() as u64);
+    let mut outcomes = Vec::with_capacity(found.runs.len());
+    for (run, files) in &found.runs {
+        let start = bar.position();
+        let outcome = import_one(&store, run, files, &bar);
+        bar.set_position(start + files.len() as u64);
+        outcomes.push((run.as_str(), outcome));
+    }
+    bar.finish_and_clear();
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        print_json(&mut out, &outcomes, &found.problems)?;
+    } else {
+        print_report(&mut out, &outcomes, &found.problems, found.skipped_tagged)?;
+    }
+    out.flush()?;
+    let failed = outcomes
+        .iter()
+        .any(|(_, o)| matches!(o, Outcome::Failed(_)));
+    Ok(failed || !found.problems.is_empty())
+}
+
+/// Loads, validates and imports one run; every failure becomes problems of that run.
+fn import_one(store: &Store, run: &str, files: &[PathBuf], bar: &ProgressBar) -> Outcome {
+    let source = match load_run(run, files, store.config().payload_len_bytes_max) {
+        Ok(source) => source,
+        Err(problems) => return Outcome::Failed(problems),
+    };
+    match import_run(store, &source, BatchLimits::default(), &mut |n| bar.inc(n)) {
+        Ok(done) => Outcome::Imported(done, source.duplicate_copies.len()),
+        Err(e) => {
+            let dir = files
+                .first()
+                .and_then(|f| f.parent())
+                .unwrap_or(Path::new(""));
+            Outcome::Failed(vec![FileProblem {
+                path: dir.to_path_buf(),
+                reason: format!("run {run}: {e}"),
+            }])
+        }
+    }
+}
+
+fn progress_bar(files: u64) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(files);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn result_name(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Imported(r, _) if r.created => "created",
+        Outcome::Imported(r, _) if r.appended > 0 => "extended",
+        Outcome::Imported(..) => "unchanged",
+        Outcome::Failed(_) => "failed",
+    }
+}
+
+fn counts(o: &Outcome) -> (u64, u64) {
+    match o {
+        Outcome::Imported(r, _) => (r.appended, r.already_present),
+        Outcome::Failed(_) => (0, 0),
+    }
+}
+
+fn print_json(
+    out: &mut impl Write,
+    outcomes: &[(&str, Outcome)],
+    stray: &[FileProblem],
+) -> io::Result<()> {
+    let problem = |p: &FileProblem, run: Option<&str>| json!({"path": p.path.display().to_string(), "reason": p.reason, "run": run});
+    for (run, o) in outcomes {
+        let (appended, already) = counts(o);
+        let problems: Vec<_> = match o {
+            Outcome::Failed(ps) => ps.iter().map(|p| problem(p, Some(run))).collect(),
+            Outcome::Imported(..) => Vec::new(),
+        };
+        json_line(
+            out,
+            &json!({"run": run, "result": result_name(o), "appended": appended,
+                    "already_present": already, "problems": problems}),
+        )?;
+    }
+    for p in stray {
+        json_line(out, &problem(p, None))?;
+    }
+    Ok(())
+}
+
+fn print_report(
+    out: &mut impl Write,
+    outcomes: &[(&str, Outcome)],
+    stray: &[FileProblem],
+    skipped_tagged: usize,
+) -> io::Result<()> {
+    let mut table = Table::new(&["RUN", "RESULT", "APPENDED", "ALREADY_PRESENT"]);
+    let mut problems: Vec<String> = stray
+        .iter()
+        .map(|p| format!("{}: {}", p.path.display(), p.reason))
+        .collect();
+    let (mut appended, mut already, mut imported, mut copies) = (0, 0, 0, 0);
+    for (run, o) in outcomes {
+        let (a, p) = counts(o);
+        (appended, already) = (appended + a, already + p);
+        table.row(vec![
+            run.to_string(),
+            result_name(o).into(),
+            a.to_string(),
+            p.to_string(),
+        ]);
+        match o {
+            Outcome::Imported(_, c) => (imported, copies) = (imported + 1, copies + c),
+            Outcome::Failed(ps) => problems.extend(ps.iter().map(|p| {
+                format!(
+                    "{}: {} (run {run} not imported)",
+                    p.path.display(),
+                    p.reason
+                )
+            })),
+        }
+    }
+    table.print(out)?;
+    writeln!(
+        out,
+        "imported {imported} of {} runs: {appended} events appended, {already} already present",
+        outcomes.len()
+    )?;
+    if copies > 0 {
+        writeln!(
+            out,
+            "collapsed {copies} identical duplicate event files (imported once)"
+        )?;
+    }
+    if skipped_tagged > 0 {
+        writeln!(
+            out,
+            "skipped {skipped_tagged} files tagged for another world (see --tag)"
+        )?;
+    }
+    if !problems.is_empty() {
+        writeln!(out, "not imported ({}):", problems.len())?;
+        for p in problems {
+            writeln!(out, "  {p}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! `runlog import` on real world-local data: the whole shared corpus when `../shared` exists,
+//! else the fixture in `tests/fixtures/world-local`.
+
+mod cli_support;
+
+use std::fs;
+
+use cli_support::*;
+use serde_json::Value;
+
+#[test]
+fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = copy_source(tmp.path());
+    let store = tmp.path().join("store");
+    let out = import(&store, &src);
+
+    assert_eq!(code(&out), 1, "the temp file is reported: {}", stdout(&out));
+    let report = stdout(&out);
+    assert!(report.contains(TEMP_FILE), "{report}");
+    assert!(report.contains("leftover temp file"), "{report}");
+    assert!(report.contains("not imported (1):"), "{report}");
+
+    let source = source_runs(&src);
+    let files: usize = source.values().map(Vec::len).sum();
+    assert_eq!(files, if using_whole_corpus() { 392 } else { 119 });
+    assert!(
+        report.contains(&format!(
+            "imported {0} of {0} runs: {files} events appended, 0 already present",
+            source.len()
+        )),
+        "{report}"
+    );
+
+    let runs = json_lines(&runlog(&store, &["runs", "--json"]));
+    let listed: Vec<&str> = runs
+        .iter()
+        .map(|r| r["run"].as_str().expect("run"))
+        .collect();
+    assert_eq!(
+        listed,
+        source.keys().map(String::as_str).collect::<Vec<_>>()
+    );
+    for (run, events) in &source {
+        let exported = export(&store, run);
+        assert_eq!(exported.len(), events.len(), "{run}");
+        for (i, (got, want)) in exported.iter().zip(events).enumerate() {
+            assert_eq!(got["seq"], Value::from(i as u64 + 1), "{run}: dense from 1");
+            let mut got = got.clone();
+            got.as_object_mut().expect("object").remove("seq");
+            assert_eq!(
+                &got,
+                want,
+                "{run} seq {}: export equals the source file",
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn re_import_is_idempotent() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = copy_source(tmp.path());
+    let store = tmp.path().join("store");
+    import(&store, &src);
+    let before = runlog(&store, &["export"]);
+
+    let again = runlog(&store, &["import", src.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(code(&again), 1, "the temp file is still reported");
+    let lines = json_lines(&again);
+    let runs: Vec<&Value> = lines.iter().filter(|l| l.get("result").is_some()).collect();
+    assert_eq!(runs.len(), source_runs(&src).len());
+    for r in &runs {
+        assert_eq!(r["result"], "unchanged", "{r}");
+        assert_eq!(r["appended"], 0, "{r}");
+    }
+    let already: u64 = runs
+        .iter()
+        .map(|r| r["already_present"].as_u64().expect("n"))
+        .sum();
+    assert_eq!(already, if using_whole_corpus() { 392 } else { 119 });
+    let after = runlog(&store, &["export"]);
+    assert_eq!(stdout(&after), stdout(&before));
+}
+
+#[test]
+fn a_malformed_event_file_fails_its_run_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("world-local");
+    copy_dir(&fixture_dir(), &src);
+    let bad_run = "wrun_01M8N4BRV2KFM4M7AG01H68PJ8";
+    let bad_file = src
+        .join("events")
+        .join(format!("{bad_run}-evnt_01M8N4BSZQJTBNV9G9BCSFD0P2.json"));
+    let text = fs::read_to_string(&bad_file).expect("read");
+    fs::write(&bad_file, &text[..text.len() / 2]).expect("truncate");
+    let store = tmp.path().join("store");
+
+    let out = import(&store, &src);
+    assert_eq!(code(&out), 1);
+    let report = stdout(&out);
+    let line = report
+        .lines()
+        .find(|l| l.contains(bad_file.to_str().expect("utf-8")))
+        .unwrap_or_else(|| panic!("bad file reported: {report}"));
+    assert!(line.contains("not valid JSON"), "{line}");
+    assert!(
+        line.contains(&format!("(run {bad_run} not imported)")),
+        "{line}"
+    );
+    assert!(
+        report.contains("imported 6 of 7 runs: 111 events appended"),
+        "{report}"
+    );
+
+    let runs = json_lines(&runlog(&store, &["runs", "--json"]));
+    let listed: Vec<&str> = runs
+        .iter()
+        .map(|r| r["run"].as_str().expect("run"))
+        .collect();
+    assert_eq!(listed.len(), 6);
+    assert!(!listed.contains(&bad_run));
+    let missing = runlog(&store, &["events", bad_run]);
+    assert_eq!(code(&missing), 2, "{}", stderr(&missing));
+}
+
+#[test]
+fn verify_is_clean_after_import_and_names_segment_and_offset_of_a_flipped_byte() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = copy_source(tmp.path());
+    let store = tmp.path().join("store");
+    import(&store, &src);
+    let clean = runlog(&store, &["verify", "--json"]);
+    assert_eq!(code(&clean), 0, "{}", stdout(&clean));
+    let reports = json_lines(&clean);
+    assert_eq!(reports.len(), source_runs(&src).len());
+    assert!(
+        reports
+            .iter()
+            .all(|r| r["ok"] == true && r["problems"] == Value::Array(vec![]))
+    );
+
+    let run = THIRTEEN_TERMINALS_RUN;
+    let segment = store.join("runs").join(run).join("seg-00000001.log");
+    let mut bytes = fs::read(&segment).expect("read segment");
+    // format/SPEC.md §4: the first batch starts at 4096; its `len` is at +4, its crc at len-4.
+    let batch_at = 4096usize;
+    let len_field: [u8; 4] = bytes[batch_at + 4..batch_at + 8]
+        .try_into()
+        .expect("4 bytes");
+    let batch_len = u32::from_le_bytes(len_field) as usize;
+    assert!(batch_at + batch_len <= bytes.len());
+    bytes[batch_at + batch_len / 2] ^= 0x40;
+    fs::write(&segment, &bytes).expect("write segment");
+
+    let out = runlog(&store, &["verify", run, "--json"]);
+    assert_eq!(code(&out), 1);
+    let report = &json_lines(&out)[0];
+    assert_eq!(report["ok"], false);
+    let problem = &report["problems"][0];
+    assert_eq!(problem["segment"], "seg-00000001.log");
+    assert_eq!(
+        problem["offset"],
+        (batch_at + batch_len - 4) as u64,
+        "the batch's checksum field"
+    );
+    assert_eq!(problem["detail"], "batch checksum mismatch");
+
+    let table = stdout(&runlog(&store, &["verify", run]));
+    assert!(
+        table.contains(&format!("seg-00000001.log  {}", batch_at + batch_len - 4)),
+        "{table}"
+    );
+    let read = runlog(&store, &["events", run]);
+    assert_eq!(
+        code(&read),
+        5,
+        "a corrupt store is exit 5 for readers: {}",
+        stderr(&read)
+    );
+    assert!(stderr(&read).contains("seg-00000001.log"));
+}
