@@ -154,7 +154,7 @@ pub fn audit_run(run: &RunId, events: &[Event]) -> Vec<Finding> {
     check_run_created(events, &mut found);
     check_terminals(events, &mut found);
     check_entities(events, &mut found);
-    found.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    found.sort_by_key(|a| (a.0, a.1));
     found
         .into_iter()
         .map(|(_, class, seqs, detail)| Finding {
