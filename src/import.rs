@@ -48,7 +48,7 @@ use serde_json::{Map, Value};
 use ulid::Ulid;
 
 use crate::error::Error;
-use crate::event::{Event, NewEvent, RunId, Seq};
+use crate::event::{NewEvent, RunId, Seq};
 use crate::store::Store;
 
 /// Name of the source store's event directory under the data directory.
@@ -726,8 +726,9 @@ fn store_error(source: Error, rollback: Option<String>) -> ImportError {
     ImportError::Store { source, rollback }
 }
 
-/// How many leading source events an existing run already holds; a conflict unless the
-/// stored log is exactly a prefix of the source and the stamps agree.
+/// How many leading source events an existing run already holds; a conflict unless the stamps
+/// agree and the stored log and the source agree on every position both have. Events the
+/// store holds beyond the source (appended after an earlier import) are not read.
 fn stored_prefix_len(store: &Store, source: &SourceRun) -> Result<u64, ImportError> {
     let conflict = |detail: String| ImportError::Conflict {
         run: source.run.to_string(),
@@ -743,36 +744,36 @@ fn stored_prefix_len(store: &Store, source: &SourceRun) -> Result<u64, ImportErr
             String::from_utf8_lossy(&source.stamp.to_bytes())
         )));
     }
+    let source_len = source.events.len() as u64;
     let mut after: Seq = 0;
-    loop {
+    while after < source_len {
+        let limit = usize::try_from(source_len - after).map_or(1024, |left| left.min(1024));
         let page = store
-            .read(&source.run, after, 1024)
+            .read(&source.run, after, limit)
             .map_err(|e| store_error(e, None))?;
-        for event in &page.events {
-            check_prefix_event(source, event).map_err(conflict)?;
+        for (event, expected) in page
+            .events
+            .iter()
+            .zip(source.events.iter().skip(after as usize))
+        {
+            if expected.event_id != Some(event.event_id) {
+                return Err(conflict(format!(
+                    "stored seq {} holds event {}, the source has {} there",
+                    event.seq,
+                    source.stamp.event_id_text(event.event_id),
+                    expected
+                        .event_id
+                        .map(|id| source.stamp.event_id_text(id))
+                        .unwrap_or_default()
+                )));
+            }
+        }
+        if page.events.is_empty() {
+            break;
         }
         after = page.next;
-        if !page.has_more {
-            return Ok(after);
-        }
     }
-}
-
-fn check_prefix_event(source: &SourceRun, event: &Event) -> Result<(), String> {
-    let index = usize::try_from(event.seq.saturating_sub(1)).unwrap_or(usize::MAX);
-    match source.events.get(index) {
-        Some(expected) if expected.event_id == Some(event.event_id) => Ok(()),
-        Some(_) => Err(format!(
-            "stored seq {} holds event {} which is not the source's event at that position",
-            event.seq,
-            source.stamp.event_id_text(event.event_id)
-        )),
-        None => Err(format!(
-            "the store holds {} or more events, the source only {}",
-            event.seq,
-            source.events.len()
-        )),
-    }
+    Ok(after)
 }
 
 /// Appends `source.events[present..]` in batches; returns how many were appended.

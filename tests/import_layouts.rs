@@ -388,4 +388,19 @@ fn re_import_completes_a_partially_imported_run_and_refuses_a_foreign_one() {
         0,
         "the foreign run is untouched"
     );
+
+    let grown = runlog(&store_dir, &["append", PLAIN_RUN, "--kind", "attr_set"]);
+    assert_eq!(stdout(&grown).trim(), "7");
+    let again = json_lines(&runlog(
+        &store_dir,
+        &["import", src.to_str().expect("utf-8"), "--json"],
+    ));
+    assert_eq!(
+        (
+            again[0]["result"].as_str(),
+            again[0]["already_present"].as_u64()
+        ),
+        (Some("unchanged"), Some(6)),
+        "a log that grew past its source still holds the source as its prefix"
+    );
 }
