@@ -149,7 +149,7 @@ pub struct SimFs {
     state: Arc<Mutex<State>>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct State {
     nodes: HashMap<Ino, Node>,
     /// Unsynced directory operations, in issue order.
@@ -167,13 +167,13 @@ struct State {
     seed: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Node {
     File(FileNode),
     Dir(DirNode),
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct FileNode {
     live: Vec<u8>,
     durable: Vec<u8>,
@@ -182,13 +182,13 @@ struct FileNode {
     nlink: u32,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum FileOp {
     Write { offset: u64, data: Vec<u8> },
     SetLen(u64),
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct DirNode {
     live: BTreeMap<String, Ino>,
     durable: BTreeMap<String, Ino>,
@@ -366,6 +366,39 @@ impl SimFs {
         st.epoch += 1;
         st.faults.clear();
         st.halted = false;
+    }
+
+    /// An independent copy of the file system as it is now: live and durable images,
+    /// unsynced operations, counters, faults and halt, but no lock (no handle reaches the
+    /// copy). Crashing several forks explores several outcomes of one moment, like pebble's
+    /// `CrashClone`.
+    pub fn fork(&self) -> SimFs {
+        let mut copy = self.state.lock().clone();
+        copy.locks.clear();
+        copy.epoch += 1;
+        SimFs {
+            state: Arc::new(Mutex::new(copy)),
+        }
+    }
+
+    /// Every live file by path (absolute, `/`-separated) with its live bytes: what a test
+    /// compares to prove an operation wrote nothing.
+    pub fn live_files(&self) -> BTreeMap<String, Vec<u8>> {
+        let st = self.state.lock();
+        let mut files = BTreeMap::new();
+        let mut todo = vec![(ROOT, String::new())];
+        while let Some((ino, path)) = todo.pop() {
+            match st.nodes.get(&ino) {
+                Some(Node::Dir(d)) => {
+                    todo.extend(d.live.iter().map(|(n, i)| (*i, format!("{path}/{n}"))));
+                }
+                Some(Node::File(f)) => {
+                    files.insert(path, f.live.clone());
+                }
+                None => {}
+            }
+        }
+        files
     }
 
     /// Arms `fault`. Several faults may be armed at once; the first that fires wins.
@@ -1350,6 +1383,25 @@ mod tests {
             grown += usize::from(len != 100 && len != 5100);
         }
         assert!(grown > 0);
+    }
+
+    #[test]
+    fn forks_crash_independently() {
+        let fs = SimFs::new(1);
+        let f = put(&fs, "a", b"abc", true);
+        assert!(f.try_lock().unwrap());
+        f.write_all_at(b"X", 0).unwrap();
+        let (drop, keep) = (fs.fork(), fs.fork());
+        drop.crash_with(CrashPolicy::DropUnsynced);
+        keep.crash_with(CrashPolicy::KeepUnsynced);
+        assert_eq!(contents(&drop, "/d/a").unwrap(), b"abc");
+        assert_eq!(contents(&keep, "/d/a").unwrap(), b"Xbc");
+        assert_eq!(f.map(3).unwrap(), &b"Xbc"[..], "the original lives on");
+        let lock = drop.open(p("/d/a"), OpenMode::Read).unwrap();
+        assert!(lock.try_lock().unwrap(), "a fork holds no lock");
+        let files = keep.live_files();
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["/d/a"]);
+        assert_eq!(files["/d/a"], b"Xbc");
     }
 
     #[test]
