@@ -45,16 +45,6 @@ pub enum AnomalyClass {
 }
 
 impl AnomalyClass {
-    /// Every class, in documentation order.
-    pub const ALL: [AnomalyClass; 6] = [
-        AnomalyClass::MultipleTerminal,
-        AnomalyClass::EventAfterTerminal,
-        AnomalyClass::DuplicateCreation,
-        AnomalyClass::CreationLater,
-        AnomalyClass::CreationMissing,
-        AnomalyClass::RunCreatedNotFirst,
-    ];
-
     /// The stable snake_case name printed by `runlog audit`.
     pub fn name(self) -> &'static str {
         match self {

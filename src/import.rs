@@ -810,7 +810,7 @@ fn append_missing(
 }
 
 /// Splits `events` into consecutive batches within `limits` (each at least one event).
-pub fn batches(events: &[NewEvent], limits: BatchLimits) -> Vec<&[NewEvent]> {
+fn batches(events: &[NewEvent], limits: BatchLimits) -> Vec<&[NewEvent]> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < events.len() {
