@@ -32,14 +32,9 @@ fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from
         "{report}"
     );
 
-    let runs = json_lines(&runlog(&store, &["runs", "--json"]));
-    let listed: Vec<&str> = runs
-        .iter()
-        .map(|r| r["run"].as_str().expect("run"))
-        .collect();
     assert_eq!(
-        listed,
-        source.keys().map(String::as_str).collect::<Vec<_>>()
+        run_names(&store),
+        source.keys().cloned().collect::<Vec<_>>()
     );
     for (run, events) in &source {
         let exported = export(&store, run);
@@ -114,13 +109,9 @@ fn a_malformed_event_file_fails_its_run_only() {
         "{report}"
     );
 
-    let runs = json_lines(&runlog(&store, &["runs", "--json"]));
-    let listed: Vec<&str> = runs
-        .iter()
-        .map(|r| r["run"].as_str().expect("run"))
-        .collect();
+    let listed = run_names(&store);
     assert_eq!(listed.len(), 6);
-    assert!(!listed.contains(&bad_run));
+    assert!(!listed.iter().any(|r| r == bad_run));
     let missing = runlog(&store, &["events", bad_run]);
     assert_eq!(code(&missing), 2, "{}", stderr(&missing));
 }

@@ -122,6 +122,14 @@ pub fn source_runs(src: &Path) -> BTreeMap<String, Vec<Value>> {
     runs
 }
 
+/// The run ids `runlog runs --json` lists, in its order.
+pub fn run_names(store: &Path) -> Vec<String> {
+    json_lines(&runlog(store, &["runs", "--json"]))
+        .iter()
+        .map(|r| r["run"].as_str().expect("run").to_string())
+        .collect()
+}
+
 /// `runlog export <run>` as JSON values.
 pub fn export(store: &Path, run: &str) -> Vec<Value> {
     let out = runlog(store, &["export", run]);
