@@ -153,7 +153,9 @@ pub enum Outcome {
         last_seq: Seq,
     },
     /// The restart budget is spent: put the work back on the queue, carrying `restarts`
-    /// to the next invocation, not before `backoff` (always > 0).
+    /// to the next invocation, not before `backoff` (always > 0). The work is still to do:
+    /// run it again after the backoff even if the log has not grown since (a caller that
+    /// only wakes on growth would strand the run).
     Requeue {
         /// Restarts so far, including the carried count; pass it to the next invocation.
         restarts: u32,

@@ -234,6 +234,7 @@ fn spawn_workers(config: &StormConfig, launch: &Launcher) -> Result<Vec<(u32, Ch
             Ok(child) => children.push((worker, child)),
             Err(e) => {
                 for (_, mut child) in children {
+                    // Best effort: the storm fails with the spawn error either way.
                     let _ = child.kill().and_then(|()| child.wait());
                 }
                 return Err(worker_error(worker, format!("cannot start: {e}")));
