@@ -74,6 +74,23 @@ fn fenced_control_with_one_invocation_completes_clean() {
     assert!(r.ok(), "{r:#?}");
 }
 
+#[test]
+fn fenced_storm_with_runner_claims_never_corrupts_and_skips_contended_invocations() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StormConfig {
+        runs: RUNS,
+        replayers: REPLAYERS,
+        claim: true,
+        ..StormConfig::new(dir.path().join("store"), Scenario::StepStorm)
+    };
+    let r = run_storm(&config, &Transport::Threads).unwrap();
+    assert!(r.claim);
+    assert_eq!((r.corrupted, r.completed), (0, r.runs), "{r:#?}");
+    assert_eq!((r.replay.errors, r.replay.unclassified), (0, 0), "{r:#?}");
+    assert!(r.replay.claim_skips > 0, "{r:#?}");
+    assert!(dir.path().join("store/claims/storm-00000.lock").exists());
+}
+
 /// Runs `runlog storm --processes ... --json` and returns its reports.
 fn storm_processes(extra: &[&str]) -> Vec<StormReport> {
     let dir = tempfile::tempdir().unwrap();

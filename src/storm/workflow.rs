@@ -354,7 +354,7 @@ impl Program {
         }
         step.done = true;
         let stage = step.stage;
-        self.open_steps -= 1;
+        self.open_steps = self.open_steps.saturating_sub(1);
         self.completed_steps += 1;
         self.fold = mix(self.fold, result);
         if stage < self.params.depth && result % 4 != 0 {
@@ -372,7 +372,7 @@ impl Program {
             return;
         }
         *got += 1;
-        self.receipts_missing -= 1;
+        self.receipts_missing = self.receipts_missing.saturating_sub(1);
         self.issue_step(self.params.depth, value);
         self.check_done();
     }
