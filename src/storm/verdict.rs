@@ -6,7 +6,7 @@
 //! - an entity (step, hook, wait, or the run's terminal) is created twice;
 //! - anything follows the terminal `run_completed`;
 //! - a decision batch is torn (its marked events are not contiguous) or
-//! - a decision batch differs from what [`derive`] gives for the log prefix before it.
+//! - a decision batch differs from what [`derive()`] gives for the log prefix before it.
 
 use std::collections::BTreeSet;
 
