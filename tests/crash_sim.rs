@@ -106,7 +106,6 @@ fn scenario_size() -> (u64, u64) {
 }
 
 #[test]
-#[ignore = "blocked by the core bugs pinned by the ignored tests below (unsynced counter slot; FORMAT before runs/ durable; failed seal sync; reused unsynced entries)"]
 fn scenario_without_faults_passes_every_check() {
     let c = crash_after(&scenario(), None, &policies(0, 8), false);
     assert_eq!(c.crashes_checked, 10);
@@ -115,7 +114,6 @@ fn scenario_without_faults_passes_every_check() {
 }
 
 #[test]
-#[ignore = "blocked by the core bugs pinned by the ignored tests below (unsynced counter slot; FORMAT before runs/ durable; failed seal sync; reused unsynced entries)"]
 fn power_loss_at_every_sync_point() {
     let (syncs, _) = scenario_size();
     assert!(syncs > 20, "scenario has only {syncs} sync points");
@@ -131,7 +129,6 @@ fn power_loss_at_every_sync_point() {
 }
 
 #[test]
-#[ignore = "blocked by the core bugs pinned by the ignored tests below (unsynced counter slot; FORMAT before runs/ durable; failed seal sync; reused unsynced entries)"]
 fn power_loss_at_every_op() {
     let (_, ops) = scenario_size();
     let mut checked = 0;
@@ -146,7 +143,6 @@ fn power_loss_at_every_op() {
 }
 
 #[test]
-#[ignore = "blocked by the core bugs pinned by the ignored tests below (unsynced counter slot; FORMAT before runs/ durable; failed seal sync; reused unsynced entries)"]
 fn eio_or_enospc_at_every_op_then_crash() {
     let (_, ops) = scenario_size();
     let mut checked = 0;
@@ -169,7 +165,6 @@ fn eio_or_enospc_at_every_op_then_crash() {
 }
 
 #[test]
-#[ignore = "blocked by the core bugs pinned by the ignored tests below (unsynced counter slot; FORMAT before runs/ durable; failed seal sync; reused unsynced entries)"]
 fn repeated_crashes_in_one_workload() {
     let mut ops = Vec::new();
     for (i, op) in scenario().into_iter().enumerate() {
@@ -179,6 +174,28 @@ fn repeated_crashes_in_one_workload() {
     let mut h = Harness::start(7, None);
     h.apply_all(&ops);
     assert_eq!(h.counts.crashes_checked, scenario().len() as u64);
+}
+
+/// Found by the `crash_recovery` fuzz target (input kept in
+/// `fuzz/regressions/crash_recovery/facts-duplicate-key-before-id.bin`): a fact repeating the
+/// key of an earlier event of its own batch and the caller id of a committed event is a
+/// duplicate of the former (key first, like the store), and the crash checks agree.
+#[test]
+fn fact_repeating_a_batch_key_and_a_logged_caller_id_is_a_duplicate_by_key() {
+    let mut h = Harness::start(1, None);
+    let with = |key, id| Ev {
+        key,
+        id,
+        ..ev(None, 3)
+    };
+    h.apply_all(&[
+        Op::CreateRun(2),
+        Op::Facts(2, vec![with(None, Some(4))]),
+        Op::Facts(2, vec![with(Some(1), None), with(Some(1), Some(4))]),
+    ]);
+    assert_eq!(h.counts.acked, 2);
+    h.crash_and_check(CrashPolicy::KeepUnsynced);
+    assert_eq!(h.counts.crashes_checked, 1);
 }
 
 /// Length and checksum of every file of run 0 except its lock file (whose holder pid line is
@@ -192,7 +209,6 @@ fn run0_files(fs: &SimFs) -> BTreeMap<String, (usize, u32)> {
 }
 
 #[test]
-#[ignore = "core bug: prepare() seals the full segment and creates the next one before the fence check (rule 2)"]
 fn fenced_append_on_a_full_segment_writes_no_byte_and_creates_no_file() {
     let mut h = Harness::start(3, None);
     // Fill segment 1 past the roll threshold (8 KiB), so the next commit rolls.
@@ -231,7 +247,6 @@ fn store_at(fs: &SimFs, dir: &str) -> runlog::Store {
 }
 
 #[test]
-#[ignore = "core bug: Store::open creates the store directory without syncing its parent"]
 fn store_directory_created_by_open_survives_power_loss() {
     let fs = SimFs::new(5);
     let run = harness::run_id(0);
@@ -245,7 +260,6 @@ fn store_directory_created_by_open_survives_power_loss() {
 }
 
 #[test]
-#[ignore = "core bug: after a crash an acknowledged batch is invisible until the next write (counter slot never synced; Run::open reads only up to the counter)"]
 fn acknowledged_append_is_readable_right_after_power_loss() {
     let fs = SimFs::new(5);
     harness::prepare_root(&fs);
@@ -270,7 +284,6 @@ fn acknowledged_append_is_readable_right_after_power_loss() {
 }
 
 #[test]
-#[ignore = "core bug: Store::open renames FORMAT into place before runs/ is durable; a crash can keep FORMAT without runs/, and every later list_runs fails"]
 fn store_init_interrupted_by_power_loss_leaves_a_usable_store() {
     for seed in 0..64 {
         let fs = SimFs::new(seed);
@@ -311,7 +324,6 @@ fn fill_segment_1(store: &runlog::Store, run: &runlog::RunId) -> u64 {
 }
 
 #[test]
-#[ignore = "core bug: after a failed fsync of the seal, a reopened store builds segment 2 on the unsynced seal of segment 1; a crash reverts the seal and orphans segment 2"]
 fn append_after_failed_seal_sync_survives_power_loss() {
     let (fs, store) = fresh_store(11);
     let run = harness::run_id(0);
@@ -344,7 +356,6 @@ fn append_after_failed_seal_sync_survives_power_loss() {
 }
 
 #[test]
-#[ignore = "core bug: a segment whose directory entry was never synced (its create failed at sync_dir) is reused after reopen; a crash drops it with acknowledged appends"]
 fn append_into_segment_with_unsynced_entry_survives_power_loss() {
     let (fs, store) = fresh_store(12);
     let run = harness::run_id(0);
@@ -380,7 +391,6 @@ fn append_into_segment_with_unsynced_entry_survives_power_loss() {
 }
 
 #[test]
-#[ignore = "core bug: after create_run fails at the final sync of runs/, the run exists live (RunExists) and takes acknowledged appends that a crash loses with its directory entry"]
 fn append_to_run_whose_create_failed_at_dir_sync_survives_power_loss() {
     let (fs, store) = fresh_store(13);
     let run = harness::run_id(0);
@@ -441,7 +451,6 @@ proptest! {
     /// Random workloads with crashes inside, then a power loss at a random op and a final
     /// crash with a random seed.
     #[test]
-    #[ignore = "blocked by the core bugs pinned by the ignored tests below (unsynced counter slot; FORMAT before runs/ durable; failed seal sync; reused unsynced entries)"]
     fn random_workloads_recover_a_prefix(
         ops in proptest::collection::vec(op_strategy(), 1..40),
         power_loss in proptest::option::of(0u64..400),

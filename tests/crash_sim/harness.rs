@@ -648,12 +648,17 @@ impl Index {
         }
     }
 
-    /// The seq of the event `e` repeats (key first, then caller id), like the store.
-    fn existing(&self, e: &Expected) -> Option<Seq> {
-        let by_key = e.key.as_ref().and_then(|k| self.keys.get(k));
-        by_key
-            .or_else(|| e.id.and_then(|id| self.ids.get(&id)))
-            .copied()
+    /// The seq the event `e` repeats in `self` or, failing that, in `more` (the earlier
+    /// events of its own batch): by key first, then by caller id, like the store.
+    fn existing(&self, more: &Index, e: &Expected) -> Option<Seq> {
+        let by_key = e
+            .key
+            .as_ref()
+            .and_then(|k| self.keys.get(k).or_else(|| more.keys.get(k)));
+        let by_id = || {
+            e.id.and_then(|id| self.ids.get(&id).or_else(|| more.ids.get(&id)))
+        };
+        by_key.or_else(by_id).copied()
     }
 }
 
@@ -667,7 +672,7 @@ fn plan<'a>(batch: &'a Issued, index: &Index, cursor: Seq) -> Option<Plan<'a>> {
     let mut written = Vec::new();
     let mut answers = Vec::new();
     for e in &batch.events {
-        if let Some(seq) = index.existing(e).or_else(|| local.existing(e)) {
+        if let Some(seq) = index.existing(&local, e) {
             if batch.fence.is_some() {
                 return None;
             }
