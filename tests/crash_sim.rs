@@ -446,7 +446,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    // 128 cases by default; PROPTEST_CASES=N for a longer soak.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(128),
+        ..ProptestConfig::default()
+    })]
 
     /// Random workloads with crashes inside, then a power loss at a random op and a final
     /// crash with a random seed.
