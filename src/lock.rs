@@ -30,7 +30,8 @@ impl Drop for LockGuard {
 }
 
 /// Takes the exclusive lock of `file` (the run's `lock` file at `path`), waiting at most
-/// `timeout`, then records our pid in it.
+/// `timeout`. Writes nothing: the holder pid is recorded by [`record_holder`] only by a
+/// writer that is about to write (a rejected append writes no byte, rule 2).
 ///
 /// # Errors
 /// [`Error::Busy`] after `timeout` with the holder read from the file; [`Error::Io`] when the
@@ -45,9 +46,7 @@ pub(crate) fn acquire(
     let mut backoff = BACKOFF_MIN;
     loop {
         if file.try_lock().map_err(|e| Error::io("locking", path, e))? {
-            let guard = LockGuard { file: file.clone() };
-            record_holder(file);
-            return Ok(guard);
+            return Ok(LockGuard { file: file.clone() });
         }
         let waited = start.elapsed();
         if waited >= timeout {
@@ -62,9 +61,15 @@ pub(crate) fn acquire(
     }
 }
 
+/// One attempt at the lock, without waiting: `Ok(None)` when someone holds it.
+pub(crate) fn try_acquire(file: &Arc<dyn FsFile>, path: &Path) -> Result<Option<LockGuard>> {
+    let got = file.try_lock().map_err(|e| Error::io("locking", path, e))?;
+    Ok(got.then(|| LockGuard { file: file.clone() }))
+}
+
 /// Writes `pid N` padded to a fixed width, so no stale digits survive a shorter pid. Best
 /// effort: the content is diagnostic only.
-fn record_holder(file: &Arc<dyn FsFile>) {
+pub(crate) fn record_holder(file: &Arc<dyn FsFile>) {
     let text = format!("pid {:<16}\n", std::process::id());
     let _ = file.write_all_at(text.as_bytes(), 0);
 }

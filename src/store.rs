@@ -460,7 +460,12 @@ fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
 fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
     let format = root.join(FORMAT_FILE);
     match read_small(fs, &format) {
-        Ok(text) => return check_format(&format, &text),
+        Ok(text) => {
+            check_format(&format, &text)?;
+            // A store is only usable with runs/; FORMAT is written after runs/ is durable,
+            // so a missing runs/ means the directory was damaged outside runlog: recreate it.
+            return ensure_runs_dir(fs, root);
+        }
         Err(e) if e.kind() != io::ErrorKind::NotFound => {
             return Err(Error::io("reading", &format, e));
         }
@@ -499,6 +504,16 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
     write().map_err(|e| Error::io("creating", &format, e))
 }
 
+/// Creates `runs/` if missing and makes it durable before anything depends on it.
+fn ensure_runs_dir(fs: &dyn Fs, root: &Path) -> Result<()> {
+    let runs = root.join(RUNS_DIR);
+    if fs.is_dir(&runs).map_err(|e| Error::io("checking", &runs, e))? {
+        return Ok(());
+    }
+    fs.create_dir(&runs).map_err(|e| Error::io("creating", &runs, e))?;
+    fs.sync_dir(root).map_err(|e| Error::io("syncing", root, e))
+}
+
 fn check_format(path: &Path, text: &str) -> Result<()> {
     let version = text
         .strip_prefix(FORMAT_PREFIX)
@@ -533,8 +548,15 @@ fn create_dir_all(fs: &dyn Fs, dir: &Path) -> Result<()> {
         create_dir_all(fs, parent)?;
     }
     match fs.create_dir(dir) {
-        Ok(()) => Ok(()),
+        Ok(()) => sync_parent(fs, dir),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::io("creating", dir, e)),
     }
+}
+
+/// Makes the entry of `path` in its parent durable (rule 4: a new file or directory is durable
+/// only after its parent directory is synced).
+fn sync_parent(fs: &dyn Fs, path: &Path) -> Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    fs.sync_dir(parent).map_err(|e| Error::io("syncing", parent, e))
 }

@@ -163,7 +163,9 @@ pub fn decode_batch(
     }
     let crc_at = len - BATCH_TRAILER_LEN;
     if u32_at(b, crc_at) != checksum(salt, &b[..crc_at]) {
-        return Err(FormatError::bad(at + crc_at, "batch checksum mismatch"));
+        // A checksum cannot say which byte is wrong: report the batch that holds it.
+        let detail = format!("batch checksum mismatch (batch of {len} bytes)");
+        return Err(FormatError::bad(at, detail));
     }
     let header = BatchHeader {
         len: len as u32,

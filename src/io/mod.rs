@@ -51,6 +51,7 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
 }
 
 /// An open file.
+#[allow(clippy::len_without_is_empty)] // `len` is fallible I/O; an `is_empty` would only repeat it
 pub trait FsFile: Send + Sync + fmt::Debug {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at end of file).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;

@@ -69,6 +69,9 @@ pub(crate) struct Queue {
 pub(crate) struct Writer {
     poisoned: Option<String>,
     buf: Vec<u8>,
+    /// Highest segment index whose directory entries (run directory in `runs/`, segment file
+    /// in the run directory) this process has made durable; 0 = none yet.
+    durable_segment: u32,
 }
 
 /// One batch of the group being written.
@@ -177,21 +180,27 @@ impl Run {
         let now = now_ms();
         let mut buf = std::mem::take(&mut w.buf);
         buf.clear();
+        let mut plan = self.plan_on_last(group, now, &mut buf);
+        // Roll only when something will be written: a group of rejected appends creates no
+        // file and writes no byte (rule 2).
+        if !buf.is_empty() && self.segment_full() {
+            if let Err(e) = self.roll(&mut w) {
+                w.buf = buf;
+                return plan_failed(plan, &e);
+            }
+            buf.clear();
+            plan = self.plan_on_last(group, now, &mut buf);
+        }
         let (seg, base) = {
             let st = self.state.read();
             (st.last().seg.clone(), st.last().slot)
         };
-        let mut plan = self.plan(group, &seg, base.committed_len, now, &mut buf);
-        if !buf.is_empty()
-            && let Err(e) = self.write_group(&mut w, &seg, &base, &buf, &plan, now)
-        {
-            for (res, writes) in plan.results.iter_mut().zip(&plan.writes) {
-                if *writes {
-                    *res = Err(e.replicate());
-                }
+        if !buf.is_empty() {
+            lock::record_holder(&self.lock_file);
+            if let Err(e) = self.write_group(&mut w, &seg, &base, &buf, &plan, now) {
+                w.buf = buf;
+                return plan_failed(plan, &e);
             }
-            w.buf = buf;
-            return plan.results;
         }
         w.buf = buf;
         drop(guard);
@@ -226,39 +235,84 @@ impl Run {
         let mut st = self.state.write();
         st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
         if st.last().slot.sealed {
-            let next = self.create_next_segment(&st.last().seg, st.last_seq)?;
+            // The seal may never have reached the disk (its sync failed in a process that
+            // died): write and sync it again before anything is built on it.
+            let seg = st.last().seg.clone();
+            let slot = st.last().slot;
+            let resealed = self.seal(w, &seg, &slot)?;
+            let n = st.segments.len() - 1;
+            st.segments[n].slot = resealed;
+            let next = self.create_next_segment(&seg, st.last_seq)?;
+            w.durable_segment = next.header.segment_index;
             st.push_segment(self.run_str(), next)?;
             st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
         }
         let recovered = st
             .recover_tail(self.run_str(), len_max, now_ms())
             .map_err(|e| self.poison_on_io(w, e))?;
+        let seg = st.last().seg.clone();
         if let Some(slot) = recovered {
-            st.last().seg.write_slot(&slot).map_err(|e| {
-                self.poison_on_io(w, Error::io("writing counter of", &st.last().seg.path, e))
-            })?;
+            seg.write_slot(&slot)
+                .map_err(|e| self.poison_on_io(w, Error::io("writing counter of", &seg.path, e)))?;
         }
-        let last = st.last();
-        if last.slot.committed_len >= self.config.segment_len_bytes_max
-            && last.slot.committed_len > HEADER_LEN
+        drop(st);
+        self.make_entries_durable(w, &seg)
+    }
+
+    /// Syncs `runs/` and the run directory once per process and segment before the first
+    /// write: a run or segment whose creation failed at its directory sync (so it exists
+    /// only in the page cache) becomes durable before it holds acknowledged data (rule 4).
+    fn make_entries_durable(&self, w: &mut Writer, seg: &Segment) -> Result<()> {
+        let index = seg.header.segment_index;
+        if w.durable_segment >= index {
+            return Ok(());
+        }
+        if w.durable_segment == 0
+            && let Some(runs) = self.dir.parent()
         {
-            let seg = last.seg.clone();
-            let sealed = CounterSlot {
-                generation: last.slot.generation + 1,
-                sealed: true,
-                ..last.slot
-            };
-            seg.write_slot(&sealed)
-                .and_then(|()| seg.file.sync_data())
-                .map_err(|e| self.poison_on_io(w, Error::io("sealing", &seg.path, e)))?;
-            let last_seq = st.last_seq;
-            let n = st.segments.len() - 1;
-            st.segments[n].slot = sealed;
-            let next = self.create_next_segment(&seg, last_seq)?;
-            st.push_segment(self.run_str(), next)?;
-            st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
+            self.fs
+                .sync_dir(runs)
+                .map_err(|e| self.poison_on_io(w, Error::io("syncing", runs, e)))?;
         }
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| self.poison_on_io(w, Error::io("syncing", &self.dir, e)))?;
+        w.durable_segment = index;
         Ok(())
+    }
+
+    fn segment_full(&self) -> bool {
+        let st = self.state.read();
+        let c = st.last().slot.committed_len;
+        c >= self.config.segment_len_bytes_max && c > HEADER_LEN
+    }
+
+    /// Seals the last segment (slot write + fdatasync) and creates the next one durably
+    /// before it receives any event (SPEC §5 step 3).
+    fn roll(&self, w: &mut Writer) -> Result<()> {
+        let mut st = self.state.write();
+        let seg = st.last().seg.clone();
+        let slot = st.last().slot;
+        let sealed = self.seal(w, &seg, &slot)?;
+        let n = st.segments.len() - 1;
+        st.segments[n].slot = sealed;
+        let next = self.create_next_segment(&seg, st.last_seq)?;
+        w.durable_segment = next.header.segment_index;
+        st.push_segment(self.run_str(), next)?;
+        st.catch_up(self.fs.as_ref(), self.run_str(), self.config.batch_len_bytes_max)
+    }
+
+    /// Writes a sealed counter (next generation) and syncs it; a failure poisons the run.
+    fn seal(&self, w: &mut Writer, seg: &Segment, slot: &CounterSlot) -> Result<CounterSlot> {
+        let sealed = CounterSlot {
+            generation: slot.generation + 1,
+            sealed: true,
+            ..*slot
+        };
+        seg.write_slot(&sealed)
+            .and_then(|()| seg.file.sync_data())
+            .map_err(|e| self.poison_on_io(w, Error::io("sealing", &seg.path, e)))?;
+        Ok(sealed)
     }
 
     fn poison_on_io(&self, w: &mut Writer, e: Error) -> Error {
@@ -282,6 +336,15 @@ impl Run {
             },
         )?;
         Ok(Arc::new(seg))
+    }
+
+    /// [`Self::plan`] against the current last segment.
+    fn plan_on_last(&self, group: &[Arc<Request>], now: u64, buf: &mut Vec<u8>) -> Plan {
+        let (seg, base) = {
+            let st = self.state.read();
+            (st.last().seg.clone(), st.last().slot.committed_len)
+        };
+        self.plan(group, &seg, base, now, buf)
     }
 
     /// Assigns seqs, checks fences and dedupes in arrival order; encodes accepted batches.
@@ -536,6 +599,17 @@ fn encoded(e: &NewEvent, id: Ulid, now: u64) -> EncodedEvent<'_> {
         key: e.key.as_deref(),
         payload: &e.payload,
     }
+}
+
+/// The plan's results with every request that had something to write failed by `e`
+/// (rejections keep their own error).
+fn plan_failed(mut plan: Plan, e: &Error) -> Vec<Result<Outcome>> {
+    for (res, writes) in plan.results.iter_mut().zip(&plan.writes) {
+        if *writes {
+            *res = Err(e.replicate());
+        }
+    }
+    plan.results
 }
 
 fn take_result(s: &mut Slot) -> Result<Outcome> {

@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 use crate::event::{Event, RunId, Seq};
 use crate::format::decode_batch;
 use crate::io::{Fs, FsFile, OpenMode};
+use crate::lock;
+use crate::store::now_ms;
 use crate::segment::Segment;
 use crate::store::{Config, ReadPage, RunInfo};
 use crate::store_stats::CommitStats;
@@ -62,7 +64,7 @@ impl Run {
         let lock_file = open_lock_file(fs.as_ref(), &lock_path)?;
         let mut state = RunState::new(Arc::new(first));
         state.catch_up(fs.as_ref(), id.as_str(), config.batch_len_bytes_max)?;
-        Ok(Run {
+        let run = Run {
             id,
             dir,
             lock_path,
@@ -75,7 +77,35 @@ impl Run {
             grown_lock: Mutex::new(()),
             grown: Condvar::new(),
             stats,
-        })
+        };
+        run.recover_if_idle()?;
+        Ok(run)
+    }
+
+    /// Recovery at open (SPEC §6) when no live process holds the run lock: after a crash the
+    /// newest counter slot may be lost while the batches it counted are durable, and an
+    /// acknowledged event must be readable at once, not after the next write (rule 4).
+    /// When the lock is held, its holder recovers before its own write.
+    fn recover_if_idle(&self) -> Result<()> {
+        let Some(_guard) = lock::try_acquire(&self.lock_file, &self.lock_path)? else {
+            return Ok(());
+        };
+        let unlinked = self.lock_file.is_unlinked();
+        if unlinked.map_err(|e| Error::io("checking", &self.lock_path, e))? {
+            return Ok(());
+        }
+        let mut st = self.state.write();
+        st.catch_up(self.fs.as_ref(), self.run_str(), self.config.batch_len_bytes_max)?;
+        if st.last().slot.sealed {
+            return Ok(());
+        }
+        let recovered = st.recover_tail(self.run_str(), self.config.batch_len_bytes_max, now_ms())?;
+        if let Some(slot) = recovered {
+            let seg = &st.last().seg;
+            seg.write_slot(&slot)
+                .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
+        }
+        Ok(())
     }
 
     fn run_str(&self) -> &str {
