@@ -14,6 +14,7 @@
 
 mod compare;
 mod drive;
+mod import;
 mod report;
 mod scaling;
 #[path = "../support/mod.rs"]
@@ -137,7 +138,7 @@ fn run(args: &[String]) -> BenchResult<()> {
     };
     eprintln!("peers: {} mode in {}", report.mode, report.machine.fs);
     type Workload = fn(&Ctx) -> BenchResult<Vec<Row>>;
-    let workloads: [(&str, Workload); 7] = [
+    let workloads: [(&str, Workload); 8] = [
         ("w1", compare::w1_facts),
         ("w2", compare::w2_decisions),
         ("w3", compare::w3_many_runs),
@@ -145,15 +146,18 @@ fn run(args: &[String]) -> BenchResult<()> {
         ("w5", compare::w5_reads),
         ("w6len", scaling::w6_run_length),
         ("w6store", scaling::w6_store_size_w7_open),
+        ("import", import::w7_import),
     ];
+    let corpus = support::corpus::corpus_root();
     for (name, workload) in workloads {
-        if wanted(name) {
+        if name == "import" && wanted(name) && !corpus.is_dir() {
+            report
+                .skipped
+                .push(format!("import: no corpus at {}", corpus.display()));
+        } else if wanted(name) {
             eprintln!("{name}");
             report.rows.extend(workload(ctx)?);
         }
-    }
-    if wanted("import") {
-        report.skipped.push(import_note());
     }
     report.targets = targets(&report.rows);
     if args.json {
@@ -162,10 +166,6 @@ fn run(args: &[String]) -> BenchResult<()> {
         println!("{}", report.to_markdown());
     }
     Ok(())
-}
-
-fn import_note() -> String {
-    "import: runlog::import exposes no import function yet".to_string()
 }
 
 /// The value of `metric` for `peer` in the first row whose workload starts with `prefix`.

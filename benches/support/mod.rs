@@ -58,7 +58,7 @@ impl ReadStat {
 
 /// A store under comparison. One instance per temp directory; shared by all writer threads.
 pub trait Peer: Send + Sync {
-    /// Short column name (`runlog`, `raw`, `sqlite`, `files`).
+    /// Short column name (`runlog`, `raw`, `raw-pre`, `sqlite`, `files`).
     fn name(&self) -> &'static str;
     /// Creates `run`, durably.
     fn create_run(&self, run: &str) -> BenchResult<()>;
@@ -146,7 +146,7 @@ pub trait Session: Send {
 }
 
 /// Which peers to build, in table column order.
-pub const PEER_NAMES: [&str; 4] = ["runlog", "raw", "sqlite", "files"];
+pub const PEER_NAMES: [&str; 5] = ["runlog", "raw", "raw-pre", "sqlite", "files"];
 
 /// Builds the peer `name` rooted at the (empty, existing) directory `dir`.
 ///
@@ -155,7 +155,8 @@ pub const PEER_NAMES: [&str; 4] = ["runlog", "raw", "sqlite", "files"];
 pub fn open_peer(name: &str, dir: &Path) -> BenchResult<Arc<dyn Peer>> {
     match name {
         "runlog" => Ok(Arc::new(runlog_peer::RunlogPeer::open(dir)?)),
-        "raw" => Ok(Arc::new(raw::RawPeer::open(dir)?)),
+        "raw" => Ok(Arc::new(raw::RawPeer::open(dir, false)?)),
+        "raw-pre" => Ok(Arc::new(raw::RawPeer::open(dir, true)?)),
         "sqlite" => Ok(Arc::new(sqlite::SqlitePeer::open(dir)?)),
         "files" => Ok(Arc::new(files::FilesPeer::open(dir)?)),
         other => Err(format!("unknown peer {other:?}").into()),

@@ -1,10 +1,16 @@
 //! The physical ceiling: each writer appends framed events (length, crc32, kind, payload —
 //! the same bytes a log store writes) to its own file and `fdatasync`s. No seq, no fence, no
 //! index, no sharing between writers.
+//!
+//! Two flavours: `raw` appends (every `fdatasync` also commits the file-size change to the
+//! file system journal), `raw-pre` overwrites space zero-filled ahead of time in
+//! [`PREALLOC_STEP_BYTES`] steps (an `fdatasync` then flushes data only) — the ceiling for a
+//! log that preallocates.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,19 +18,23 @@ use super::{BenchResult, Ev, Peer, ReadStat, Session};
 
 /// Frame header: u32 body length, u32 crc32 of the body.
 const FRAME_HEADER_LEN: usize = 8;
+/// `raw-pre` zero-fills this much ahead of the write position (and syncs it) at a time.
+pub const PREALLOC_STEP_BYTES: u64 = 1 << 20;
 
 /// Raw files in one directory.
 pub struct RawPeer {
     dir: PathBuf,
     sessions: AtomicU64,
+    prealloc: bool,
 }
 
 impl RawPeer {
-    /// Uses `dir` (existing) for the files.
-    pub fn open(dir: &Path) -> BenchResult<RawPeer> {
+    /// Uses `dir` (existing) for the files; `prealloc` selects `raw-pre`.
+    pub fn open(dir: &Path, prealloc: bool) -> BenchResult<RawPeer> {
         Ok(RawPeer {
             dir: dir.to_path_buf(),
             sessions: AtomicU64::new(0),
+            prealloc,
         })
     }
 
@@ -35,7 +45,7 @@ impl RawPeer {
 
 impl Peer for RawPeer {
     fn name(&self) -> &'static str {
-        "raw"
+        if self.prealloc { "raw-pre" } else { "raw" }
     }
 
     fn create_run(&self, _run: &str) -> BenchResult<()> {
@@ -48,6 +58,7 @@ impl Peer for RawPeer {
             id: self.sessions.fetch_add(1, Ordering::Relaxed),
             files: HashMap::new(),
             buf: Vec::new(),
+            prealloc: self.prealloc,
         }))
     }
 
@@ -67,17 +78,54 @@ impl Peer for RawPeer {
 struct RawSession {
     dir: PathBuf,
     id: u64,
-    files: HashMap<String, File>,
+    files: HashMap<String, RawFile>,
     buf: Vec<u8>,
+    prealloc: bool,
+}
+
+/// One writer's file: where the next frame goes, and how far it is zero-filled.
+struct RawFile {
+    file: File,
+    write_pos: u64,
+    filled_len: u64,
+}
+
+impl RawFile {
+    /// Writes `buf` at the write position and syncs; with `prealloc`, first zero-fills (and
+    /// syncs) the next step when `buf` would cross the filled length.
+    fn append(&mut self, buf: &[u8], prealloc: bool) -> BenchResult<()> {
+        let end = self.write_pos + buf.len() as u64;
+        if prealloc && end > self.filled_len {
+            let step = vec![0u8; usize::try_from(PREALLOC_STEP_BYTES)?];
+            while end > self.filled_len {
+                self.file.write_all_at(&step, self.filled_len)?;
+                self.filled_len += PREALLOC_STEP_BYTES;
+            }
+            self.file.sync_data()?;
+        }
+        self.file.write_all_at(buf, self.write_pos)?;
+        self.file.sync_data()?;
+        self.write_pos = end;
+        Ok(())
+    }
 }
 
 impl RawSession {
-    fn file(&mut self, run: &str) -> BenchResult<&mut File> {
+    fn file(&mut self, run: &str) -> BenchResult<&mut RawFile> {
         if !self.files.contains_key(run) {
             let path = self.dir.join(format!("{run}.w{}", self.id));
-            let file = OpenOptions::new().create(true).append(true).open(path)?;
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(path)?;
             File::open(&self.dir)?.sync_all()?;
-            self.files.insert(run.to_string(), file);
+            let raw = RawFile {
+                file,
+                write_pos: 0,
+                filled_len: 0,
+            };
+            self.files.insert(run.to_string(), raw);
         }
         self.files
             .get_mut(run)
@@ -90,11 +138,8 @@ impl RawSession {
         for ev in evs {
             frame_into(&mut buf, ev);
         }
-        let result = self.file(run).and_then(|f| {
-            f.write_all(&buf)?;
-            f.sync_data()?;
-            Ok(())
-        });
+        let prealloc = self.prealloc;
+        let result = self.file(run).and_then(|f| f.append(&buf, prealloc));
         self.buf = buf;
         result
     }
