@@ -14,7 +14,13 @@ use runlog::{Config, Error, NewEvent, RunId, Store};
 
 fn spawn_child(mode: &str, store: &Path, run: &str, count: usize) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["child_entry", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_entry",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("RUNLOG_CHILD_MODE", mode)
         .env("RUNLOG_CHILD_STORE", store)
         .env("RUNLOG_CHILD_RUN", run)
@@ -33,7 +39,10 @@ fn child_entry() {
     };
     let store_dir = std::env::var("RUNLOG_CHILD_STORE").unwrap();
     let run = RunId::new(std::env::var("RUNLOG_CHILD_RUN").unwrap()).unwrap();
-    let count: usize = std::env::var("RUNLOG_CHILD_COUNT").unwrap().parse().unwrap();
+    let count: usize = std::env::var("RUNLOG_CHILD_COUNT")
+        .unwrap()
+        .parse()
+        .unwrap();
     match mode.as_str() {
         "append" => child_append(&store_dir, &run, count),
         "hold" => child_hold(&store_dir, &run),
@@ -49,7 +58,8 @@ fn child_append(store_dir: &str, run: &RunId, count: usize) {
             let (store, run) = (store.clone(), run.clone());
             std::thread::spawn(move || {
                 for i in (t..count).step_by(4) {
-                    let e = NewEvent::new("step_completed", format!("{pid}-{i}")).key(format!("{pid}-{i}"));
+                    let e = NewEvent::new("step_completed", format!("{pid}-{i}"))
+                        .key(format!("{pid}-{i}"));
                     store.append_facts(&run, vec![e]).unwrap();
                 }
             })
@@ -63,10 +73,22 @@ fn child_append(store_dir: &str, run: &RunId, count: usize) {
 
 /// Holds the run's kernel lock like a writer stuck in a long commit would, then sleeps.
 fn child_hold(store_dir: &str, run: &RunId) {
-    let path = Path::new(store_dir).join("runs").join(run.as_str()).join("lock");
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let path = Path::new(store_dir)
+        .join("runs")
+        .join(run.as_str())
+        .join("lock");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
     fs4::FileExt::lock(&file).unwrap();
-    std::os::unix::fs::FileExt::write_all_at(&file, format!("pid {:<16}\n", std::process::id()).as_bytes(), 0).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(
+        &file,
+        format!("pid {:<16}\n", std::process::id()).as_bytes(),
+        0,
+    )
+    .unwrap();
     println!("locked");
     std::thread::sleep(Duration::from_secs(600));
 }
@@ -77,7 +99,10 @@ fn wait_for_line(child: &mut Child, want: &str) {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "child ended before printing {want:?}");
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "child ended before printing {want:?}"
+        );
         if line.trim().ends_with(want) {
             return;
         }
@@ -90,13 +115,18 @@ fn two_processes_appending_five_thousand_each_give_dense_one_to_ten_thousand() {
     let store = Store::open(dir.path(), Config::default()).unwrap();
     let run = RunId::new("shared").unwrap();
     store.create_run(&run).unwrap();
-    let mut children: Vec<Child> = (0..2).map(|_| spawn_child("append", dir.path(), "shared", 5000)).collect();
+    let mut children: Vec<Child> = (0..2)
+        .map(|_| spawn_child("append", dir.path(), "shared", 5000))
+        .collect();
     for c in &mut children {
         wait_for_line(c, "done");
         assert!(c.wait().unwrap().success());
     }
     let events = store.read(&run, 0, usize::MAX).unwrap().events;
-    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=10_000).collect::<Vec<_>>());
+    assert_eq!(
+        events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=10_000).collect::<Vec<_>>()
+    );
     let payloads: HashSet<_> = events.iter().map(|e| e.payload.clone()).collect();
     assert_eq!(payloads.len(), 10_000, "no duplicates");
     let keys: HashSet<_> = events.iter().map(|e| e.key.clone().unwrap()).collect();
@@ -114,23 +144,38 @@ fn a_live_holder_is_never_robbed_and_its_lock_is_free_the_moment_it_is_killed() 
     let store = Store::open(dir.path(), config).unwrap();
     let run = RunId::new("held").unwrap();
     store.create_run(&run).unwrap();
-    store.append_facts(&run, vec![NewEvent::new("run_created", "{}")]).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("run_created", "{}")])
+        .unwrap();
     let mut holder = spawn_child("hold", dir.path(), "held", 0);
     wait_for_line(&mut holder, "locked");
     for _ in 0..3 {
         match store.append_facts(&run, vec![NewEvent::new("x", "y")]) {
-            Err(Error::Busy { holder: h, waited_ms, .. }) => {
+            Err(Error::Busy {
+                holder: h,
+                waited_ms,
+                ..
+            }) => {
                 assert_eq!(h, format!("pid {}", holder.id()));
                 assert!(waited_ms >= 300);
             }
             other => panic!("expected Busy, got {other:?}"),
         }
     }
-    assert_eq!(store.last_seq(&run).unwrap(), 1, "readers are not blocked and nothing was written");
+    assert_eq!(
+        store.last_seq(&run).unwrap(),
+        1,
+        "readers are not blocked and nothing was written"
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     let start = Instant::now();
-    let a = store.append_facts(&run, vec![NewEvent::new("x", "y")]).unwrap();
+    let a = store
+        .append_facts(&run, vec![NewEvent::new("x", "y")])
+        .unwrap();
     assert_eq!(a[0].seq, 2);
-    assert!(start.elapsed() < Duration::from_millis(300), "the lock was free at once, not after a timeout");
+    assert!(
+        start.elapsed() < Duration::from_millis(300),
+        "the lock was free at once, not after a timeout"
+    );
 }
