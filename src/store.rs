@@ -507,10 +507,14 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
 /// Creates `runs/` if missing and makes it durable before anything depends on it.
 fn ensure_runs_dir(fs: &dyn Fs, root: &Path) -> Result<()> {
     let runs = root.join(RUNS_DIR);
-    if fs.is_dir(&runs).map_err(|e| Error::io("checking", &runs, e))? {
+    if fs
+        .is_dir(&runs)
+        .map_err(|e| Error::io("checking", &runs, e))?
+    {
         return Ok(());
     }
-    fs.create_dir(&runs).map_err(|e| Error::io("creating", &runs, e))?;
+    fs.create_dir(&runs)
+        .map_err(|e| Error::io("creating", &runs, e))?;
     fs.sync_dir(root).map_err(|e| Error::io("syncing", root, e))
 }
 
@@ -557,6 +561,10 @@ fn create_dir_all(fs: &dyn Fs, dir: &Path) -> Result<()> {
 /// Makes the entry of `path` in its parent durable (rule 4: a new file or directory is durable
 /// only after its parent directory is synced).
 fn sync_parent(fs: &dyn Fs, path: &Path) -> Result<()> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    fs.sync_dir(parent).map_err(|e| Error::io("syncing", parent, e))
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs.sync_dir(parent)
+        .map_err(|e| Error::io("syncing", parent, e))
 }

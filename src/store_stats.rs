@@ -14,7 +14,7 @@ pub(crate) struct CommitStats {
     group_sizes: [AtomicU64; GROUP_BUCKETS],
 }
 
-/// A snapshot of [`CommitStats`] (see `Store::commit_stats`).
+/// A snapshot of the commit counters of a store (see `Store::commit_stats`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommitStatsSnapshot {
     /// Group commits run (each is at most one write + one fdatasync).

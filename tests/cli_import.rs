@@ -151,7 +151,10 @@ fn verify_is_clean_after_import_and_names_segment_and_offset_of_a_flipped_byte()
     assert_eq!(report["ok"], false);
     let problem = &report["problems"][0];
     assert_eq!(problem["segment"], "seg-00000001.log");
-    assert_eq!(problem["offset"], batch_at as u64, "the start of the batch holding the flip");
+    assert_eq!(
+        problem["offset"], batch_at as u64,
+        "the start of the batch holding the flip"
+    );
     assert_eq!(
         problem["detail"],
         format!("batch checksum mismatch (batch of {batch_len} bytes)")

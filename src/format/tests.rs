@@ -119,7 +119,11 @@ fn batch_rejects_zeros_foreign_salt_density_and_truncation() {
     let e = decode_batch(&zeros, 0, SALT, 1, 1 << 20).unwrap_err();
     assert!(!e.incomplete && e.detail.contains("magic"), "{e:?}");
     let e = decode_batch(&golden, 0, SALT ^ 1, 1, 1 << 20).unwrap_err();
-    assert_eq!((e.offset, e.incomplete), (0, false), "the batch start, not the crc field");
+    assert_eq!(
+        (e.offset, e.incomplete),
+        (0, false),
+        "the batch start, not the crc field"
+    );
     let e = decode_batch(&golden, 0, SALT, 2, 1 << 20).unwrap_err();
     assert!(e.detail.starts_with("density"), "{e:?}");
     let torn = golden.slice(..100);

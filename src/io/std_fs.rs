@@ -105,6 +105,7 @@ impl FsFile for StdFile {
         fs4::FileExt::unlock(&self.0)
     }
 
+    #[allow(unsafe_code)] // the one memory map of the crate; see the SAFETY note
     fn map(&self, len: u64) -> io::Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());

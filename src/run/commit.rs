@@ -299,7 +299,11 @@ impl Run {
         let next = self.create_next_segment(&seg, st.last_seq)?;
         w.durable_segment = next.header.segment_index;
         st.push_segment(self.run_str(), next)?;
-        st.catch_up(self.fs.as_ref(), self.run_str(), self.config.batch_len_bytes_max)
+        st.catch_up(
+            self.fs.as_ref(),
+            self.run_str(),
+            self.config.batch_len_bytes_max,
+        )
     }
 
     /// Writes a sealed counter (next generation) and syncs it; a failure poisons the run.

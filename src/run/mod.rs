@@ -14,8 +14,8 @@ use crate::event::{Event, RunId, Seq};
 use crate::format::decode_batch;
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock;
-use crate::store::now_ms;
 use crate::segment::Segment;
+use crate::store::now_ms;
 use crate::store::{Config, ReadPage, RunInfo};
 use crate::store_stats::CommitStats;
 
@@ -95,11 +95,16 @@ impl Run {
             return Ok(());
         }
         let mut st = self.state.write();
-        st.catch_up(self.fs.as_ref(), self.run_str(), self.config.batch_len_bytes_max)?;
+        st.catch_up(
+            self.fs.as_ref(),
+            self.run_str(),
+            self.config.batch_len_bytes_max,
+        )?;
         if st.last().slot.sealed {
             return Ok(());
         }
-        let recovered = st.recover_tail(self.run_str(), self.config.batch_len_bytes_max, now_ms())?;
+        let recovered =
+            st.recover_tail(self.run_str(), self.config.batch_len_bytes_max, now_ms())?;
         if let Some(slot) = recovered {
             let seg = &st.last().seg;
             seg.write_slot(&slot)
