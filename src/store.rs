@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::event::{Event, NewEvent, RunId, Seq};
-use crate::format::{FORMAT_VERSION, META_LEN_MAX};
+use crate::format::{FORMAT_VERSION, HEADER_LEN, META_LEN_MAX};
 use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
 use crate::run::{LOCK_FILE, Outcome, ReqKind, Run};
@@ -390,13 +390,55 @@ impl Store {
                 next = runs.last().map(|r: &RunInfo| r.run.clone());
                 break;
             }
-            match self.run_info(id) {
+            match self.peek_info(id) {
                 Ok(info) => runs.push(info),
                 Err(Error::RunNotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(RunPage { runs, next })
+    }
+
+    /// Run info for listing: from the open run when cached, else from the segment headers and
+    /// counters alone — no lock, no batch scan, no caching (rule 8; and listing 100k runs does
+    /// not load 100k runs). Reflects the counters on disk.
+    fn peek_info(&self, run: &RunId) -> Result<RunInfo> {
+        if let Some(r) = self.inner.runs.lock().get(run).cloned() {
+            return r.info();
+        }
+        let fs = self.inner.fs.as_ref();
+        let dir = self.run_dir(run);
+        let not_found = || Error::RunNotFound {
+            run: run.to_string(),
+        };
+        let mut seg = Segment::open(fs, &dir, run.as_str(), 1)?.ok_or_else(not_found)?;
+        let created_at_ms = seg.header.run_created_at_ms;
+        let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
+        loop {
+            let slot = seg.read_slot(run.as_str())?;
+            committed_bytes += slot.committed_len.saturating_sub(HEADER_LEN);
+            let next = if slot.sealed {
+                Segment::open(fs, &dir, run.as_str(), seg.header.segment_index + 1)?
+            } else {
+                None
+            };
+            match next {
+                Some(n) => {
+                    seg = n;
+                    segment_count += 1;
+                }
+                None => {
+                    return Ok(RunInfo {
+                        run: run.clone(),
+                        last_seq: slot.last_seq,
+                        committed_bytes,
+                        created_at_ms,
+                        updated_at_ms: slot.updated_at_ms,
+                        segment_count,
+                    });
+                }
+            }
+        }
     }
 
     /// Deletes a run: under its lock, renames its directory away (synced), removes its files,

@@ -179,3 +179,36 @@ fn a_live_holder_is_never_robbed_and_its_lock_is_free_the_moment_it_is_killed() 
         "the lock was free at once, not after a timeout"
     );
 }
+
+#[test]
+fn list_runs_and_reads_do_not_wait_for_a_lock_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lock_timeout: Duration::from_secs(30),
+        ..Config::default()
+    };
+    let store = Store::open(dir.path(), config.clone()).unwrap();
+    let run = RunId::new("held").unwrap();
+    store.create_run(&run).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("run_created", "{}")])
+        .unwrap();
+    let mut holder = spawn_child("hold", dir.path(), "held", 0);
+    wait_for_line(&mut holder, "locked");
+    let fresh = Store::open(dir.path(), config).unwrap();
+    let start = Instant::now();
+    let page = fresh.list_runs(None, 10).unwrap();
+    assert_eq!(page.runs.len(), 1);
+    assert_eq!(
+        (page.runs[0].run.as_str(), page.runs[0].last_seq),
+        ("held", 1)
+    );
+    assert_eq!(
+        fresh.read(&run, 0, 10).unwrap().events.len(),
+        1,
+        "readers do not wait either"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
