@@ -43,6 +43,10 @@ pub struct Config {
     pub lock_timeout: Duration,
     /// How often `wait` polls the counter for other processes' commits (default 10 ms).
     pub wait_poll_interval: Duration,
+    /// How many runs a `Store` keeps open (two file descriptors and the in-memory index each;
+    /// default 4,096). Past it, idle runs are closed (a closed run reopens on next use and
+    /// recovers from its files; a run refusing writes after an fsync failure stays open).
+    pub open_runs_max: usize,
 }
 
 impl Default for Config {
@@ -54,6 +58,7 @@ impl Default for Config {
             batch_events_max: 100_000,
             lock_timeout: Duration::from_secs(10),
             wait_poll_interval: Duration::from_millis(10),
+            open_runs_max: 4096,
         }
     }
 }
@@ -65,8 +70,11 @@ impl Config {
         if (self.batch_len_bytes_max as usize) < self.payload_len_bytes_max + overhead {
             return bad("batch_len_bytes_max must hold one event of payload_len_bytes_max");
         }
-        if self.batch_events_max == 0 || self.segment_len_bytes_max == 0 {
-            return bad("batch_events_max and segment_len_bytes_max must be positive");
+        if self.batch_events_max == 0 || self.segment_len_bytes_max == 0 || self.open_runs_max == 0
+        {
+            return bad(
+                "batch_events_max, segment_len_bytes_max and open_runs_max must be positive",
+            );
         }
         if self.wait_poll_interval.is_zero() {
             return bad("wait_poll_interval must be positive");
@@ -289,7 +297,11 @@ impl Store {
             self.inner.stats.clone(),
         )?);
         let mut runs = self.inner.runs.lock();
-        Ok(runs.entry(run.clone()).or_insert(loaded).clone())
+        let handle = runs.entry(run.clone()).or_insert(loaded).clone();
+        if runs.len() > self.inner.config.open_runs_max {
+            close_idle_runs(&mut runs, self.inner.config.open_runs_max * 3 / 4);
+        }
+        Ok(handle)
     }
 
     /// Appends facts (unfenced). Each event whose key or caller-supplied event id already
@@ -482,6 +494,21 @@ impl Store {
             run,
             self.inner.config.batch_len_bytes_max,
         )
+    }
+}
+
+/// Closes runs nobody else holds until at most `keep` remain. Safe at any time: every write
+/// refreshes from the files under the run lock, so a run reopened later (or still held by an
+/// in-flight call) stays consistent. Poisoned runs stay (they refuse writes until reopen).
+fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) {
+    let idle: Vec<RunId> = runs
+        .iter()
+        .filter(|(_, r)| Arc::strong_count(r) == 1 && !r.is_poisoned())
+        .map(|(id, _)| id.clone())
+        .take(runs.len().saturating_sub(keep))
+        .collect();
+    for id in idle {
+        runs.remove(&id);
     }
 }
 

@@ -390,3 +390,39 @@ fn concurrent_deciders_exactly_one_wins_each_position() {
     assert_eq!(store.last_seq(&run).unwrap(), wins);
     assert_eq!(seqs(&store, &run), (1..=wins).collect::<Vec<_>>());
 }
+
+#[test]
+fn runs_closed_past_open_runs_max_reopen_with_their_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        open_runs_max: 4,
+        ..Config::default()
+    };
+    let store = Store::open(dir.path(), config).unwrap();
+    let ids: Vec<RunId> = (0..20)
+        .map(|i| RunId::new(format!("r{i:02}")).unwrap())
+        .collect();
+    for round in 0..3u64 {
+        for id in &ids {
+            if round == 0 {
+                store.create_run(id).unwrap();
+            }
+            let key = format!("{id}-{round}");
+            let a = store
+                .append_facts(id, vec![ev("step_completed", &key).key(&key)])
+                .unwrap();
+            assert_eq!(a[0].seq, round + 1);
+        }
+    }
+    for id in &ids {
+        let dup = store
+            .append_facts(id, vec![ev("x", "y").key(format!("{id}-0"))])
+            .unwrap();
+        assert_eq!(
+            (dup[0].seq, dup[0].duplicate),
+            (1, true),
+            "dedupe survives close/reopen"
+        );
+        assert_eq!(seqs(&store, id), [1, 2, 3]);
+    }
+}

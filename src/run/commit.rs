@@ -132,6 +132,11 @@ impl Run {
         take_result(&mut req.slot.lock())
     }
 
+    /// Whether an earlier I/O failure made this run refuse writes.
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.writer.lock().poisoned.is_some()
+    }
+
     fn validate(&self, events: &[NewEvent]) -> Result<()> {
         let c = &self.config;
         if events.is_empty() || events.len() > c.batch_events_max {
