@@ -533,7 +533,10 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
             check_format(&format, &text)?;
             // A store is only usable with runs/; FORMAT is written after runs/ is durable,
             // so a missing runs/ means the directory was damaged outside runlog: recreate it.
-            return ensure_runs_dir(fs, root);
+            ensure_runs_dir(fs, root)?;
+            // An earlier open may have failed at a directory sync, leaving FORMAT or runs/
+            // live but not durable: make the layout durable before any run is built on it.
+            return fs.sync_dir(root).map_err(|e| Error::io("syncing", root, e));
         }
         Err(e) if e.kind() != io::ErrorKind::NotFound => {
             return Err(Error::io("reading", &format, e));

@@ -307,7 +307,7 @@ fn store_init_interrupted_by_power_loss_leaves_a_usable_store() {
 /// Found by the `crash_recovery` fuzz target (input kept in
 /// `fuzz/regressions/crash_recovery/open-after-failed-format-sync.bin`).
 #[test]
-#[ignore = "core bug: when the first open fails at the sync of the store directory, the next open finds FORMAT and runs/ live and trusts them without syncing; a crash drops runs/ with every acknowledged run"]
+
 fn open_after_a_failed_format_sync_makes_the_layout_durable() {
     let fs = SimFs::new(14);
     harness::prepare_root(&fs);
