@@ -1,0 +1,20 @@
+//! `list_runs(after, 0)` returns `next: None` ("this was the last page") while runs exist
+//! after the cursor, so a pager that asks for 0 concludes the store is empty.
+//! Found by the breaker review.
+
+use runlog::{Config, RunId, Store};
+
+#[test]
+fn list_runs_with_limit_zero_still_reports_a_next_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    store.create_run(&RunId::new("a").unwrap()).unwrap();
+    store.create_run(&RunId::new("b").unwrap()).unwrap();
+
+    let page = store.list_runs(None, 0).unwrap();
+
+    assert!(page.runs.is_empty());
+    // Actual: None. Either a cursor (here: none consumed, so the page must not claim to be
+    // the last) or InvalidConfig/InvalidEvent for limit 0 would be honest.
+    assert!(page.next.is_some(), "limit 0 claims the last page");
+}
