@@ -112,7 +112,9 @@ impl Segment {
             Err(e) => return Err(Error::io("reading segment header", &path, e)),
         };
         let header = header.map_err(|e| match SegmentHeader::version_of(&buf) {
-            Some(found) if found != FORMAT_VERSION => Error::UnsupportedVersion {
+            // A file cut before the end of its header is short, not of another version: the
+            // version read from the zero-filled buffer of a file cut at 8 bytes is 0.
+            Some(found) if found != FORMAT_VERSION && !e.incomplete => Error::UnsupportedVersion {
                 path: path.clone(),
                 found,
                 supported: FORMAT_VERSION,

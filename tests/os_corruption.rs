@@ -1,0 +1,384 @@
+//! Every byte of a small real segment flipped, one at a time (issue 4 §4; rule 5 of
+//! INVARIANTS.md).
+//!
+//! The segment (`seg-00000001.log`, ≈ 4.6 KiB) holds run metadata and four batches: a keyed
+//! fact with a correlation id, a three-event batch, a fenced two-event decision, a single
+//! fact. For each byte offset and each mask (0xFF, then 0x01) the test writes a copy of the
+//! file with that byte XORed with the mask into a copy of the store, opens the store afresh, runs `verify_run`, then reads the
+//! whole run. What must happen depends on where the byte is (offsets from format/SPEC.md
+//! §2–§4, found by parsing the file, not by asking the store):
+//!
+//! | bytes | covered by | expected |
+//! |---|---|---|
+//! | 0–7 magic | magic check | `Corrupt` at 0 (verify and read) |
+//! | 8–11 version | version check (before the checksum, so a newer format is named) | read: `UnsupportedVersion` with the flipped number; verify: a problem at 0 |
+//! | 12–511 fixed header, reserved zeros, header crc | header crc (bytes 0–507) | `Corrupt` at 508 |
+//! | newest counter slot (64 bytes) | slot crc | slot invalid, indistinguishable from a slot torn by a crash (SPEC §3): the older slot counts; verify reports no problem and one note (an uncommitted tail: the last batch, adopted on the next open); reads return every event |
+//! | older counter slot (64 bytes) | slot crc | slot invalid, the newest counts; verify clean; reads return every event |
+//! | metadata (1536 .. 1536 + meta_len) | meta crc | `Corrupt` at 1536 |
+//! | 576–1023, 1088–1535 (rest of the slot sectors), 1536 + meta_len – 4095 (rest of the header region) | nothing: zero padding that no reader interprets | verify clean, no note; reads return every event |
+//! | a batch's length field | range check or batch crc | `Corrupt` at the batch start or at its length field (start + 4) |
+//! | any other batch byte | magic or batch crc | `Corrupt` at the batch start |
+//!
+//! In every case reads return either exactly the original events or a typed error, nothing
+//! panics, and a `Corrupt` run's file is left exactly as it was (never repaired by truncation).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use runlog::{Config, Error, Event, NewEvent, RunId, Store};
+
+const SEGMENT: &str = "seg-00000001.log";
+/// Each byte is flipped whole (0xFF) and in its lowest bit (0x01), one at a time.
+const MASKS: [u8; 2] = [0xFF, 0x01];
+const META: &[u8] = b"provenance: os_corruption test v1";
+
+/// What flipping one byte must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Expect {
+    /// `Corrupt` at exactly this offset.
+    CorruptAt(u64),
+    /// `Corrupt` at this batch start or at its length field.
+    CorruptBatchLen(u64),
+    /// `UnsupportedVersion` on read, a problem at offset 0 in verify.
+    Unsupported,
+    /// The newest counter slot: verify notes the tail after the older slot's committed length.
+    NewestSlot { older_committed_len: u64 },
+    /// The older counter slot: no effect.
+    OlderSlot,
+    /// Padding covered by nothing: no effect.
+    Uncovered,
+}
+
+impl Expect {
+    fn class(self) -> &'static str {
+        match self {
+            Expect::CorruptAt(0) => "magic",
+            Expect::CorruptAt(508) => "fixed header",
+            Expect::CorruptAt(1536) => "metadata",
+            Expect::CorruptAt(_) | Expect::CorruptBatchLen(_) => "batches",
+            Expect::Unsupported => "version",
+            Expect::NewestSlot { .. } => "newest slot",
+            Expect::OlderSlot => "older slot",
+            Expect::Uncovered => "uncovered padding",
+        }
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// The expectation for every byte of `image`, from the layout in format/SPEC.md.
+fn expectations(image: &[u8]) -> Vec<Expect> {
+    let meta_end = 1536 + u16::from_le_bytes([image[50], image[51]]) as usize;
+    let (gen_a, gen_b) = (u64_at(image, 512 + 8), u64_at(image, 1024 + 8));
+    let (newest, older) = if gen_a > gen_b {
+        (512, 1024)
+    } else {
+        (1024, 512)
+    };
+    let older_committed_len = u64_at(image, older + 24);
+    let mut batches = Vec::new();
+    let mut at = 4096;
+    while at < image.len() {
+        batches.push(at);
+        at += u32_at(image, at + 4) as usize;
+    }
+    assert_eq!(at, image.len(), "batches fill the file");
+    (0..image.len())
+        .map(|i| match i {
+            0..8 => Expect::CorruptAt(0),
+            8..12 => Expect::Unsupported,
+            12..512 => Expect::CorruptAt(508),
+            _ if (newest..newest + 64).contains(&i) => Expect::NewestSlot {
+                older_committed_len,
+            },
+            _ if (older..older + 64).contains(&i) => Expect::OlderSlot,
+            _ if (1536..meta_end).contains(&i) => Expect::CorruptAt(1536),
+            _ if i < 4096 => Expect::Uncovered,
+            _ => {
+                let start = batches[batches.partition_point(|&b| b <= i) - 1];
+                if (start + 4..start + 8).contains(&i) {
+                    Expect::CorruptBatchLen(start as u64)
+                } else {
+                    Expect::CorruptAt(start as u64)
+                }
+            }
+        })
+        .collect()
+}
+
+/// A store with one run of four batches; returns its directory, the run and its events.
+fn build_original(dir: &Path) -> (RunId, Vec<Event>) {
+    let store = Store::open(dir, Config::default()).unwrap();
+    let run = RunId::new("flip").unwrap();
+    store.create_run_with_meta(&run, META).unwrap();
+    let hook = NewEvent::new("hook_received", "{\"ok\":true}")
+        .key("hook-1")
+        .correlation_id("hook_1");
+    store.append_facts(&run, vec![hook]).unwrap();
+    let steps = (0..3).map(|i| NewEvent::new("step_completed", format!("{{\"step\":{i}}}")));
+    let steps: Vec<NewEvent> = steps
+        .enumerate()
+        .map(|(i, e)| if i == 1 { e.key("s1") } else { e })
+        .collect();
+    store.append_facts(&run, steps).unwrap();
+    let decisions = vec![
+        NewEvent::new("step_created", "{\"step\":\"a\"}").correlation_id("step_a"),
+        NewEvent::new("wait_created", "{\"ms\":1000}").correlation_id("wait_a"),
+    ];
+    store.append_decisions(&run, 4, decisions).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("run_completed", "{}")])
+        .unwrap();
+    let events = store.read(&run, 0, usize::MAX).unwrap().events;
+    assert_eq!(events.len(), 7);
+    (run, events)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Where the flipped copies live: memory-backed `/dev/shm` when present, since every flip
+/// opens the store afresh and `Store::open` syncs the store directory (on a disk that is
+/// ~10,000 directory fsyncs); the flips test content checks, not durability.
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+/// Everything one flip produced.
+struct Outcome {
+    verify: runlog::VerifyReport,
+    read: Result<Vec<Event>, Error>,
+    verify_after_read: runlog::VerifyReport,
+    file_after: Vec<u8>,
+}
+
+fn flip_and_open(store_dir: &Path, run: &RunId, segment: &Path, image: &[u8]) -> Outcome {
+    std::fs::write(segment, image).unwrap();
+    let store = Store::open(store_dir, Config::default()).unwrap();
+    let verify = store.verify_run(run).unwrap();
+    let read = store.read(run, 0, usize::MAX).map(|p| p.events);
+    let verify_after_read = store.verify_run(run).unwrap();
+    drop(store);
+    Outcome {
+        verify,
+        read,
+        verify_after_read,
+        file_after: std::fs::read(segment).unwrap(),
+    }
+}
+
+#[test]
+fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmless() {
+    let original_dir = tempfile::tempdir().unwrap();
+    let (run, events) = build_original(original_dir.path());
+    let copy_dir = scratch_dir();
+    copy_tree(original_dir.path(), copy_dir.path());
+    let segment: PathBuf = copy_dir
+        .path()
+        .join("runs")
+        .join(run.as_str())
+        .join(SEGMENT);
+    let original = std::fs::read(&segment).unwrap();
+    let plan = expectations(&original);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, &expect) in plan.iter().enumerate() {
+        for mask in MASKS {
+            let mut image = original.clone();
+            image[i] ^= mask;
+            let out = flip_and_open(copy_dir.path(), &run, &segment, &image);
+            check_flip(i, expect, &out, &image, &events);
+        }
+        *counts.entry(expect.class()).or_default() += 1;
+    }
+    let (batches, meta_len) = (original.len() - 4096, META.len());
+    let flips = plan.len() * MASKS.len();
+    println!(
+        "byte flips: {flips} ({} bytes × {MASKS:?}), bytes by class: {counts:?}",
+        plan.len()
+    );
+    let want: BTreeMap<&str, usize> = [
+        ("magic", 8),
+        ("version", 4),
+        ("fixed header", 500),
+        ("newest slot", 64),
+        ("older slot", 64),
+        ("metadata", meta_len),
+        ("uncovered padding", 448 + 448 + (2560 - meta_len)),
+        ("batches", batches),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, want);
+}
+
+fn check_flip(i: usize, expect: Expect, out: &Outcome, image: &[u8], events: &[Event]) {
+    let ctx = format!("byte {i} ({expect:?})");
+    match expect {
+        Expect::CorruptAt(offset) => check_corrupt(&ctx, out, image, &[offset]),
+        Expect::CorruptBatchLen(start) => check_corrupt(&ctx, out, image, &[start, start + 4]),
+        Expect::Unsupported => {
+            let found = u32_at(image, 8);
+            match &out.read {
+                Err(Error::UnsupportedVersion {
+                    found: f,
+                    supported: 1,
+                    path,
+                }) => {
+                    assert_eq!((*f, path.ends_with(SEGMENT)), (found, true), "{ctx}");
+                }
+                other => panic!("{ctx}: expected UnsupportedVersion, got {other:?}"),
+            }
+            let p = &out.verify.problems;
+            assert!(
+                p.len() == 1 && p[0].segment == SEGMENT && p[0].offset == 0,
+                "{ctx}: {p:?}"
+            );
+            assert!(
+                p[0].detail.contains("unsupported format version"),
+                "{ctx}: {p:?}"
+            );
+            assert_eq!(out.file_after, image, "{ctx}: left as it was");
+        }
+        Expect::NewestSlot {
+            older_committed_len,
+        } => {
+            assert!(out.verify.problems.is_empty(), "{ctx}: {:?}", out.verify);
+            let notes = &out.verify.notes;
+            assert!(
+                notes.len() == 1 && notes[0].offset == older_committed_len,
+                "{ctx}: {notes:?}"
+            );
+            check_reads_right(&ctx, out, events);
+        }
+        Expect::OlderSlot | Expect::Uncovered => {
+            assert!(
+                out.verify.problems.is_empty() && out.verify.notes.is_empty(),
+                "{ctx}: {:?}",
+                out.verify
+            );
+            check_reads_right(&ctx, out, events);
+        }
+    }
+}
+
+/// Verify and read both name the segment and one of `offsets` (the same one), and the file
+/// is left exactly as it was.
+fn check_corrupt(ctx: &str, out: &Outcome, image: &[u8], offsets: &[u64]) {
+    let p = &out.verify.problems;
+    assert!(
+        p.len() == 1 && p[0].segment == SEGMENT,
+        "{ctx}: verify found {p:?}"
+    );
+    assert!(
+        offsets.contains(&p[0].offset),
+        "{ctx}: verify offset {} not in {offsets:?}",
+        p[0].offset
+    );
+    match &out.read {
+        Err(Error::Corrupt {
+            run,
+            segment,
+            offset,
+            ..
+        }) => {
+            assert_eq!((run.as_str(), segment.as_str()), ("flip", SEGMENT), "{ctx}");
+            assert_eq!(
+                *offset, p[0].offset,
+                "{ctx}: read and verify name the same offset"
+            );
+        }
+        other => panic!("{ctx}: expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(
+        out.verify_after_read, out.verify,
+        "{ctx}: nothing repaired or hidden"
+    );
+    assert!(
+        out.file_after == image,
+        "{ctx}: a corrupt segment is never truncated or rewritten"
+    );
+}
+
+fn check_reads_right(ctx: &str, out: &Outcome, events: &[Event]) {
+    match &out.read {
+        Ok(got) => assert!(
+            got == events,
+            "{ctx}: reads return exactly the original events"
+        ),
+        Err(e) => panic!("{ctx}: read failed: {e}"),
+    }
+    let after = &out.verify_after_read;
+    assert!(
+        after.problems.is_empty() && after.notes.is_empty(),
+        "{ctx}: {after:?}"
+    );
+    assert_eq!(after.events, events.len() as u64, "{ctx}");
+}
+
+/// Rule 5 on every read, not only on open: a byte of a committed batch flipped in place under
+/// a store that has the run open and cached makes the next read fail with `Corrupt` at that
+/// batch (start, or length field), and restoring the byte makes the same store read the
+/// original events again. A flipped counter slot under the live store changes nothing read.
+#[test]
+fn a_byte_flipped_under_a_live_store_fails_the_next_read_at_its_batch() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (run, events) = build_original(dir.path());
+    let path = dir.path().join("runs").join(run.as_str()).join(SEGMENT);
+    let original = std::fs::read(&path).unwrap();
+    let plan = expectations(&original);
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    assert_eq!(store.read(&run, 0, usize::MAX).unwrap().events, events);
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let mut flips = 0;
+    for (i, &expect) in plan.iter().enumerate() {
+        let offsets = match expect {
+            Expect::CorruptAt(start) if i >= 4096 => vec![start],
+            Expect::CorruptBatchLen(start) => vec![start, start + 4],
+            Expect::NewestSlot { .. } | Expect::OlderSlot => vec![],
+            _ => continue,
+        };
+        for mask in MASKS {
+            file.write_all_at(&[original[i] ^ mask], i as u64).unwrap();
+            let read = store.read(&run, 0, usize::MAX).map(|p| p.events);
+            match (&read, offsets.is_empty()) {
+                (Ok(got), true) => assert!(got == &events, "byte {i}: right events"),
+                (Err(Error::Corrupt { offset, .. }), false) => {
+                    assert!(
+                        offsets.contains(offset),
+                        "byte {i}: offset {offset} not in {offsets:?}"
+                    )
+                }
+                _ => panic!("byte {i} ({expect:?}): got {read:?}"),
+            }
+            file.write_all_at(&original[i..=i], i as u64).unwrap();
+            assert_eq!(
+                store.read(&run, 0, usize::MAX).unwrap().events,
+                events,
+                "byte {i} restored"
+            );
+            flips += 1;
+        }
+    }
+    println!("live byte flips: {flips}");
+    assert_eq!(flips, (original.len() - 4096 + 128) * MASKS.len());
+}
