@@ -143,11 +143,13 @@ impl NewEvent {
         self
     }
 
-    /// Checks every bound; `payload_len_bytes_max` comes from the store config.
+    /// Checks every bound (kind 1–64 bytes, correlation id and key ≤ 256 bytes, payload ≤
+    /// `payload_len_bytes_max`, from `Config`) without touching any file; every append runs
+    /// the same check first.
     ///
     /// # Errors
     /// [`Error::InvalidEvent`] naming the field and the limit.
-    pub(crate) fn validate(&self, payload_len_bytes_max: usize) -> Result<()> {
+    pub fn validate(&self, payload_len_bytes_max: usize) -> Result<()> {
         let bad = |field, reason: String| Err(Error::InvalidEvent { field, reason });
         if self.kind.is_empty() || self.kind.len() > KIND_LEN_MAX {
             return bad("kind", format!("length {} not in 1..=64", self.kind.len()));

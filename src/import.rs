@@ -605,23 +605,21 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
     days_to_year + days_to_month + day - 1
 }
 
-/// Inverse of [`days_from_civil`].
-fn civil_from_days(mut days: u64) -> (u64, u64, u64) {
-    let mut year = 1970;
-    loop {
-        let len = if is_leap(year) { 366 } else { 365 };
-        if days < len {
-            break;
-        }
-        days -= len;
-        year += 1;
-    }
-    let mut month = 1;
-    while days >= days_in_month(year, month) {
-        days -= days_in_month(year, month);
-        month += 1;
-    }
-    (year, month, days + 1)
+/// Inverse of [`days_from_civil`], in constant time (the era-based civil-from-days
+/// algorithm of H. Hinnant, "chrono-Compatible Low-Level Date Algorithms"): every `u64` of
+/// days, however far in the future, takes the same few operations.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    // Shift the epoch to 0000-03-01 so leap days fall at the end of a 400-year era.
+    let z = u128::from(days) + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u128::from(month <= 2);
+    (year as u64, month as u64, day as u64)
 }
 
 /// Bounds for the append batches of an import.
@@ -851,6 +849,16 @@ mod tests {
             parse_created_at("2026-11-30T02:25:43.921Z"),
             Some(1_796_005_543_921)
         );
+    }
+
+    #[test]
+    fn civil_from_days_matches_days_from_civil_and_is_total() {
+        for days in (0..800_000).step_by(7).chain([59, 60, 365, 10_956, 11_016]) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
+        }
+        // The largest timestamp formats at once (it used to loop year by year).
+        assert_eq!(format_created_at(u64::MAX), "584556019-04-03T14:25:51.615Z");
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub(crate) fn acquire(
         if waited >= timeout {
             return Err(Error::Busy {
                 run: run.to_string(),
-                holder: read_holder(file.as_ref()),
+                holder: holder(file.as_ref(), path),
                 waited_ms: waited.as_millis() as u64,
             });
         }
@@ -72,6 +72,36 @@ pub(crate) fn try_acquire(file: &Arc<dyn FsFile>, path: &Path) -> Result<Option<
 pub(crate) fn record_holder(file: &Arc<dyn FsFile>) {
     let text = format!("pid {:<16}\n", std::process::id());
     let _ = file.write_all_at(text.as_bytes(), 0);
+}
+
+/// Who holds the lock: the kernel's own record (`/proc/locks`, Linux) when available, else
+/// the pid the last writer recorded in the file. For messages only.
+fn holder(file: &dyn FsFile, path: &Path) -> String {
+    kernel_holder(path).unwrap_or_else(|| read_holder(file))
+}
+
+/// The pid holding a `flock` on `path` according to `/proc/locks`, as `pid N`.
+fn kernel_holder(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = meta.dev();
+    // Linux's encoding of device numbers (the kernel's MAJOR/MINOR of a 64-bit dev_t).
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let want = (major, minor, meta.ino());
+    let table = std::fs::read_to_string("/proc/locks").ok()?;
+    table.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // `N: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> 0 EOF`; waiters have `->` at 1.
+        if f.len() < 6 || f[1] != "FLOCK" {
+            return None;
+        }
+        let mut id = f[5].split(':');
+        let maj = u64::from_str_radix(id.next()?, 16).ok()?;
+        let min = u64::from_str_radix(id.next()?, 16).ok()?;
+        let ino = id.next()?.parse::<u64>().ok()?;
+        ((maj, min, ino) == want).then(|| format!("pid {}", f[4]))
+    })
 }
 
 /// The holder as recorded in the lock file, e.g. `pid 4242`, or `unknown`.

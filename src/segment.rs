@@ -178,17 +178,21 @@ impl Segment {
     /// [`Error::Corrupt`] when the file is shorter than `len` (it was truncated behind our
     /// back); [`Error::Io`].
     pub(crate) fn view(&self, run: &str, len: u64) -> Result<Bytes> {
+        // The length is checked on every read, cached map or not: touching mapped bytes that
+        // an outside hand truncated away would kill the process (SIGBUS) instead of giving
+        // `Corrupt`. (A truncation racing this very read cannot be excluded with mmap.)
         let mut cached = self.view.lock();
-        if cached.len() as u64 >= len {
-            return Ok(cached.clone());
-        }
         let file_len = self
             .file
             .len()
             .map_err(|e| Error::io("reading length of", &self.path, e))?;
         if file_len < len {
+            *cached = Bytes::new();
             let detail = format!("file is {file_len} bytes, committed length is {len}");
             return Err(Error::corrupt(run, &self.name, file_len, detail));
+        }
+        if cached.len() as u64 >= len {
+            return Ok(cached.clone());
         }
         let view = self
             .file

@@ -67,7 +67,8 @@ impl Config {
     fn check(&self) -> Result<()> {
         let bad = |s: &str| Err(Error::InvalidConfig(s.to_string()));
         let overhead = 64 + 44 + 64 + 256 + 256;
-        if (self.batch_len_bytes_max as usize) < self.payload_len_bytes_max + overhead {
+        let one_event = self.payload_len_bytes_max.checked_add(overhead);
+        if one_event.is_none_or(|n| (self.batch_len_bytes_max as usize) < n) {
             return bad("batch_len_bytes_max must hold one event of payload_len_bytes_max");
         }
         if self.batch_events_max == 0 || self.segment_len_bytes_max == 0 || self.open_runs_max == 0
@@ -125,8 +126,11 @@ pub struct RunInfo {
 pub struct RunPage {
     /// Runs in id order.
     pub runs: Vec<RunInfo>,
-    /// Cursor for the next page (`after`), or `None` when this was the last page.
+    /// Cursor for the next page: the last returned id (`None` when nothing was returned).
     pub next: Option<RunId>,
+    /// Whether runs exist after this page (pass `next`, or the same `after` when `next` is
+    /// `None`, to continue).
+    pub has_more: bool,
 }
 
 /// An embedded runlog store. Cheap to clone; `Send + Sync`; share it across threads.
@@ -284,10 +288,26 @@ impl Store {
             .map_err(|e| Error::io("checking", dir, e))
     }
 
+    /// The cached open run, unless another handle or process deleted it since (its lock file
+    /// is unlinked: one fstat): then it is dropped, so the caller reopens whatever now exists.
+    fn cached(&self, run: &RunId) -> Result<Option<Arc<Run>>> {
+        let Some(r) = self.inner.runs.lock().get(run).cloned() else {
+            return Ok(None);
+        };
+        if !r.is_deleted()? {
+            return Ok(Some(r));
+        }
+        let mut runs = self.inner.runs.lock();
+        if runs.get(run).is_some_and(|c| Arc::ptr_eq(c, &r)) {
+            runs.remove(run);
+        }
+        Ok(None)
+    }
+
     /// The open run, from the cache or loaded from disk.
     fn run(&self, run: &RunId) -> Result<Arc<Run>> {
-        if let Some(r) = self.inner.runs.lock().get(run) {
-            return Ok(r.clone());
+        if let Some(r) = self.cached(run)? {
+            return Ok(r);
         }
         let loaded = Arc::new(Run::open(
             self.inner.fs.clone(),
@@ -396,26 +416,27 @@ impl Store {
         ids.sort();
         let start = after.map_or(0, |a| ids.partition_point(|id| id <= a));
         let mut runs = Vec::new();
-        let mut next = None;
-        for id in &ids[start..] {
-            if runs.len() == limit {
-                next = runs.last().map(|r: &RunInfo| r.run.clone());
-                break;
-            }
+        let mut rest = ids[start..].iter();
+        while runs.len() < limit {
+            let Some(id) = rest.next() else { break };
             match self.peek_info(id) {
                 Ok(info) => runs.push(info),
                 Err(Error::RunNotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(RunPage { runs, next })
+        Ok(RunPage {
+            next: runs.last().map(|r| r.run.clone()),
+            has_more: rest.len() > 0,
+            runs,
+        })
     }
 
     /// Run info for listing: from the open run when cached, else from the segment headers and
     /// counters alone — no lock, no batch scan, no caching (rule 8; and listing 100k runs does
     /// not load 100k runs). Reflects the counters on disk.
     fn peek_info(&self, run: &RunId) -> Result<RunInfo> {
-        if let Some(r) = self.inner.runs.lock().get(run).cloned() {
+        if let Some(r) = self.cached(run)? {
             return r.info();
         }
         let fs = self.inner.fs.as_ref();

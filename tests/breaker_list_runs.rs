@@ -14,7 +14,17 @@ fn list_runs_with_limit_zero_still_reports_a_next_page() {
     let page = store.list_runs(None, 0).unwrap();
 
     assert!(page.runs.is_empty());
-    // Actual: None. Either a cursor (here: none consumed, so the page must not claim to be
-    // the last) or InvalidConfig/InvalidEvent for limit 0 would be honest.
-    assert!(page.next.is_some(), "limit 0 claims the last page");
+    // Nothing consumed: no cursor, but the page must not claim to be the last.
+    assert_eq!(page.next, None);
+    assert!(page.has_more, "limit 0 claims the last page");
+    let first = store.list_runs(None, 1).unwrap();
+    assert_eq!(
+        (first.next.as_ref().map(RunId::as_str), first.has_more),
+        (Some("a"), true)
+    );
+    let last = store.list_runs(first.next.as_ref(), 1).unwrap();
+    assert_eq!(
+        (last.next.as_ref().map(RunId::as_str), last.has_more),
+        (Some("b"), false)
+    );
 }

@@ -318,7 +318,11 @@ fn list_runs_pages_in_id_order_and_delete_removes() {
             .collect::<Vec<_>>(),
         [("r2", 0), ("r3", 1), ("r4", 0)]
     );
-    assert_eq!(p2.next, None);
+    assert_eq!(
+        (p2.next.as_ref().map(RunId::as_str), p2.has_more),
+        (Some("r4"), false)
+    );
+    assert!(p1.has_more);
     let r3 = RunId::new("r3").unwrap();
     assert!(matches!(
         store.create_run(&r3),

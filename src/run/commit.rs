@@ -188,7 +188,7 @@ impl Run {
         let mut plan = self.plan_on_last(group, now, &mut buf);
         // Roll only when something will be written: a group of rejected appends creates no
         // file and writes no byte (rule 2).
-        if !buf.is_empty() && self.segment_full() {
+        if !buf.is_empty() && self.needs_new_segment() {
             if let Err(e) = self.roll(&mut w) {
                 w.buf = buf;
                 return plan_failed(plan, &e);
@@ -239,22 +239,15 @@ impl Run {
         let len_max = self.config.batch_len_bytes_max;
         let mut st = self.state.write();
         st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
-        if st.last().slot.sealed {
-            // The seal may never have reached the disk (its sync failed in a process that
-            // died): write and sync it again before anything is built on it.
-            let seg = st.last().seg.clone();
-            let slot = st.last().slot;
-            let resealed = self.seal(w, &seg, &slot)?;
-            let n = st.segments.len() - 1;
-            st.segments[n].slot = resealed;
-            let next = self.create_next_segment(&seg, st.last_seq)?;
-            w.durable_segment = next.header.segment_index;
-            st.push_segment(self.run_str(), next)?;
-            st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
-        }
-        let recovered = st
-            .recover_tail(self.run_str(), len_max, now_ms())
-            .map_err(|e| self.poison_on_io(w, e))?;
+        // A sealed last segment without successor (a crash or failure between seal and
+        // create) is left alone here: `roll` finishes it only when this group writes, so a
+        // rejected append changes nothing (rule 2).
+        let recovered = if st.last().slot.sealed {
+            None
+        } else {
+            st.recover_tail(self.run_str(), len_max, now_ms())
+                .map_err(|e| self.poison_on_io(w, e))?
+        };
         let seg = st.last().seg.clone();
         if let Some(slot) = recovered {
             seg.write_slot(&slot)
@@ -286,14 +279,19 @@ impl Run {
         Ok(())
     }
 
-    fn segment_full(&self) -> bool {
+    /// Whether the next write needs a new segment: the last one is full, or already sealed.
+    fn needs_new_segment(&self) -> bool {
         let st = self.state.read();
-        let c = st.last().slot.committed_len;
-        c >= self.config.segment_len_bytes_max && c > HEADER_LEN
+        let last = st.last().slot;
+        let full = last.committed_len >= self.config.segment_len_bytes_max
+            && last.committed_len > HEADER_LEN;
+        full || last.sealed
     }
 
     /// Seals the last segment (slot write + fdatasync) and creates the next one durably
-    /// before it receives any event (SPEC §5 step 3).
+    /// before it receives any event (SPEC §5 step 3). An already sealed segment is sealed
+    /// again: its seal may never have reached the disk (its sync failed in a process that
+    /// died), and nothing may be built on a seal that a crash can revert.
     fn roll(&self, w: &mut Writer) -> Result<()> {
         let mut st = self.state.write();
         let seg = st.last().seg.clone();
@@ -534,13 +532,13 @@ impl Planner<'_> {
             let seq = self.last_seq;
             let id = match e.event_id {
                 Some(id) => {
-                    self.new_ids.insert(id, seq);
-                    planned.ids.push((id, seq));
                     self.last_id = self.last_id.max(id);
                     id
                 }
                 None => self.mint_id(),
             };
+            self.new_ids.insert(id, seq);
+            planned.ids.push((id, seq));
             if let Some(k) = &e.key {
                 self.new_keys.insert(k.clone(), seq);
                 planned.keys.push((k.clone(), seq));

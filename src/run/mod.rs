@@ -165,6 +165,14 @@ impl Run {
     /// Events with seq in `after+1 ..= after+limit`, checked for checksum and density.
     pub(crate) fn read(&self, after: Seq, limit: usize) -> Result<ReadPage> {
         self.refresh()?;
+        if after == Seq::MAX {
+            // Nothing can follow the largest seq (and `after + 1` would overflow).
+            return Ok(ReadPage {
+                events: Vec::new(),
+                next: after,
+                has_more: false,
+            });
+        }
         let (plan, last_seq) = self.plan_read(after, limit);
         let mut events = Vec::with_capacity(limit.min(1024));
         let mut expect = after + 1;
@@ -230,18 +238,20 @@ impl Run {
     /// seq. In-process commits wake waiters at once; other processes' commits are seen by
     /// polling the counter every `wait_poll_interval`.
     pub(crate) fn wait(&self, after: Seq, timeout: Duration) -> Result<Seq> {
-        let deadline = Instant::now() + timeout;
+        // `None`: a timeout too large to represent waits without a deadline.
+        let deadline = Instant::now().checked_add(timeout);
         loop {
             let last = self.last_seq()?;
             let now = Instant::now();
-            if last > after || now >= deadline {
+            if last > after || deadline.is_some_and(|d| now >= d) {
                 return Ok(last);
             }
             let mut g = self.grown_lock.lock();
             if self.state.read().last_seq > after {
                 continue;
             }
-            let nap = self.config.wait_poll_interval.min(deadline - now);
+            let left = deadline.map_or(Duration::MAX, |d| d - now);
+            let nap = self.config.wait_poll_interval.min(left);
             self.grown.wait_for(&mut g, nap);
         }
     }
@@ -249,6 +259,13 @@ impl Run {
     fn notify_grown(&self) {
         let _g = self.grown_lock.lock();
         self.grown.notify_all();
+    }
+
+    /// Whether the run was deleted (by any handle or process) since this handle opened it.
+    pub(crate) fn is_deleted(&self) -> Result<bool> {
+        self.lock_file
+            .is_unlinked()
+            .map_err(|e| Error::io("checking", &self.lock_path, e))
     }
 
     pub(crate) fn lock_path(&self) -> &Path {

@@ -107,13 +107,8 @@ impl RunState {
             .iter()
             .filter_map(|e| e.key.as_deref().map(|k| (k, e.seq)))
             .collect();
-        let ids = view
-            .events
-            .iter()
-            .zip(&view.caller_ids)
-            .filter(|(_, caller)| **caller)
-            .map(|(e, _)| (e.event_id, e.seq))
-            .collect();
+        // Every id, minted or caller-supplied: a caller may present a minted id again.
+        let ids = view.events.iter().map(|e| (e.event_id, e.seq)).collect();
         let max_id = view
             .events
             .iter()

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use runlog::{Error, NewEvent, RunId, Seq};
+use runlog::{Config, Error, NewEvent, RunId, Seq};
 
 use crate::support::{CliError, open_existing, open_store};
 
@@ -39,6 +39,9 @@ pub struct AppendArgs {
 
 /// `runlog append`: prints the assigned seq (the original seq for a duplicate fact).
 pub fn run(store_dir: &Path, args: AppendArgs) -> Result<bool, CliError> {
+    // Bad input is refused before any store or run is created.
+    let event = build_event(&args)?;
+    event.validate(Config::default().payload_len_bytes_max)?;
     let store = if args.create {
         open_store(store_dir)?
     } else {
@@ -50,7 +53,6 @@ pub fn run(store_dir: &Path, args: AppendArgs) -> Result<bool, CliError> {
             Err(e) => return Err(e.into()),
         }
     }
-    let event = build_event(&args)?;
     let seq = match args.expected_seq {
         Some(expected) => store
             .append_decisions(&args.run, expected, vec![event])?

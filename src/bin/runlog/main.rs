@@ -21,7 +21,7 @@ Exit codes:
   0  ok
   1  verify or audit found problems, or import left files or runs behind
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload)
-  3  fenced append rejected (the log grew past --expected-seq; nothing was written)
+  3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
   4  run busy (another process held the run's lock past the timeout)
   5  store corrupt or unreadable";
 

@@ -94,8 +94,8 @@ pub fn all_runs(store: &Store) -> Result<Vec<RunInfo>, CliError> {
         let page = store.list_runs(after.as_ref(), PAGE_LEN)?;
         runs.extend(page.runs);
         match page.next {
-            Some(next) => after = Some(next),
-            None => return Ok(runs),
+            Some(next) if page.has_more => after = Some(next),
+            _ => return Ok(runs),
         }
     }
 }
