@@ -449,7 +449,18 @@ impl Store {
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
         loop {
             let slot = seg.read_slot(run.as_str())?;
-            committed_bytes += slot.committed_len.saturating_sub(HEADER_LEN);
+            let file_len = seg
+                .file
+                .len()
+                .map_err(|e| Error::io("reading length of", &seg.path, e))?;
+            if slot.committed_len > file_len {
+                let detail = format!(
+                    "file is {file_len} bytes, counter says {}",
+                    slot.committed_len
+                );
+                return Err(Error::corrupt(run.as_str(), &seg.name, file_len, detail));
+            }
+            committed_bytes = committed_bytes.saturating_add(slot.committed_len - HEADER_LEN);
             let next = if slot.sealed {
                 Segment::open(fs, &dir, run.as_str(), seg.header.segment_index + 1)?
             } else {

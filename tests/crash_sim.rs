@@ -467,7 +467,6 @@ fn forge_slot(fs: &SimFs, path: &str, sealed: bool, committed_len: u64) {
 /// Found by the `decode` fuzz target (input kept in
 /// `fuzz/regressions/decode/list-runs-committed-bytes-overflow.bin`).
 #[test]
-#[ignore = "core bug: list_runs (Store::peek_info) trusts counters without checking them against the file, and sums their committed lengths with `+=`: forged counters panic the library (overflow) or report bytes the files do not hold"]
 fn list_runs_over_forged_huge_counters_does_not_panic() {
     let (fs, store) = fresh_store(15);
     let run = harness::run_id(0);
