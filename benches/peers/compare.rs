@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::Ctx;
-use crate::drive::{Cell, Op, fresh_cell, run_threads};
+use crate::drive::{Cell, Lane, Op, fresh_cell, interleave, run_threads};
 use crate::report::{Better, Row};
 use crate::support::stats::{Latencies, median};
 use crate::support::{BenchResult, Ev, GroupStats, Peer, open_peer};
@@ -69,7 +69,62 @@ fn write_rows(
             aggs[i].1.add(cell);
         }
     }
-    Ok(agg_rows(label, "append", &mut aggs))
+    Ok(agg_rows(label, "append", "median of rounds", &mut aggs))
+}
+
+/// One single-writer workload on every peer at once, interleaved in bursts (see
+/// [`interleave`]) for `cell × rounds × peers` seconds in total.
+fn interleaved_rows(
+    ctx: &Ctx,
+    label: &str,
+    op_name: &str,
+    run: &str,
+    op: &Op<'_>,
+) -> BenchResult<Vec<Row>> {
+    let (mut dirs, mut peers, mut lanes) = (Vec::new(), Vec::new(), Vec::new());
+    for name in &ctx.peers {
+        let dir = tempfile::tempdir_in(&ctx.root)?;
+        let peer = open_peer(name, dir.path())?;
+        peer.create_run(run)?;
+        lanes.push(Lane {
+            name: (*name).to_string(),
+            session: peer.session()?,
+            state: 0,
+            cell: Cell::default(),
+        });
+        dirs.push(dir);
+        peers.push(peer);
+    }
+    let before: Vec<Option<GroupStats>> = peers.iter().map(|p| p.commit_groups()).collect();
+    let total = ctx.cell * u32::try_from(ctx.rounds * ctx.peers.len())?;
+    eprintln!(
+        "  {label}: {} peers interleaved for {:.1} s",
+        lanes.len(),
+        total.as_secs_f64()
+    );
+    interleave(&mut lanes, total, op)?;
+    let mut aggs: Vec<(&str, Agg)> = Vec::new();
+    for ((lane, peer), before) in lanes.into_iter().zip(&peers).zip(before) {
+        let groups = peer.commit_groups().zip(before).map(|(a, b)| a.since(&b));
+        let mut agg = Agg::new();
+        agg.add(Cell {
+            groups,
+            ..lane.cell
+        });
+        let name = ctx
+            .peers
+            .iter()
+            .copied()
+            .find(|p| *p == lane.name)
+            .unwrap_or("?");
+        aggs.push((name, agg));
+    }
+    Ok(agg_rows(
+        label,
+        op_name,
+        "interleaved 16-op bursts",
+        &mut aggs,
+    ))
 }
 
 /// `f` of every peer's aggregate, for the peers where it is defined.
@@ -82,7 +137,7 @@ fn per_peer<'a>(
         .collect()
 }
 
-fn agg_rows(label: &str, op_name: &str, aggs: &mut [(&str, Agg)]) -> Vec<Row> {
+fn agg_rows(label: &str, op_name: &str, method: &str, aggs: &mut [(&str, Agg)]) -> Vec<Row> {
     let rates = per_peer(aggs, |a| median(&a.rates));
     let p50 = per_peer(aggs, |a| a.latencies.quantile_us(0.5));
     let p99 = per_peer(aggs, |a| a.latencies.quantile_us(0.99));
@@ -107,7 +162,7 @@ fn agg_rows(label: &str, op_name: &str, aggs: &mut [(&str, Agg)]) -> Vec<Row> {
         .collect::<Vec<_>>()
         .join("; ");
     vec![
-        Row::new(label, "events/s", Better::Higher, &rates).note("median of rounds"),
+        Row::new(label, "events/s", Better::Higher, &rates).note(method),
         Row::new(label, &format!("p50 us/{op_name}"), Better::Lower, &p50),
         Row::new(label, &format!("p99 us/{op_name}"), Better::Lower, &p99),
         Row::new(label, "events/sync", Better::Higher, &per_sync)
@@ -124,17 +179,15 @@ fn agg_rows(label: &str, op_name: &str, aggs: &mut [(&str, Agg)]) -> Vec<Row> {
 
 /// Workload 1: one writer, one run, one fact per append.
 pub fn w1_facts(ctx: &Ctx) -> BenchResult<Vec<Row>> {
-    let run = "w1".to_string();
     let op = |_: usize, i: u64, s: &mut dyn crate::support::Session, _: &mut u64| {
-        s.append_fact(&run, ctx.payloads.get(i as usize))?;
+        s.append_fact("w1", ctx.payloads.get(i as usize))?;
         Ok(1)
     };
-    write_rows(ctx, "w1 facts 1 writer", 1, std::slice::from_ref(&run), &op)
+    interleaved_rows(ctx, "w1 facts 1 writer", "append", "w1", &op)
 }
 
 /// Workload 2: one writer, one run, fenced decision batches of 3.
 pub fn w2_decisions(ctx: &Ctx) -> BenchResult<Vec<Row>> {
-    let run = "w2".to_string();
     let batches: Vec<Vec<Ev>> = (0..64)
         .map(|b| {
             (0..3)
@@ -144,14 +197,10 @@ pub fn w2_decisions(ctx: &Ctx) -> BenchResult<Vec<Row>> {
         .collect();
     let op = |_: usize, i: u64, s: &mut dyn crate::support::Session, last: &mut u64| {
         let batch = &batches[i as usize % batches.len()];
-        *last = s.append_decisions(&run, *last, batch)?;
+        *last = s.append_decisions("w2", *last, batch)?;
         Ok(batch.len() as u64)
     };
-    let mut rows = write_rows(ctx, "w2 decisions ×3", 1, std::slice::from_ref(&run), &op)?;
-    for row in &mut rows {
-        row.metric = row.metric.replace("/append", "/batch");
-    }
-    Ok(rows)
+    interleaved_rows(ctx, "w2 decisions ×3", "batch", "w2", &op)
 }
 
 /// Workload 3: 64 runs, one writer thread each.

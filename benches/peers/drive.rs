@@ -129,3 +129,51 @@ pub fn fresh_cell(
     cell.syncs = before.zip(after).map(|(b, a)| a.saturating_sub(b));
     Ok(cell)
 }
+
+/// One lane of an interleaved measurement: a session on some peer and run.
+pub struct Lane {
+    /// Column or case name.
+    pub name: String,
+    /// The session the lane's ops run on.
+    pub session: Box<dyn Session>,
+    /// The lane's op state (e.g. the fenced writer's last seq).
+    pub state: u64,
+    /// What the lane measured so far (`secs` = time spent in its own bursts).
+    pub cell: Cell,
+}
+
+/// Ops per burst of an interleaved measurement.
+const BURST_OPS: u64 = 16;
+
+/// Single-writer measurement that is fair on a noisy machine: the lanes take turns in bursts
+/// of [`BURST_OPS`] ops for `total` seconds, so every lane sees the same device regimes
+/// (this machine's fsync latency flips between ~0.1 ms and ~4 ms within seconds). Each lane's
+/// rate is its ops over the time spent in its own bursts; its syncs are the counter's delta
+/// across its bursts. `op` gets the lane index as its thread index.
+pub fn interleave(lanes: &mut [Lane], total: Duration, op: &Op<'_>) -> BenchResult<()> {
+    let mut counter = SyncCounter::start();
+    let deadline = Instant::now() + total;
+    let mut i = 0u64;
+    while Instant::now() < deadline {
+        for (t, lane) in lanes.iter_mut().enumerate() {
+            let before = counter.as_mut().and_then(SyncCounter::read);
+            let started = Instant::now();
+            for k in 0..BURST_OPS {
+                let t0 = Instant::now();
+                lane.cell.events += op(t, i + k, &mut *lane.session, &mut lane.state)?;
+                lane.cell.latencies.push(t0.elapsed());
+            }
+            lane.cell.secs += started.elapsed().as_secs_f64();
+            lane.cell.ops += BURST_OPS;
+            let after = counter.as_mut().and_then(SyncCounter::read);
+            let delta = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+            lane.cell.syncs = match (lane.cell.ops == BURST_OPS, lane.cell.syncs, delta) {
+                (true, _, d) => d,
+                (false, Some(s), Some(d)) => Some(s + d),
+                _ => None,
+            };
+        }
+        i += BURST_OPS;
+    }
+    Ok(())
+}

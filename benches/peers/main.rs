@@ -1,12 +1,15 @@
-//! Peer comparison: runlog against the raw fdatasync ceiling, SQLite and the file-per-event
-//! store, side by side in one process on one temp file system, printed as one table with
-//! runlog's ratio to each peer and the targets of issue 5.
+//! Peer comparison: runlog against the raw fdatasync ceiling (appending, `raw`, and into
+//! zero-filled preallocated space, `raw-pre`), SQLite and the file-per-event store, side by
+//! side in one process on one temp file system, printed as one table with runlog's ratio to
+//! each peer and the targets of issue 5.
 //!
 //! ```text
-//! cargo bench --bench peers -- [--quick] [--json] [--only w1,w3,...] [--peers runlog,sqlite]
-//!                              [--dir PATH] [--secs S] [--rounds R]
+//! cargo bench --bench peers -- [--quick] [--json] [--json-out FILE] [--only w1,w3,...]
+//!                              [--peers runlog,sqlite]
+//!                              [--dir PATH] [--secs S] [--rounds R] [--long-events N]
+//!                              [--big-runs N]
 //! ```
-//! `--quick` (under a minute): 1 s cells, 1 round, a 100k-event long run, a 10k-run store.
+//! `--quick` (under a minute): 0.75 s cells, 1 round, a 100k-event long run, a 10k-run store.
 //! Full: 2 s cells, 3 rounds, a 1M-event long run, a 100k-run store (a few minutes).
 //! `--dir` defaults to the system temp dir; it must be a real disk, not tmpfs (the table
 //! header names the file system). Workloads: w1 w2 w3 w4 w5 w6len w6store (includes w7 open
@@ -51,6 +54,7 @@ pub struct Ctx {
 struct Args {
     quick: bool,
     json: bool,
+    json_out: Option<PathBuf>,
     only: Option<Vec<String>>,
     ctx: Ctx,
 }
@@ -65,9 +69,10 @@ fn parse_args(args: &[String]) -> BenchResult<Args> {
     let mut parsed = Args {
         quick,
         json: args.iter().any(|a| a == "--json"),
+        json_out: None,
         only: None,
         ctx: Ctx {
-            cell: Duration::from_secs_f64(if quick { 1.0 } else { 2.0 }),
+            cell: Duration::from_secs_f64(if quick { 0.75 } else { 2.0 }),
             rounds: if quick { 1 } else { 3 },
             peers: PEER_NAMES.to_vec(),
             root: std::env::temp_dir(),
@@ -87,8 +92,11 @@ fn parse_args(args: &[String]) -> BenchResult<Args> {
                         .collect(),
                 )
             }
+            "--json-out" => parsed.json_out = Some(PathBuf::from(value_after(args, i)?)),
             "--dir" => parsed.ctx.root = PathBuf::from(value_after(args, i)?),
             "--secs" => parsed.ctx.cell = Duration::from_secs_f64(value_after(args, i)?.parse()?),
+            "--long-events" => parsed.ctx.large_run_events = value_after(args, i)?.parse()?,
+            "--big-runs" => parsed.ctx.big_store_runs = value_after(args, i)?.parse()?,
             "--rounds" => parsed.ctx.rounds = value_after(args, i)?.parse::<usize>()?.max(1),
             "--peers" => {
                 let wanted: Vec<String> = value_after(args, i)?
@@ -160,6 +168,9 @@ fn run(args: &[String]) -> BenchResult<()> {
         }
     }
     report.targets = targets(&report.rows);
+    if let Some(path) = &args.json_out {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

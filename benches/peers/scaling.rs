@@ -12,7 +12,7 @@ use runlog::{Config, RunId, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::Ctx;
-use crate::drive::run_threads;
+use crate::drive::{Cell, Lane, interleave};
 use crate::report::{Better, Row};
 use crate::support::runlog_peer::{RunlogPeer, new_event};
 use crate::support::stats::median;
@@ -34,31 +34,40 @@ pub fn run_name(i: usize) -> String {
     format!("r{i:07}")
 }
 
-/// Measures single-writer append rates on each `(label, run)` in alternation, `rounds` times.
+/// Measures single-writer append rates on each `(label, peer, run)` case, interleaved in
+/// bursts (see [`interleave`]); returns (events/s, p50 us) per case.
 fn alternate_appends(
     ctx: &Ctx,
     cases: &[(&str, &Arc<dyn Peer>, String)],
 ) -> BenchResult<Vec<(f64, f64)>> {
-    let mut rates = vec![Vec::new(); cases.len()];
-    let mut p50s = vec![Vec::new(); cases.len()];
-    for round in 0..ctx.rounds.max(2) {
-        for k in 0..cases.len() {
-            let i = (k + round) % cases.len();
-            let (label, peer, run) = &cases[i];
-            eprintln!("  {label} (round {})", round + 1);
-            let op = |_: usize, n: u64, s: &mut dyn Session, _: &mut u64| {
-                s.append_fact(run, ctx.payloads.get(n as usize))?;
-                Ok(1)
-            };
-            let mut cell = run_threads(peer, 1, ctx.cell, &|_| 0, &op)?;
-            rates[i].push(cell.events_per_sec());
-            p50s[i].push(cell.latencies.quantile_us(0.5).unwrap_or(f64::NAN));
-        }
+    let mut lanes = Vec::new();
+    for (label, peer, _) in cases {
+        lanes.push(Lane {
+            name: (*label).to_string(),
+            session: peer.session()?,
+            state: 0,
+            cell: Cell::default(),
+        });
     }
-    Ok(rates
-        .iter()
-        .zip(&p50s)
-        .map(|(r, p)| (median(r).unwrap_or(f64::NAN), median(p).unwrap_or(f64::NAN)))
+    let total = ctx.cell * u32::try_from(ctx.rounds.max(2) * cases.len())?;
+    eprintln!(
+        "  {} cases interleaved for {:.1} s",
+        cases.len(),
+        total.as_secs_f64()
+    );
+    let op = |t: usize, n: u64, s: &mut dyn Session, _: &mut u64| {
+        s.append_fact(&cases[t].2, ctx.payloads.get(n as usize))?;
+        Ok(1)
+    };
+    interleave(&mut lanes, total, &op)?;
+    Ok(lanes
+        .iter_mut()
+        .map(|l| {
+            (
+                l.cell.events_per_sec(),
+                l.cell.latencies.quantile_us(0.5).unwrap_or(f64::NAN),
+            )
+        })
         .collect())
 }
 
