@@ -342,10 +342,9 @@ impl Tester {
         let want: Vec<&RunId> = rest.iter().take(limit).copied().collect();
         let got: Vec<&RunId> = page.runs.iter().map(|r| &r.run).collect();
         assert_eq!(got, want, "list_runs after {after_id:?} limit {limit}");
-        let next = (rest.len() > limit)
-            .then(|| want.last().map(|id| (*id).clone()))
-            .flatten();
-        assert_eq!(page.next, next, "list_runs cursor");
+        let next = want.last().map(|id| (*id).clone());
+        assert_eq!(page.next, next, "list_runs cursor: the last returned id");
+        assert_eq!(page.has_more, rest.len() > limit, "list_runs has_more");
         for info in &page.runs {
             let n = self
                 .model
