@@ -249,6 +249,9 @@ pub struct MemoryReport {
     pub fds_runs: usize,
 }
 
+/// Descriptors kept free in the memory child for the appends' directory syncs.
+const FD_HEADROOM: u64 = 600;
+
 /// Threads appending in the memory child (different runs: their fsyncs overlap).
 const MEMORY_WRITERS: usize = 16;
 
@@ -303,16 +306,25 @@ fn append_one_each(store: &Store, runs: usize) -> BenchResult<()> {
     })
 }
 
-/// Child-process entry: open the store at `path`, touch runs `0..runs` (`last_seq`; stops
-/// early if a run cannot be opened), then append one event to each opened run; report RSS
-/// and descriptors as one JSON line on stdout.
+/// Child-process entry: open the store at `path` with `open_runs_max = runs`, touch runs
+/// `0..runs` (`last_seq`; stops early if a run cannot be opened, e.g. out of descriptors),
+/// then append one event to each opened run; report RSS and descriptors as one JSON line.
 pub fn memory_child(path: &Path, runs_wanted: usize) -> BenchResult<()> {
     let nofile_limit = raise_nofile()?;
-    let store = Store::open(path, Config::default())?;
+    // Keep every touched run open (the default cache closes idle runs past 4,096).
+    let config = Config {
+        open_runs_max: runs_wanted.max(1),
+        ..Config::default()
+    };
+    let store = Store::open(path, config)?;
     let rss_open_kib = sys::rss_kib().ok_or("no VmRSS")?;
     let fds_open = fd_count()?;
     let (mut runs, mut stopped_by) = (0, None);
     while runs < runs_wanted {
+        if runs % 256 == 0 && fd_count()? as u64 + FD_HEADROOM > nofile_limit {
+            stopped_by = Some(format!("descriptor headroom: {} fds open", fd_count()?));
+            break;
+        }
         if let Err(e) = store.last_seq(&RunId::new(run_name(runs))?) {
             stopped_by = Some(e.to_string());
             break;
