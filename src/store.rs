@@ -44,7 +44,7 @@ pub struct Config {
     /// How often `wait` polls the counter for other processes' commits (default 10 ms).
     pub wait_poll_interval: Duration,
     /// How many runs a `Store` keeps open (two file descriptors and the in-memory index each;
-    /// default 4,096). Past it, idle runs are closed (a closed run reopens on next use and
+    /// default 256, i.e. about 512 descriptors, under the common soft limit of 1,024). Past it, idle runs are closed (a closed run reopens on next use and
     /// recovers from its files; a run refusing writes after an fsync failure stays open).
     pub open_runs_max: usize,
 }
@@ -58,7 +58,7 @@ impl Default for Config {
             batch_events_max: 100_000,
             lock_timeout: Duration::from_secs(10),
             wait_poll_interval: Duration::from_millis(10),
-            open_runs_max: 4096,
+            open_runs_max: 256,
         }
     }
 }

@@ -72,6 +72,8 @@ pub(crate) struct Writer {
     /// Highest segment index whose directory entries (run directory in `runs/`, segment file
     /// in the run directory) this process has made durable; 0 = none yet.
     durable_segment: u32,
+    /// Whether this handle has written its pid into the lock file.
+    holder_recorded: bool,
 }
 
 /// One batch of the group being written.
@@ -201,7 +203,12 @@ impl Run {
             (st.last().seg.clone(), st.last().slot)
         };
         if !buf.is_empty() {
-            lock::record_holder(&self.lock_file);
+            // Once per handle: the kernel's lock table names the live holder (lock.rs); the
+            // file's pid is a fallback, not worth a write on every commit.
+            if !w.holder_recorded {
+                lock::record_holder(&self.lock_file);
+                w.holder_recorded = true;
+            }
             if let Err(e) = self.write_group(&mut w, &seg, &base, &buf, &plan, now) {
                 w.buf = buf;
                 return plan_failed(plan, &e);
