@@ -176,8 +176,17 @@ impl Run {
         let (plan, last_seq) = self.plan_read(after, limit);
         let mut events = Vec::with_capacity(limit.min(1024));
         let mut expect = after + 1;
+        // One view (one length check) per segment, not per batch.
+        let mut current: Option<(Arc<Segment>, bytes::Bytes)> = None;
         for (loc, seg, committed_len) in plan {
-            let view = seg.view(self.run_str(), committed_len)?;
+            let view = match &current {
+                Some((s, v)) if Arc::ptr_eq(s, &seg) => v.clone(),
+                _ => {
+                    let v = seg.view(self.run_str(), committed_len)?;
+                    current = Some((seg.clone(), v.clone()));
+                    v
+                }
+            };
             let b = decode_batch(
                 &view,
                 loc.offset as usize,
