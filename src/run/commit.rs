@@ -231,35 +231,18 @@ impl Run {
         }
     }
 
-    /// Under the run lock: catch up with other processes, recover the tail, continue or roll
-    /// the segment chain. Sync failures poison the run.
+    /// Under the run lock: catch up with other processes and recover the tail (I/O failures
+    /// poison the run), then make the directory entries durable.
     fn prepare(&self, w: &mut Writer) -> Result<()> {
-        if self
-            .lock_file
-            .is_unlinked()
-            .map_err(|e| Error::io("checking", &self.lock_path, e))?
-        {
+        if self.is_deleted()? {
             return Err(Error::RunNotFound {
                 run: self.id.to_string(),
             });
         }
-        let len_max = self.config.batch_len_bytes_max;
         let mut st = self.state.write();
-        st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
-        // A sealed last segment without successor (a crash or failure between seal and
-        // create) is left alone here: `roll` finishes it only when this group writes, so a
-        // rejected append changes nothing (rule 2).
-        let recovered = if st.last().slot.sealed {
-            None
-        } else {
-            st.recover_tail(self.run_str(), len_max, now_ms())
-                .map_err(|e| self.poison_on_io(w, e))?
-        };
+        self.recover_locked(&mut st)
+            .map_err(|e| self.poison_on_io(w, e))?;
         let seg = st.last().seg.clone();
-        if let Some(slot) = recovered {
-            seg.write_slot(&slot)
-                .map_err(|e| self.poison_on_io(w, Error::io("writing counter of", &seg.path, e)))?;
-        }
         drop(st);
         self.make_entries_durable(w, &seg)
     }

@@ -90,22 +90,23 @@ impl Run {
         let Some(_guard) = lock::try_acquire(&self.lock_file, &self.lock_path)? else {
             return Ok(());
         };
-        let unlinked = self.lock_file.is_unlinked();
-        if unlinked.map_err(|e| Error::io("checking", &self.lock_path, e))? {
+        if self.is_deleted()? {
             return Ok(());
         }
-        let mut st = self.state.write();
-        st.catch_up(
-            self.fs.as_ref(),
-            self.run_str(),
-            self.config.batch_len_bytes_max,
-        )?;
+        self.recover_locked(&mut self.state.write())
+    }
+
+    /// Under the run lock (SPEC §6): catch up with the counters, then adopt or truncate what
+    /// lies past the last segment's counter and write the new counter. A sealed last segment
+    /// without successor is left to `roll`, which finishes it only when a group writes (so a
+    /// rejected append changes nothing, rule 2).
+    fn recover_locked(&self, st: &mut RunState) -> Result<()> {
+        let len_max = self.config.batch_len_bytes_max;
+        st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
         if st.last().slot.sealed {
             return Ok(());
         }
-        let recovered =
-            st.recover_tail(self.run_str(), self.config.batch_len_bytes_max, now_ms())?;
-        if let Some(slot) = recovered {
+        if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms())? {
             let seg = &st.last().seg;
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
