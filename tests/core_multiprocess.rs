@@ -4,23 +4,18 @@
 //! Child processes are this test binary re-executed on the ignored `child_entry` test with
 //! `RUNLOG_CHILD_MODE` set.
 
+mod common;
+
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
 fn spawn_child(mode: &str, store: &Path, run: &str, count: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    common::child_command()
         .env("RUNLOG_CHILD_MODE", mode)
         .env("RUNLOG_CHILD_STORE", store)
         .env("RUNLOG_CHILD_RUN", run)

@@ -9,11 +9,13 @@
 //! `RUNLOG_KILL_ITERATIONS` sets the number of kills (default 50; use ≥ 1000 locally).
 //! Child processes are this test binary re-executed on the ignored `child_entry` test.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -146,14 +148,7 @@ fn say(line: String) {
 }
 
 fn spawn_appender(store: &Path, iter: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    common::child_command()
         .env("RUNLOG_KILL_STORE", store)
         .env("RUNLOG_KILL_ITER", iter.to_string())
         .stdout(Stdio::piped())

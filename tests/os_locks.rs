@@ -10,9 +10,11 @@
 //!
 //! Child processes are this test binary re-executed on the ignored `child_entry` test.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -106,14 +108,7 @@ impl Holder {
 }
 
 fn spawn_holder(mode: &str, store: &Path, run: &RunId) -> Holder {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = common::child_command()
         .env("RUNLOG_LOCKS_MODE", mode)
         .env("RUNLOG_LOCKS_STORE", store)
         .env("RUNLOG_LOCKS_RUN", run.as_str())

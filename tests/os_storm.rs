@@ -8,10 +8,12 @@
 //! at `expected + 1 ..= actual`, none of them the rejected op's, and the op wrote nothing).
 //! Rules 1–3 and 6 of INVARIANTS.md across real processes.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::Receiver;
 
 use rand::rngs::StdRng;
@@ -159,14 +161,7 @@ struct Stormer {
 }
 
 fn spawn_stormer(store: &Path, p: usize) -> Stormer {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = common::child_command()
         .env("RUNLOG_STORM_STORE", store)
         .env("RUNLOG_STORM_PROCESS", p.to_string())
         .stdin(Stdio::piped())
