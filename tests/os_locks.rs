@@ -12,9 +12,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -108,24 +108,15 @@ impl Holder {
 }
 
 fn spawn_holder(mode: &str, store: &Path, run: &RunId) -> Holder {
-    let mut child = common::child_command()
-        .env("RUNLOG_LOCKS_MODE", mode)
+    let mut cmd = common::child_command();
+    cmd.env("RUNLOG_LOCKS_MODE", mode)
         .env("RUNLOG_LOCKS_STORE", store)
-        .env("RUNLOG_LOCKS_RUN", run.as_str())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+        .env("RUNLOG_LOCKS_RUN", run.as_str());
+    let common::Piped {
+        child,
+        stdin,
+        lines,
+    } = common::spawn_piped(&mut cmd);
     Holder {
         child,
         stdin,

@@ -11,9 +11,9 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::Receiver;
 
 use rand::rngs::StdRng;
@@ -161,23 +161,14 @@ struct Stormer {
 }
 
 fn spawn_stormer(store: &Path, p: usize) -> Stormer {
-    let mut child = common::child_command()
-        .env("RUNLOG_STORM_STORE", store)
-        .env("RUNLOG_STORM_PROCESS", p.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let mut cmd = common::child_command();
+    cmd.env("RUNLOG_STORM_STORE", store)
+        .env("RUNLOG_STORM_PROCESS", p.to_string());
+    let common::Piped {
+        child,
+        stdin,
+        lines,
+    } = common::spawn_piped(&mut cmd);
     Stormer {
         child,
         stdin,

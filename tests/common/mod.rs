@@ -19,3 +19,43 @@ pub fn child_command() -> Command {
     ]);
     cmd
 }
+
+/// A spawned child with its stdin and a channel of its stdout lines (read by a thread, so the
+/// parent can wait with a timeout).
+pub struct Piped {
+    /// The process.
+    pub child: std::process::Child,
+    /// Its standard input.
+    pub stdin: std::process::ChildStdin,
+    /// Its standard output, line by line.
+    pub lines: std::sync::mpsc::Receiver<String>,
+}
+
+/// Spawns `cmd` with piped stdin and stdout, forwarding stdout lines to a channel.
+pub fn spawn_piped(cmd: &mut Command) -> Piped {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn child process");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    Piped {
+        child,
+        stdin,
+        lines,
+    }
+}
