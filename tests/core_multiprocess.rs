@@ -104,6 +104,19 @@ fn wait_for_line(child: &mut Child, want: &str) {
     }
 }
 
+/// A store with run `held` (one event) whose lock a live child process holds.
+fn held_run(dir: &Path, config: Config) -> (Store, RunId, Child) {
+    let store = Store::open(dir, config).unwrap();
+    let run = RunId::new("held").unwrap();
+    store.create_run(&run).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("run_created", "{}")])
+        .unwrap();
+    let mut holder = spawn_child("hold", dir, "held", 0);
+    wait_for_line(&mut holder, "locked");
+    (store, run, holder)
+}
+
 #[test]
 fn two_processes_appending_five_thousand_each_give_dense_one_to_ten_thousand() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,14 +149,7 @@ fn a_live_holder_is_never_robbed_and_its_lock_is_free_the_moment_it_is_killed() 
         lock_timeout: Duration::from_millis(300),
         ..Config::default()
     };
-    let store = Store::open(dir.path(), config).unwrap();
-    let run = RunId::new("held").unwrap();
-    store.create_run(&run).unwrap();
-    store
-        .append_facts(&run, vec![NewEvent::new("run_created", "{}")])
-        .unwrap();
-    let mut holder = spawn_child("hold", dir.path(), "held", 0);
-    wait_for_line(&mut holder, "locked");
+    let (store, run, mut holder) = held_run(dir.path(), config);
     for _ in 0..3 {
         match store.append_facts(&run, vec![NewEvent::new("x", "y")]) {
             Err(Error::Busy {
@@ -182,14 +188,7 @@ fn list_runs_and_reads_do_not_wait_for_a_lock_holder() {
         lock_timeout: Duration::from_secs(30),
         ..Config::default()
     };
-    let store = Store::open(dir.path(), config.clone()).unwrap();
-    let run = RunId::new("held").unwrap();
-    store.create_run(&run).unwrap();
-    store
-        .append_facts(&run, vec![NewEvent::new("run_created", "{}")])
-        .unwrap();
-    let mut holder = spawn_child("hold", dir.path(), "held", 0);
-    wait_for_line(&mut holder, "locked");
+    let (_writer, run, mut holder) = held_run(dir.path(), config.clone());
     let fresh = Store::open(dir.path(), config).unwrap();
     let start = Instant::now();
     let page = fresh.list_runs(None, 10).unwrap();

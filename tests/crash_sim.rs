@@ -348,47 +348,16 @@ fn fill_segment_1(store: &runlog::Store, run: &runlog::RunId) -> u64 {
         .seq
 }
 
-#[test]
-fn append_after_failed_seal_sync_survives_power_loss() {
-    let (fs, store) = fresh_store(11);
+/// Fills segment 1, fails the rolling commit at its `sync_offset`-th sync (0: the seal, 1: the
+/// new segment file, 2: the run directory), appends through a reopened store, crashes, and
+/// checks that the acknowledged append is the only thing after segment 1.
+fn ack_after_failed_roll_survives_power_loss(seed: u64, sync_offset: u64, what: &str) {
+    let (fs, store) = fresh_store(seed);
     let run = harness::run_id(0);
     store.create_run(&run).unwrap();
     let last = fill_segment_1(&store, &run);
-    // The next commit seals segment 1; its first sync is the seal's.
-    fs.inject(Fault::once(Trigger::Sync(fs.sync_count()), FaultKind::Eio));
-    assert!(
-        store
-            .append_facts(&run, vec![NewEvent::new("lost", "x")])
-            .is_err()
-    );
-    drop(store);
-    let store = store_at(&fs, harness::ROOT);
-    let acked = store
-        .append_facts(&run, vec![NewEvent::new("acked", "y")])
-        .unwrap();
-    drop(store);
-    fs.crash_with(CrashPolicy::DropUnsynced);
-    let store = store_at(&fs, harness::ROOT);
-    let events = store.read(&run, last, 10).unwrap().events;
-    assert_eq!(
-        events
-            .iter()
-            .map(|e| (e.seq, e.kind.as_str()))
-            .collect::<Vec<_>>(),
-        [(acked[0].seq, "acked")],
-        "acknowledged append after the failed seal"
-    );
-}
-
-#[test]
-fn append_into_segment_with_unsynced_entry_survives_power_loss() {
-    let (fs, store) = fresh_store(12);
-    let run = harness::run_id(0);
-    store.create_run(&run).unwrap();
-    let last = fill_segment_1(&store, &run);
-    // Syncs of the rolling commit: seal, new segment file, run directory (fails here).
     fs.inject(Fault::once(
-        Trigger::Sync(fs.sync_count() + 2),
+        Trigger::Sync(fs.sync_count() + sync_offset),
         FaultKind::Eio,
     ));
     assert!(
@@ -411,8 +380,18 @@ fn append_into_segment_with_unsynced_entry_survives_power_loss() {
             .map(|e| (e.seq, e.kind.as_str()))
             .collect::<Vec<_>>(),
         [(acked[0].seq, "acked")],
-        "acknowledged append into the reused segment"
+        "acknowledged append {what}"
     );
+}
+
+#[test]
+fn append_after_failed_seal_sync_survives_power_loss() {
+    ack_after_failed_roll_survives_power_loss(11, 0, "after the failed seal");
+}
+
+#[test]
+fn append_into_segment_with_unsynced_entry_survives_power_loss() {
+    ack_after_failed_roll_survives_power_loss(12, 2, "into the reused segment");
 }
 
 #[test]
