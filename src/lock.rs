@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::io::FsFile;
+use crate::io::{Fs, FsFile, OpenMode};
 
 /// Shortest and longest sleep between two lock attempts.
 const BACKOFF_MIN: Duration = Duration::from_micros(50);
@@ -118,5 +118,18 @@ pub(crate) fn read_holder(file: &dyn FsFile) -> String {
             }
         }
         _ => "unknown".to_string(),
+    }
+}
+
+/// Opens a run's lock file read-only to read its commit slots (SPEC §3) without locking:
+/// `Ok(None)` when it does not exist (the header's counter is then the newest one).
+///
+/// # Errors
+/// [`Error::Io`] for any other failure to open it.
+pub(crate) fn open_for_counters(fs: &dyn Fs, path: &Path) -> Result<Option<Arc<dyn FsFile>>> {
+    match fs.open(path, OpenMode::Read) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("opening lock file", path, e)),
     }
 }

@@ -21,6 +21,29 @@ pub(crate) fn segment_name(index: u32) -> String {
     format!("seg-{index:08}.log")
 }
 
+/// A segment's counter as read from disk.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counter {
+    /// The newest valid slot (header checkpoint or lock-file commit slot).
+    pub(crate) newest: CounterSlot,
+    /// Generation of the newest valid header slot (decides when a checkpoint is due).
+    pub(crate) header_generation: u64,
+}
+
+/// Reads from `offset` until `buf` is full or the file ends; returns the bytes read.
+fn read_up_to(file: &dyn FsFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
 /// An open segment file and its immutable header.
 #[derive(Debug)]
 pub(crate) struct Segment {
@@ -43,9 +66,9 @@ pub(crate) struct NewSegment<'a> {
 }
 
 impl Segment {
-    /// Writes a complete segment (header + slot A, generation 1, empty) to `dir/<tmp name>`,
-    /// syncs it, renames it into place and syncs `dir`: the segment exists whole or not at
-    /// all (rule 4: a new file is durable only after its directory is synced).
+    /// Writes a complete segment (header + both counter slots, generations 1 and 2, empty) to
+    /// `dir/<tmp name>`, syncs it, renames it into place and syncs `dir`: the segment exists
+    /// whole or not at all (rule 4: a new file is durable only after its directory is synced).
     pub(crate) fn create(fs: &dyn Fs, dir: &Path, new: &NewSegment<'_>) -> Result<Segment> {
         let name = segment_name(new.index);
         let path = dir.join(&name);
@@ -66,7 +89,14 @@ impl Segment {
             updated_at_ms: new.now_ms,
             sealed: false,
         };
-        let bytes = header.encode_with_slot(&slot);
+        let both = [
+            slot,
+            CounterSlot {
+                generation: 2,
+                ..slot
+            },
+        ];
+        let bytes = header.encode_with_slots(&both);
         let write = || -> io::Result<()> {
             let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
             f.write_all_at(&bytes, 0)?;
@@ -165,11 +195,54 @@ impl Segment {
         Ok(slot)
     }
 
-    /// Writes `slot` into its position (not synced: the next sync of this file covers it,
-    /// and recovery does not depend on it — see SPEC §5).
+    /// The segment's counter (SPEC §3): the newest valid slot among the header's two
+    /// checkpoint slots and, when `lock` is given (the run's lock file; only the last segment
+    /// of a run has commit slots there), the lock file's two commit slots. Slots of another
+    /// segment fail their salted checksum there and are ignored.
+    ///
+    /// # Errors
+    /// As [`Self::read_slot`] for the header; [`Error::Io`] when the lock file cannot be read.
+    pub(crate) fn read_counter(&self, run: &str, lock: Option<&dyn FsFile>) -> Result<Counter> {
+        let header = self.read_slot(run)?;
+        let Some(lock) = lock else {
+            return Ok(Counter {
+                newest: header,
+                header_generation: header.generation,
+            });
+        };
+        let mut buf = [0u8; 2 * 512];
+        let n = read_up_to(lock, &mut buf, SLOT_OFFSETS[0])
+            .map_err(|e| Error::io("reading commit counter of", &self.path, e))?;
+        let buf = &buf[..n];
+        let salt = self.header.salt;
+        let a = CounterSlot::decode(buf, salt, 0);
+        let b = CounterSlot::decode(buf.get(512..).unwrap_or(&[]), salt, 1);
+        // A commit slot below the segment's base seq cannot be this segment's (defensive: the
+        // salt already says so).
+        let fits = |s: &CounterSlot| s.last_seq.checked_add(1) >= Some(self.header.base_seq);
+        let tail = pick_slot(a.filter(fits), b.filter(fits));
+        Ok(Counter {
+            newest: pick_slot(Some(header), tail).unwrap_or(header),
+            header_generation: header.generation,
+        })
+    }
+
+    /// Writes `slot` into its header position: a checkpoint, seal or recovery counter (not
+    /// synced unless the caller syncs: the next sync of this file covers it, and recovery
+    /// does not depend on it — see SPEC §5).
     pub(crate) fn write_slot(&self, slot: &CounterSlot) -> io::Result<()> {
         self.file
             .write_all_at(&slot.encode(self.header.salt), slot.offset())
+    }
+
+    /// Writes `slot` into its commit-slot position in the run's lock file (never synced:
+    /// it publishes synced data to readers in other processes; see SPEC §3, §5).
+    pub(crate) fn write_commit_slot(
+        &self,
+        lock: &dyn FsFile,
+        slot: &CounterSlot,
+    ) -> io::Result<()> {
+        lock.write_all_at(&slot.encode(self.header.salt), slot.offset())
     }
 
     /// A view of bytes `[0, len)` of the file, mapping anew when the cached view is shorter.

@@ -447,8 +447,9 @@ impl Store {
         let mut seg = Segment::open(fs, &dir, run.as_str(), 1)?.ok_or_else(not_found)?;
         let created_at_ms = seg.header.run_created_at_ms;
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
+        let lock = lock::open_for_counters(fs, &dir.join(crate::run::LOCK_FILE))?;
         loop {
-            let slot = seg.read_slot(run.as_str())?;
+            let slot = seg.read_counter(run.as_str(), lock.as_deref())?.newest;
             let file_len = seg
                 .file
                 .len()

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::event::{RunId, Seq};
 use crate::format::{HEADER_LEN, decode_batch};
-use crate::io::Fs;
+use crate::io::{Fs, FsFile};
 use crate::segment::Segment;
 
 /// One finding.
@@ -58,6 +58,8 @@ pub(crate) fn verify_run(
         notes: Vec::new(),
     };
     let mut last_seq: Seq = 0;
+    // The lock file's commit slots hold the newest counter of the last segment (SPEC §3).
+    let lock = crate::lock::open_for_counters(fs, &dir.join(crate::run::LOCK_FILE))?;
     for index in 1.. {
         let seg = match Segment::open(fs, dir, run.as_str(), index) {
             Ok(Some(seg)) => seg,
@@ -72,7 +74,12 @@ pub(crate) fn verify_run(
             }
         };
         report.segments += 1;
-        match verify_segment(&seg, run, len_max, &mut last_seq, &mut report) {
+        let ctx = SegmentCheck {
+            run,
+            lock: lock.as_deref(),
+            len_max,
+        };
+        match verify_segment(&seg, &ctx, &mut last_seq, &mut report) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
@@ -84,14 +91,21 @@ pub(crate) fn verify_run(
     Ok(report)
 }
 
+/// What every segment of one run is checked against.
+struct SegmentCheck<'a> {
+    run: &'a RunId,
+    lock: Option<&'a dyn FsFile>,
+    len_max: u32,
+}
+
 /// Checks one segment; `Ok(true)` when the chain continues (the segment is sealed).
 fn verify_segment(
     seg: &Segment,
-    run: &RunId,
-    len_max: u32,
+    ctx: &SegmentCheck<'_>,
     last_seq: &mut Seq,
     report: &mut VerifyReport,
 ) -> Result<bool> {
+    let (run, len_max) = (ctx.run, ctx.len_max);
     if seg.header.base_seq != *last_seq + 1 {
         let detail = format!(
             "segment chain broken: base seq {}, previous segment ends at {last_seq}",
@@ -100,7 +114,7 @@ fn verify_segment(
         report.problem(&seg.name, 24, detail);
         return Ok(false);
     }
-    let slot = seg.read_slot(run.as_str())?;
+    let slot = seg.read_counter(run.as_str(), ctx.lock)?.newest;
     let file_len = seg
         .file
         .len()

@@ -13,8 +13,8 @@
 //! | 0–7 magic | magic check | `Corrupt` at 0 (verify and read) |
 //! | 8–11 version | version check (before the checksum, so a newer format is named) | read: `UnsupportedVersion` with the flipped number; verify: a problem at 0 |
 //! | 12–511 fixed header, reserved zeros, header crc | header crc (bytes 0–507) | `Corrupt` at 508 |
-//! | newest counter slot (64 bytes) | slot crc | slot invalid, indistinguishable from a slot torn by a crash (SPEC §3): the older slot counts; verify reports no problem and one note (an uncommitted tail: the last batch, adopted on the next open); reads return every event |
-//! | older counter slot (64 bytes) | slot crc | slot invalid, the newest counts; verify clean; reads return every event |
+//! | newest header counter slot (64 bytes), when it is the run's newest counter | slot crc | slot invalid, indistinguishable from a slot torn by a crash (SPEC §3): the older slot counts; verify reports no problem and one note (an uncommitted tail, adopted on the next open); reads return every event |
+//! | older header counter slot (64 bytes), or either one when the lock file's commit slot is newer (the case here: 4 commits, no checkpoint yet) | slot crc | slot invalid, a newer counter counts; verify clean; reads return every event |
 //! | metadata (1536 .. 1536 + meta_len) | meta crc | `Corrupt` at 1536 |
 //! | 576–1023, 1088–1535 (rest of the slot sectors), 1536 + meta_len – 4095 (rest of the header region) | nothing: zero padding that no reader interprets | verify clean, no note; reads return every event |
 //! | a batch's length field | range check or batch crc | `Corrupt` at the batch start or at its length field (start + 4) |
@@ -22,6 +22,9 @@
 //!
 //! In every case reads return either exactly the original events or a typed error, nothing
 //! panics, and a `Corrupt` run's file is left exactly as it was (never repaired by truncation).
+//!
+//! The run's lock file gets the same treatment: a flip in its newest commit slot makes the
+//! older commit slot count (a note, then adoption), anything else in it is harmless.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,14 +76,50 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// The expectation for every byte of `image`, from the layout in format/SPEC.md.
-fn expectations(image: &[u8]) -> Vec<Expect> {
-    let meta_end = 1536 + u16::from_le_bytes([image[50], image[51]]) as usize;
-    let (gen_a, gen_b) = (u64_at(image, 512 + 8), u64_at(image, 1024 + 8));
-    let (newest, older) = if gen_a > gen_b {
+/// Generation of the counter slot at `at` of `image` (0 when no slot magic is there).
+fn generation_at(image: &[u8], at: usize) -> u64 {
+    match image.get(at..at + 16) {
+        Some(slot) if slot[..4] == *b"SLOT" => u64_at(slot, 8),
+        _ => 0,
+    }
+}
+
+/// The two slot positions (512, 1024) as (newest, older) by generation.
+fn newest_and_older(image: &[u8]) -> (usize, usize) {
+    if generation_at(image, 512) > generation_at(image, 1024) {
         (512, 1024)
     } else {
         (1024, 512)
+    }
+}
+
+/// The expectation for every byte of the lock file image `lock` (SPEC §1, §3): its newest
+/// commit slot is the run's counter when its generation beats `header_generation`.
+fn lock_expectations(lock: &[u8], header_generation: u64) -> Vec<Expect> {
+    let (newest, older) = newest_and_older(lock);
+    let counts = generation_at(lock, newest) > header_generation;
+    let older_committed_len = u64_at(lock, older + 24);
+    (0..lock.len())
+        .map(|i| match i {
+            _ if counts && (newest..newest + 64).contains(&i) => Expect::NewestSlot {
+                older_committed_len,
+            },
+            _ if (512..576).contains(&i) || (1024..1088).contains(&i) => Expect::OlderSlot,
+            _ => Expect::Uncovered,
+        })
+        .collect()
+}
+
+/// The expectation for every byte of the segment `image`, from the layout in
+/// format/SPEC.md; `lock_generation` is the newest commit slot's generation in the run's
+/// lock file (a header slot only matters when it is newer).
+fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
+    let meta_end = 1536 + u16::from_le_bytes([image[50], image[51]]) as usize;
+    let (newest, older) = newest_and_older(image);
+    let newest = if generation_at(image, newest) > lock_generation {
+        newest
+    } else {
+        usize::MAX - 64
     };
     let older_committed_len = u64_at(image, older + 24);
     let mut batches = Vec::new();
@@ -98,7 +137,7 @@ fn expectations(image: &[u8]) -> Vec<Expect> {
             _ if (newest..newest + 64).contains(&i) => Expect::NewestSlot {
                 older_committed_len,
             },
-            _ if (older..older + 64).contains(&i) => Expect::OlderSlot,
+            _ if (512..576).contains(&i) || (1024..1088).contains(&i) => Expect::OlderSlot,
             _ if (1536..meta_end).contains(&i) => Expect::CorruptAt(1536),
             _ if i < 4096 => Expect::Uncovered,
             _ => {
@@ -198,7 +237,7 @@ fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmles
         .join(run.as_str())
         .join(SEGMENT);
     let original = std::fs::read(&segment).unwrap();
-    let plan = expectations(&original);
+    let plan = expectations(&original, lock_generation(copy_dir.path(), &run));
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, &expect) in plan.iter().enumerate() {
         for mask in MASKS {
@@ -219,11 +258,58 @@ fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmles
         ("magic", 8),
         ("version", 4),
         ("fixed header", 500),
-        ("newest slot", 64),
-        ("older slot", 64),
+        ("older slot", 128),
         ("metadata", meta_len),
         ("uncovered padding", 448 + 448 + (2560 - meta_len)),
         ("batches", batches),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, want);
+}
+
+fn lock_path(store: &Path, run: &RunId) -> PathBuf {
+    store.join("runs").join(run.as_str()).join("lock")
+}
+
+/// Generation of the newest commit slot in the run's lock file.
+fn lock_generation(store: &Path, run: &RunId) -> u64 {
+    let lock = std::fs::read(lock_path(store, run)).unwrap();
+    generation_at(&lock, 512).max(generation_at(&lock, 1024))
+}
+
+#[test]
+fn every_byte_of_the_lock_file_flipped_is_harmless_or_falls_back_to_the_older_commit_slot() {
+    let original_dir = tempfile::tempdir().unwrap();
+    let (run, events) = build_original(original_dir.path());
+    let copy_dir = scratch_dir();
+    copy_tree(original_dir.path(), copy_dir.path());
+    let segment = copy_dir
+        .path()
+        .join("runs")
+        .join(run.as_str())
+        .join(SEGMENT);
+    let header = std::fs::read(&segment).unwrap();
+    let header_generation = generation_at(&header, 512).max(generation_at(&header, 1024));
+    let lock = lock_path(copy_dir.path(), &run);
+    let original = std::fs::read(&lock).unwrap();
+    assert_eq!(original.len(), 1088, "pid record, then two commit slots");
+    let plan = lock_expectations(&original, header_generation);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, &expect) in plan.iter().enumerate() {
+        for mask in MASKS {
+            let mut image = original.clone();
+            image[i] ^= mask;
+            std::fs::write(&segment, &header).unwrap();
+            let out = flip_and_open(copy_dir.path(), &run, &lock, &image);
+            check_flip(i, expect, &out, &image, &events);
+        }
+        *counts.entry(expect.class()).or_default() += 1;
+    }
+    let want: BTreeMap<&str, usize> = [
+        ("newest slot", 64),
+        ("older slot", 64),
+        ("uncovered padding", 1088 - 128),
     ]
     .into_iter()
     .collect();
@@ -345,7 +431,7 @@ fn a_byte_flipped_under_a_live_store_fails_the_next_read_at_its_batch() {
     let (run, events) = build_original(dir.path());
     let path = dir.path().join("runs").join(run.as_str()).join(SEGMENT);
     let original = std::fs::read(&path).unwrap();
-    let plan = expectations(&original);
+    let plan = expectations(&original, lock_generation(dir.path(), &run));
     let store = Store::open(dir.path(), Config::default()).unwrap();
     assert_eq!(store.read(&run, 0, usize::MAX).unwrap().events, events);
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();

@@ -57,11 +57,14 @@ impl SegmentHeader {
         b
     }
 
-    /// The header region with `slot` already written into its position.
-    pub fn encode_with_slot(&self, slot: &CounterSlot) -> Vec<u8> {
+    /// The header region with each of `slots` written into its position (a new segment gets
+    /// generations 1 and 2, so both slots are valid from the start; SPEC §3).
+    pub fn encode_with_slots(&self, slots: &[CounterSlot]) -> Vec<u8> {
         let mut b = self.encode();
-        let at = slot.offset() as usize;
-        b[at..at + SLOT_LEN].copy_from_slice(&slot.encode(self.salt));
+        for slot in slots {
+            let at = slot.offset() as usize;
+            b[at..at + SLOT_LEN].copy_from_slice(&slot.encode(self.salt));
+        }
         b
     }
 
@@ -194,6 +197,20 @@ impl CounterSlot {
         };
         let parity_ok = slot.generation >= 1 && ((slot.generation - 1) % 2) as usize == position;
         (parity_ok && flags <= 1 && slot.committed_len >= HEADER_LEN).then_some(slot)
+    }
+}
+
+/// The generation for a new *header* counter (checkpoint, seal, recovery) when the newest
+/// counter anywhere is `newest` and the newest valid header slot has `header_generation`:
+/// `newest + 1`, or `newest + 2` when that would land in the slot holding the newest valid
+/// header counter. A header write thus never overwrites the header's newest valid slot, so a
+/// torn write always leaves one valid slot (rule 10). Generations need not be dense.
+pub fn next_header_generation(newest: u64, header_generation: u64) -> u64 {
+    let g = newest.saturating_add(1);
+    if g.abs_diff(header_generation) % 2 == 0 {
+        g.saturating_add(1)
+    } else {
+        g
     }
 }
 

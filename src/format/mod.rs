@@ -6,7 +6,7 @@ mod batch;
 mod header;
 
 pub use batch::{BatchHeader, BatchView, EncodedEvent, decode_batch, encode_batch};
-pub use header::{CounterSlot, SegmentHeader, pick_slot};
+pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 
 /// The only segment format version this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
     BATCH_HEADER_LEN, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN, encode_batch,
+    next_header_generation,
 };
 use crate::lock;
 use crate::segment::{NewSegment, Segment};
@@ -198,9 +199,10 @@ impl Run {
             buf.clear();
             plan = self.plan_on_last(group, now, &mut buf);
         }
-        let (seg, base) = {
+        let (seg, base, header_generation) = {
             let st = self.state.read();
-            (st.last().seg.clone(), st.last().slot)
+            let last = st.last();
+            (last.seg.clone(), last.slot, last.header_generation)
         };
         if !buf.is_empty() {
             // Once per handle: the kernel's lock table names the live holder (lock.rs); the
@@ -209,7 +211,11 @@ impl Run {
                 lock::record_holder(&self.lock_file);
                 w.holder_recorded = true;
             }
-            if let Err(e) = self.write_group(&mut w, &seg, &base, &buf, &plan, now) {
+            let at = Base {
+                slot: base,
+                header_generation,
+            };
+            if let Err(e) = self.write_group(&mut w, &seg, &at, &buf, &plan, now) {
                 w.buf = buf;
                 return plan_failed(plan, &e);
             }
@@ -286,23 +292,32 @@ impl Run {
         let mut st = self.state.write();
         let seg = st.last().seg.clone();
         let slot = st.last().slot;
-        let sealed = self.seal(w, &seg, &slot)?;
+        let header_generation = st.last().header_generation;
+        let sealed = self.seal(w, &seg, &slot, header_generation)?;
         let n = st.segments.len() - 1;
         st.segments[n].slot = sealed;
+        st.segments[n].header_generation = sealed.generation;
         let next = self.create_next_segment(&seg, st.last_seq)?;
         w.durable_segment = next.header.segment_index;
         st.push_segment(self.run_str(), next)?;
         st.catch_up(
             self.fs.as_ref(),
+            self.lock_file.as_ref(),
             self.run_str(),
             self.config.batch_len_bytes_max,
         )
     }
 
     /// Writes a sealed counter (next generation) and syncs it; a failure poisons the run.
-    fn seal(&self, w: &mut Writer, seg: &Segment, slot: &CounterSlot) -> Result<CounterSlot> {
+    fn seal(
+        &self,
+        w: &mut Writer,
+        seg: &Segment,
+        slot: &CounterSlot,
+        header_generation: u64,
+    ) -> Result<CounterSlot> {
         let sealed = CounterSlot {
-            generation: slot.generation + 1,
+            generation: next_header_generation(slot.generation, header_generation),
             sealed: true,
             ..*slot
         };
@@ -381,16 +396,18 @@ impl Run {
         plan
     }
 
-    /// Writes and syncs the group, then publishes it: counter slot, then in-memory state.
+    /// Writes and syncs the group, then publishes it: the commit slot in the lock file (and
+    /// a header checkpoint when one is due), then in-memory state.
     fn write_group(
         &self,
         w: &mut Writer,
         seg: &Arc<Segment>,
-        base: &CounterSlot,
+        at: &Base,
         buf: &[u8],
         plan: &Plan,
         now: u64,
     ) -> Result<()> {
+        let base = &at.slot;
         let io = |op, e| Error::io(op, &seg.path, e);
         if let Err(e) = seg.file.write_all_at(buf, base.committed_len) {
             // Nothing was acknowledged: take the partial bytes back so the file stays
@@ -413,10 +430,21 @@ impl Run {
             updated_at_ms: now,
             sealed: false,
         };
-        if let Err(e) = seg.write_slot(&slot) {
+        let checkpoint = checkpoint_due(at.header_generation, slot.generation);
+        let published = seg
+            .write_commit_slot(self.lock_file.as_ref(), &slot)
+            .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))
+            .and_then(|()| {
+                if checkpoint {
+                    seg.write_slot(&slot)
+                        .map_err(|e| io("writing counter of", e))?;
+                }
+                Ok(())
+            });
+        if let Err(e) = published {
             // The data is durable and acknowledged; recovery adopts it. Refuse further
-            // writes here because the header's state is unknown.
-            w.poisoned = Some(io("writing counter of", e).to_string());
+            // writes here because the counters' state is unknown.
+            w.poisoned = Some(e.to_string());
         }
         let mut st = self.state.write();
         let pos = st.segments.len() - 1;
@@ -437,8 +465,30 @@ impl Run {
         if st.segments[n].slot.generation < slot.generation {
             st.segments[n].slot = slot;
         }
+        if checkpoint && st.segments[n].header_generation < slot.generation {
+            st.segments[n].header_generation = slot.generation;
+        }
         Ok(())
     }
+}
+
+/// The counter a group is written after.
+struct Base {
+    slot: CounterSlot,
+    header_generation: u64,
+}
+
+/// Commits between two header checkpoints (SPEC §5): the header page is dirtied by one commit
+/// in this many, not by every one, and at most this many commits are re-adopted by recovery
+/// when a crash also lost the lock file's commit slots.
+pub(crate) const CHECKPOINT_INTERVAL: u64 = 64;
+
+/// Whether the commit of `generation` also writes the header checkpoint: at least
+/// [`CHECKPOINT_INTERVAL`] generations after the header's newest slot, and in the *other*
+/// header slot (odd distance), so header slots still alternate (rule 10).
+pub(crate) fn checkpoint_due(header_generation: u64, generation: u64) -> bool {
+    let d = generation.saturating_sub(header_generation);
+    d >= CHECKPOINT_INTERVAL && d % 2 == 1
 }
 
 /// Seq assignment state across one group.

@@ -63,7 +63,12 @@ impl Run {
         let lock_path = dir.join(LOCK_FILE);
         let lock_file = open_lock_file(fs.as_ref(), &lock_path)?;
         let mut state = RunState::new(Arc::new(first));
-        state.catch_up(fs.as_ref(), id.as_str(), config.batch_len_bytes_max)?;
+        state.catch_up(
+            fs.as_ref(),
+            lock_file.as_ref(),
+            id.as_str(),
+            config.batch_len_bytes_max,
+        )?;
         let run = Run {
             id,
             dir,
@@ -97,19 +102,29 @@ impl Run {
     }
 
     /// Under the run lock (SPEC §6): catch up with the counters, then adopt or truncate what
-    /// lies past the last segment's counter and write the new counter. A sealed last segment
-    /// without successor is left to `roll`, which finishes it only when a group writes (so a
-    /// rejected append changes nothing, rule 2).
+    /// lies past the last segment's counter and write the new counter (into the header and
+    /// the lock file's commit slots). A sealed last segment without successor is left to
+    /// `roll`, which finishes it only when a group writes (so a rejected append changes
+    /// nothing, rule 2).
     fn recover_locked(&self, st: &mut RunState) -> Result<()> {
         let len_max = self.config.batch_len_bytes_max;
-        st.catch_up(self.fs.as_ref(), self.run_str(), len_max)?;
+        st.catch_up(
+            self.fs.as_ref(),
+            self.lock_file.as_ref(),
+            self.run_str(),
+            len_max,
+        )?;
         if st.last().slot.sealed {
             return Ok(());
         }
         if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms())? {
-            let seg = &st.last().seg;
+            let seg = st.last().seg.clone();
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
+            seg.write_commit_slot(self.lock_file.as_ref(), &slot)
+                .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
+            let n = st.segments.len() - 1;
+            st.segments[n].header_generation = slot.generation;
         }
         Ok(())
     }
@@ -124,7 +139,10 @@ impl Run {
         {
             let st = self.state.read();
             let last = st.last();
-            let disk = last.seg.read_slot(self.run_str())?;
+            let disk = last
+                .seg
+                .read_counter(self.run_str(), Some(self.lock_file.as_ref()))?
+                .newest;
             if disk.generation <= last.slot.generation && !last.slot.sealed {
                 return Ok(());
             }
@@ -132,6 +150,7 @@ impl Run {
         let mut st = self.state.write();
         st.catch_up(
             self.fs.as_ref(),
+            self.lock_file.as_ref(),
             self.run_str(),
             self.config.batch_len_bytes_max,
         )

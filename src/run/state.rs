@@ -9,9 +9,11 @@ use ulid::Ulid;
 
 use crate::error::{Error, Result};
 use crate::event::Seq;
-use crate::format::{BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch};
-use crate::io::Fs;
-use crate::segment::Segment;
+use crate::format::{
+    BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch, next_header_generation,
+};
+use crate::io::{Fs, FsFile};
+use crate::segment::{Counter, Segment};
 
 /// Where one committed batch lives.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +36,8 @@ impl BatchLoc {
 pub(crate) struct SegState {
     pub(crate) seg: Arc<Segment>,
     pub(crate) slot: CounterSlot,
+    /// Generation of the newest counter in the segment's header (a checkpoint; SPEC §5).
+    pub(crate) header_generation: u64,
 }
 
 /// The derived state of a run.
@@ -61,6 +65,7 @@ impl RunState {
         RunState {
             segments: vec![SegState {
                 slot: empty_slot(&first),
+                header_generation: 0,
                 seg: first,
             }],
             batches: Vec::new(),
@@ -129,12 +134,23 @@ impl RunState {
         });
     }
 
-    /// Brings the view up to the counters on disk: scans batches committed by others (another
-    /// process, or our own commit not yet applied) and follows sealed segments. Never reads
-    /// past a counter (rule 7). Any failure inside a committed region is `Corrupt` (rule 5).
-    pub(crate) fn catch_up(&mut self, fs: &dyn Fs, run: &str, len_max: u32) -> Result<()> {
+    /// Brings the view up to the counters on disk (header and the lock file's commit slots,
+    /// `lock`): scans batches committed by others (another process, or our own commit not yet
+    /// applied) and follows sealed segments. Never reads past a counter (rule 7). Any failure
+    /// inside a committed region is `Corrupt` (rule 5).
+    pub(crate) fn catch_up(
+        &mut self,
+        fs: &dyn Fs,
+        lock: &dyn FsFile,
+        run: &str,
+        len_max: u32,
+    ) -> Result<()> {
         loop {
-            let disk = self.last().seg.read_slot(run)?;
+            let Counter {
+                newest: disk,
+                header_generation,
+            } = self.last().seg.read_counter(run, Some(lock))?;
+            self.last_mut().header_generation = header_generation;
             if disk.generation > self.last().slot.generation {
                 self.advance_to(run, disk, len_max)?;
             }
@@ -215,6 +231,7 @@ impl RunState {
         }
         self.segments.push(SegState {
             slot: empty_slot(&seg),
+            header_generation: 0,
             seg,
         });
         Ok(())
@@ -274,7 +291,7 @@ impl RunState {
             return Ok(None);
         }
         let next = CounterSlot {
-            generation: slot.generation + 1,
+            generation: next_header_generation(slot.generation, self.last().header_generation),
             last_seq: self.last_seq,
             committed_len: at,
             updated_at_ms: now_ms,
