@@ -430,3 +430,78 @@ fn runs_closed_past_open_runs_max_reopen_with_their_state() {
         assert_eq!(seqs(&store, id), [1, 2, 3]);
     }
 }
+
+/// `(generation, committed_len)` of the newest valid-looking slot at 512 or 1024 of `image`.
+fn newest_slot(image: &[u8]) -> (u64, u64) {
+    let slot = |at: usize| {
+        let b = &image[at..at + 64];
+        let g = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        let len = u64::from_le_bytes(b[24..32].try_into().unwrap());
+        if &b[..4] == b"SLOT" { (g, len) } else { (0, 0) }
+    };
+    slot(512).max(slot(1024))
+}
+
+/// Rule 10 with SPEC §3/§5: commits publish their counter in the run's lock file and leave the
+/// segment header page alone, except for a checkpoint every 64 commits written into the
+/// header slot that does not hold its newest counter; a store whose lock file is lost (as a
+/// crash can lose its unsynced page) still opens with every acknowledged event.
+#[test]
+fn commits_leave_the_header_alone_between_checkpoints_and_the_lock_file_is_not_needed() {
+    let (dir, store, run) = setup(Config::default());
+    let run_dir = dir.path().join("store").join("runs").join(run.as_str());
+    let seg = run_dir.join("seg-00000001.log");
+    let header = |p: &Path| std::fs::read(p).unwrap()[..4096].to_vec();
+    let created = header(&seg);
+    assert_eq!(
+        newest_slot(&created),
+        (2, 4096),
+        "both slots valid at creation"
+    );
+    for i in 0..63 {
+        store
+            .append_facts(&run, vec![ev("tick", &format!("{i}"))])
+            .unwrap();
+    }
+    assert_eq!(header(&seg), created, "63 commits: header bytes untouched");
+    let lock = std::fs::read(run_dir.join("lock")).unwrap();
+    let file_len = std::fs::metadata(&seg).unwrap().len();
+    assert_eq!(
+        newest_slot(&lock),
+        (65, file_len),
+        "commit counter in the lock file"
+    );
+    store.append_facts(&run, vec![ev("tick", "63")]).unwrap();
+    assert_eq!(
+        header(&seg),
+        created,
+        "generation 66: not an odd distance from 2"
+    );
+    store.append_facts(&run, vec![ev("tick", "64")]).unwrap();
+    let after = header(&seg);
+    let file_len = std::fs::metadata(&seg).unwrap().len();
+    assert_eq!(
+        newest_slot(&after),
+        (67, file_len),
+        "checkpoint at generation 67"
+    );
+    assert_eq!(
+        &after[1024..1088],
+        &created[1024..1088],
+        "slot B (gen 2) kept"
+    );
+    assert_ne!(&after[512..576], &created[512..576], "slot A rewritten");
+    for i in 65..70 {
+        store
+            .append_facts(&run, vec![ev("tick", &format!("{i}"))])
+            .unwrap();
+    }
+    drop(store);
+    std::fs::remove_file(run_dir.join("lock")).unwrap();
+    let store = Store::open(dir.path().join("store"), Config::default()).unwrap();
+    assert_eq!(seqs(&store, &run), (1..=70).collect::<Vec<_>>());
+    assert!(
+        store.verify_run(&run).unwrap().notes.is_empty(),
+        "tail adopted"
+    );
+}

@@ -188,3 +188,28 @@ fn pick_slot_prefers_the_newer_generation() {
     assert_eq!(pick_slot(Some(a), None), Some(a));
     assert_eq!(pick_slot(None, None), None);
 }
+
+#[test]
+fn header_generations_never_land_on_the_newest_header_slot() {
+    use super::{CounterSlot, next_header_generation};
+    let slot = |generation| CounterSlot {
+        generation,
+        last_seq: 0,
+        committed_len: 4096,
+        updated_at_ms: 0,
+        sealed: false,
+    };
+    // (newest counter anywhere, newest header slot) -> next header generation
+    for (newest, header, want) in [
+        (2, 2, 3),
+        (65, 2, 67),
+        (66, 2, 67),
+        (67, 67, 68),
+        (9, 4, 11),
+    ] {
+        let g = next_header_generation(newest, header);
+        assert_eq!(g, want, "newest {newest}, header {header}");
+        assert_ne!(slot(g).offset(), slot(header).offset());
+        assert!(g > newest);
+    }
+}
