@@ -109,7 +109,10 @@ pub(crate) fn read_holder(file: &dyn FsFile) -> String {
     let mut buf = [0u8; 32];
     match file.read_at(&mut buf, 0) {
         Ok(n) if n > 0 => {
-            let text = String::from_utf8_lossy(&buf[..n]);
+            // The record is the first line; the commit slots follow at 512 (SPEC §1).
+            let record = buf.iter().take(n).take_while(|&&b| b != b'\n' && b != 0);
+            let record: Vec<u8> = record.copied().collect();
+            let text = String::from_utf8_lossy(&record);
             let text = text.trim();
             if text.starts_with("pid ") {
                 text.to_string()
@@ -131,5 +134,26 @@ pub(crate) fn open_for_counters(fs: &dyn Fs, path: &Path) -> Result<Option<Arc<d
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("opening lock file", path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::StdFs;
+
+    #[test]
+    fn the_holder_record_is_read_without_the_commit_slots_that_follow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let fs = StdFs;
+        let file = fs.open(&path, OpenMode::CreateTruncate).unwrap();
+        let mut bytes = format!("pid {:<16}\n", 4242).into_bytes();
+        bytes.resize(512, 0);
+        bytes.extend_from_slice(b"SLOT");
+        file.write_all_at(&bytes, 0).unwrap();
+        assert_eq!(read_holder(file.as_ref()), "pid 4242");
+        file.write_all_at(b"garbage\n", 0).unwrap();
+        assert_eq!(read_holder(file.as_ref()), "unknown");
     }
 }

@@ -210,7 +210,8 @@ impl Segment {
                 header_generation: header.generation,
             });
         };
-        let mut buf = [0u8; 2 * 512];
+        // Both commit slots, in one read: [512, 1088).
+        let mut buf = [0u8; 512 + SLOT_LEN];
         let n = read_up_to(lock, &mut buf, SLOT_OFFSETS[0])
             .map_err(|e| Error::io("reading commit counter of", &self.path, e))?;
         let buf = &buf[..n];

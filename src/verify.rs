@@ -158,7 +158,8 @@ fn verify_segment(
 }
 
 /// Describes bytes past the counter: complete batches (adopted by the next writer) and torn
-/// bytes (truncated by it). Neither is corruption.
+/// bytes (truncated by it). Neither is corruption; zeros alone (preallocated space) are not
+/// noted.
 fn note_tail(
     seg: &Segment,
     view: &bytes::Bytes,
@@ -174,7 +175,13 @@ fn note_tail(
         at += u64::from(b.header.len);
         batches += 1;
     }
-    let torn = view.len() as u64 - at;
+    // Zeros past the last batch are preallocated space (SPEC §5), not a torn tail.
+    let rest = view.get(at as usize..).unwrap_or(&[]);
+    let torn = if rest.iter().all(|&b| b == 0) {
+        0
+    } else {
+        rest.len()
+    };
     if batches > 0 || torn > 0 {
         let detail = format!(
             "uncommitted tail: {batches} complete batches ({} bytes, adopted on next write), \

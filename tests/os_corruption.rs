@@ -51,6 +51,9 @@ enum Expect {
     OlderSlot,
     /// Padding covered by nothing: no effect.
     Uncovered,
+    /// Preallocated zeros past the last batch (SPEC §5): a flip there is indistinguishable
+    /// from a torn tail: verify notes it, the next open truncates it, reads are unaffected.
+    Preallocated,
 }
 
 impl Expect {
@@ -64,6 +67,7 @@ impl Expect {
             Expect::NewestSlot { .. } => "newest slot",
             Expect::OlderSlot => "older slot",
             Expect::Uncovered => "uncovered padding",
+            Expect::Preallocated => "preallocated zeros",
         }
     }
 }
@@ -124,11 +128,15 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
     let older_committed_len = u64_at(image, older + 24);
     let mut batches = Vec::new();
     let mut at = 4096;
-    while at < image.len() {
+    while at < image.len() && image[at..at + 4] == *b"RLBT" {
         batches.push(at);
         at += u32_at(image, at + 4) as usize;
     }
-    assert_eq!(at, image.len(), "batches fill the file");
+    let batches_end = at;
+    assert!(
+        image[batches_end..].iter().all(|&b| b == 0),
+        "batches, then preallocated zeros"
+    );
     (0..image.len())
         .map(|i| match i {
             0..8 => Expect::CorruptAt(0),
@@ -140,6 +148,7 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
             _ if (512..576).contains(&i) || (1024..1088).contains(&i) => Expect::OlderSlot,
             _ if (1536..meta_end).contains(&i) => Expect::CorruptAt(1536),
             _ if i < 4096 => Expect::Uncovered,
+            _ if i >= batches_end => Expect::Preallocated,
             _ => {
                 let start = batches[batches.partition_point(|&b| b <= i) - 1];
                 if (start + 4..start + 8).contains(&i) {
@@ -248,7 +257,10 @@ fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmles
         }
         *counts.entry(expect.class()).or_default() += 1;
     }
-    let (batches, meta_len) = (original.len() - 4096, META.len());
+    let committed_len = lock_committed_len(copy_dir.path(), &run);
+    let (batches, meta_len) = (committed_len - 4096, META.len());
+    // A run this small is not preallocated (SPEC §5); the last test covers that space.
+    assert_eq!(original.len(), committed_len);
     let flips = plan.len() * MASKS.len();
     println!(
         "byte flips: {flips} ({} bytes × {MASKS:?}), bytes by class: {counts:?}",
@@ -270,6 +282,13 @@ fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmles
 
 fn lock_path(store: &Path, run: &RunId) -> PathBuf {
     store.join("runs").join(run.as_str()).join("lock")
+}
+
+/// Committed length named by the newest commit slot in the run's lock file.
+fn lock_committed_len(store: &Path, run: &RunId) -> usize {
+    let lock = std::fs::read(lock_path(store, run)).unwrap();
+    let (newest, _) = newest_and_older(&lock);
+    u64_at(&lock, newest + 24) as usize
 }
 
 /// Generation of the newest commit slot in the run's lock file.
@@ -351,6 +370,15 @@ fn check_flip(i: usize, expect: Expect, out: &Outcome, image: &[u8], events: &[E
             let notes = &out.verify.notes;
             assert!(
                 notes.len() == 1 && notes[0].offset == older_committed_len,
+                "{ctx}: {notes:?}"
+            );
+            check_reads_right(&ctx, out, events);
+        }
+        Expect::Preallocated => {
+            assert!(out.verify.problems.is_empty(), "{ctx}: {:?}", out.verify);
+            let notes = &out.verify.notes;
+            assert!(
+                notes.len() == 1 && notes[0].detail.contains("torn bytes"),
                 "{ctx}: {notes:?}"
             );
             check_reads_right(&ctx, out, events);
@@ -440,7 +468,7 @@ fn a_byte_flipped_under_a_live_store_fails_the_next_read_at_its_batch() {
         let offsets = match expect {
             Expect::CorruptAt(start) if i >= 4096 => vec![start],
             Expect::CorruptBatchLen(start) => vec![start, start + 4],
-            Expect::NewestSlot { .. } | Expect::OlderSlot => vec![],
+            Expect::NewestSlot { .. } | Expect::OlderSlot | Expect::Preallocated => vec![],
             _ => continue,
         };
         for mask in MASKS {
@@ -467,4 +495,55 @@ fn a_byte_flipped_under_a_live_store_fails_the_next_read_at_its_batch() {
     }
     println!("live byte flips: {flips}");
     assert_eq!(flips, (original.len() - 4096 + 128) * MASKS.len());
+}
+
+/// SPEC §5–§6: a segment past 64 KiB is followed by preallocated zeros. They are not a torn
+/// tail (verify is clean), a flipped byte there is one (verify notes it, the next open
+/// truncates it), and reads are unaffected either way.
+#[test]
+fn preallocated_zeros_are_clean_and_a_flip_in_them_is_a_torn_tail_truncated_at_open() {
+    let dir = scratch_dir();
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    let run = RunId::new("big").unwrap();
+    store.create_run(&run).unwrap();
+    for i in 0..80 {
+        let e = NewEvent::new("step_completed", vec![b'x'; 1000 + i]);
+        store.append_facts(&run, vec![e]).unwrap();
+    }
+    let events = store.read(&run, 0, usize::MAX).unwrap().events;
+    drop(store);
+    let segment = dir.path().join("runs").join(run.as_str()).join(SEGMENT);
+    let original = std::fs::read(&segment).unwrap();
+    let committed_len = lock_committed_len(dir.path(), &run);
+    assert!(committed_len > 64 << 10);
+    let zeros = &original[committed_len..];
+    assert!(
+        zeros.len() >= 4096 && zeros.iter().all(|&b| b == 0),
+        "{}",
+        zeros.len()
+    );
+    let clean = Store::open(dir.path(), Config::default()).unwrap();
+    let report = clean.verify_run(&run).unwrap();
+    assert!(
+        report.problems.is_empty() && report.notes.is_empty(),
+        "{report:?}"
+    );
+    drop(clean);
+    for i in [0, 1, 3, 4, 100, zeros.len() / 2, zeros.len() - 1] {
+        let mut image = original.clone();
+        image[committed_len + i] = 0x5A;
+        let out = flip_and_open(dir.path(), &run, &segment, &image);
+        check_flip(
+            committed_len + i,
+            Expect::Preallocated,
+            &out,
+            &image,
+            &events,
+        );
+        assert_eq!(
+            out.file_after.len(),
+            committed_len,
+            "truncated at the last batch"
+        );
+    }
 }

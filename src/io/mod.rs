@@ -48,6 +48,12 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
     /// Whether `path` exists and is a directory.
     fn is_dir(&self, path: &Path) -> io::Result<bool>;
+    /// Bytes available to this user on the file system holding `path` (`statvfs`). Used only
+    /// to decide whether to preallocate; the default (a simulated file system) is unlimited.
+    fn available_space(&self, path: &Path) -> io::Result<u64> {
+        let _ = path;
+        Ok(u64::MAX)
+    }
 }
 
 /// An open file.

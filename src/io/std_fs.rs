@@ -59,6 +59,10 @@ impl Fs for StdFs {
         File::open(path)?.sync_all()
     }
 
+    fn available_space(&self, path: &Path) -> io::Result<u64> {
+        fs4::available_space(path)
+    }
+
     fn is_dir(&self, path: &Path) -> io::Result<bool> {
         match std::fs::metadata(path) {
             Ok(m) => Ok(m.is_dir()),

@@ -98,7 +98,9 @@ impl Run {
         if self.is_deleted()? {
             return Ok(());
         }
-        self.recover_locked(&mut self.state.write())
+        self.recover_locked(&mut self.state.write(), true)?;
+        self.writer.lock().tail_checked = true;
+        Ok(())
     }
 
     /// Under the run lock (SPEC §6): catch up with the counters, then adopt or truncate what
@@ -106,7 +108,10 @@ impl Run {
     /// the lock file's commit slots). A sealed last segment without successor is left to
     /// `roll`, which finishes it only when a group writes (so a rejected append changes
     /// nothing, rule 2).
-    fn recover_locked(&self, st: &mut RunState) -> Result<()> {
+    ///
+    /// `full`: scan the whole tail for garbage (once per process and run, see
+    /// `RunState::recover_tail`).
+    fn recover_locked(&self, st: &mut RunState, full: bool) -> Result<()> {
         let len_max = self.config.batch_len_bytes_max;
         st.catch_up(
             self.fs.as_ref(),
@@ -117,7 +122,7 @@ impl Run {
         if st.last().slot.sealed {
             return Ok(());
         }
-        if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms())? {
+        if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), full)? {
             let seg = st.last().seg.clone();
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;

@@ -38,6 +38,9 @@ pub(crate) struct SegState {
     pub(crate) slot: CounterSlot,
     /// Generation of the newest counter in the segment's header (a checkpoint; SPEC §5).
     pub(crate) header_generation: u64,
+    /// File length as of the last look under the run lock: past the committed length it is
+    /// preallocated zeros (SPEC §5).
+    pub(crate) file_len: u64,
 }
 
 /// The derived state of a run.
@@ -66,6 +69,7 @@ impl RunState {
             segments: vec![SegState {
                 slot: empty_slot(&first),
                 header_generation: 0,
+                file_len: 0,
                 seg: first,
             }],
             batches: Vec::new(),
@@ -232,25 +236,34 @@ impl RunState {
         self.segments.push(SegState {
             slot: empty_slot(&seg),
             header_generation: 0,
+            file_len: 0,
             seg,
         });
         Ok(())
     }
 
     /// Writer-side recovery of the last segment's tail (under the run lock, after
-    /// `catch_up`): valid batches past the counter are adopted (synced, then counted), the
-    /// first invalid byte past them and everything after it is truncated and synced (rule 11).
-    /// Returns the counter to write, if it changed.
+    /// `catch_up`; SPEC §6): valid batches past the counter are adopted (synced, then
+    /// counted); what follows them must be zeros (preallocated space, kept), else it is a torn
+    /// tail: truncated and synced (rule 11). Returns the counter to write, if it changed.
+    ///
+    /// `full` scans the whole tail; it is needed once per process and run (at open, under the
+    /// lock), because after a power loss unsynced sectors may hold garbage behind a zero
+    /// sector. Otherwise (every commit) only the 4 bytes at the committed length are read:
+    /// between live processes a write that died part-way leaves a prefix of its bytes, so a
+    /// zero magic there means nothing was written past the counter.
     pub(crate) fn recover_tail(
         &mut self,
         run: &str,
         len_max: u32,
         now_ms: u64,
+        full: bool,
     ) -> Result<Option<CounterSlot>> {
         let seg = self.last().seg.clone();
         let slot = self.last().slot;
         let io = |op, e| Error::io(op, &seg.path, e);
         let file_len = seg.file.len().map_err(|e| io("reading length of", e))?;
+        self.last_mut().file_len = file_len;
         if file_len == slot.committed_len {
             return Ok(None);
         }
@@ -261,10 +274,13 @@ impl RunState {
             );
             return Err(Error::corrupt(run, &seg.name, file_len, detail));
         }
+        if !full && magic_is_zero(&seg, slot.committed_len)? {
+            return Ok(None);
+        }
         let pos = self.segments.len() - 1;
         let mut at = slot.committed_len;
         let mut adopted = Vec::new();
-        {
+        let clean = {
             // An uncached view: it reaches past the committed length and is dropped before
             // the truncation below.
             let view = seg.file.map(file_len).map_err(|e| io("mapping", e))?;
@@ -275,11 +291,17 @@ impl RunState {
                 adopted.push((at, b));
                 at += len;
             }
+            view.get(at as usize..)
+                .is_some_and(|rest| rest.iter().all(|&b| b == 0))
+        };
+        if adopted.is_empty() && clean {
+            return Ok(None);
         }
-        if at < file_len {
+        if !clean {
             seg.file
                 .set_len(at)
                 .map_err(|e| io("truncating torn tail of", e))?;
+            self.last_mut().file_len = at;
         }
         // Adopted batches may never have been synced by the process that wrote them: sync
         // before they become visible (rule 7).
@@ -319,6 +341,16 @@ fn empty_slot(seg: &Segment) -> CounterSlot {
         updated_at_ms: seg.header.created_at_ms,
         sealed: false,
     }
+}
+
+/// Whether the 4 bytes at `at` (where the next batch's magic goes) are zero or absent.
+fn magic_is_zero(seg: &Segment, at: u64) -> Result<bool> {
+    let mut magic = [0u8; 4];
+    let n = seg
+        .file
+        .read_at(&mut magic, at)
+        .map_err(|e| Error::io("reading", &seg.path, e))?;
+    Ok(magic.iter().take(n).all(|&b| b == 0))
 }
 
 /// A decode failure inside a committed region.
