@@ -47,6 +47,12 @@ pub struct Config {
     /// default 256, i.e. about 512 descriptors, under the common soft limit of 1,024). Past it, idle runs are closed (a closed run reopens on next use and
     /// recovers from its files; a run refusing writes after an fsync failure stays open).
     pub open_runs_max: usize,
+    /// Segments are preallocated (zero-filled ahead of the commits, 1/8 of their length, at
+    /// most 1 MiB, so an `fdatasync` need not update the file size; format/SPEC.md §5) once
+    /// their committed length reaches this many bytes (default 64 KiB, so stores of many small
+    /// runs never carry zeros). `u64::MAX` turns preallocation off, e.g. on copy-on-write
+    /// file systems where overwriting in place does not save the metadata update.
+    pub preallocate_from_bytes: u64,
 }
 
 impl Default for Config {
@@ -59,6 +65,7 @@ impl Default for Config {
             lock_timeout: Duration::from_secs(10),
             wait_poll_interval: Duration::from_millis(10),
             open_runs_max: 256,
+            preallocate_from_bytes: 64 << 10,
         }
     }
 }

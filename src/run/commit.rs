@@ -430,7 +430,8 @@ impl Run {
         let file_len = if end > known_len {
             // Zeros beyond this group's bytes only: past the committed length nothing but
             // zeros is there (checked under the lock).
-            preallocate(self.fs.as_ref(), seg, known_len, end)
+            let from = self.config.preallocate_from_bytes;
+            preallocate(self.fs.as_ref(), seg, known_len, end, from)
         } else {
             known_len
         };
@@ -506,28 +507,26 @@ struct Base {
     file_len: u64,
 }
 
-/// Preallocation (SPEC §5): once a segment holds [`PREALLOCATE_FROM_BYTES`], a commit that
-/// reaches the end of the file zero-fills an eighth of the segment's length past it (at most
-/// [`PREALLOCATE_MAX_BYTES`]), so the next commits' `fdatasync`s overwrite written blocks and
-/// need not update the file's size. Small runs (the many-runs case) are never preallocated,
-/// and a large one wastes at most 1/8 of its last segment.
-pub(crate) const PREALLOCATE_FROM_BYTES: u64 = 64 << 10;
-/// See [`PREALLOCATE_FROM_BYTES`].
+/// Preallocation (SPEC §5): once a segment holds `Config::preallocate_from_bytes`, a commit
+/// that reaches the end of the file zero-fills an eighth of the segment's length past it (at
+/// most [`PREALLOCATE_MAX_BYTES`], at least 4 KiB), so the next commits' `fdatasync`s
+/// overwrite written blocks and need not update the file's size. A segment wastes at most
+/// 1/8 of its length (and a sealed one nothing).
 pub(crate) const PREALLOCATE_MAX_BYTES: u64 = 1 << 20;
 /// Preallocation is skipped unless the file system has this many times the step free: on a
 /// nearly full disk the space goes to commits, not to zeros.
 pub(crate) const PREALLOCATE_HEADROOM: u64 = 64;
 
-/// Zero-fills `seg` from `end` (where this group's bytes end) for the next commits, when due;
-/// the file was `file_len` long. Not synced: the commit's own `fdatasync` covers it. Returns
+/// Zero-fills `seg` from `end` (where this group's bytes end) for the next commits, when due
+/// (`end` has reached `from`, `Config::preallocate_from_bytes`); the file was `file_len` long. Not synced: the commit's own `fdatasync` covers it. Returns
 /// the file's length after this commit. Preallocation is an optimisation: when the write
 /// fails (a full disk), the file is cut back to `file_len` so the zeros take no space the
 /// commit needs.
-fn preallocate(fs: &dyn Fs, seg: &Segment, file_len: u64, end: u64) -> u64 {
-    if end < PREALLOCATE_FROM_BYTES {
+fn preallocate(fs: &dyn Fs, seg: &Segment, file_len: u64, end: u64, from: u64) -> u64 {
+    if end < from {
         return end;
     }
-    let step = (end / 8).min(PREALLOCATE_MAX_BYTES);
+    let step = (end / 8).clamp(4096, PREALLOCATE_MAX_BYTES);
     let free = fs.available_space(&seg.path).unwrap_or(0);
     if free / PREALLOCATE_HEADROOM < step {
         return end;
