@@ -1,5 +1,7 @@
 //! Batch framing and event records. Layout: `format/SPEC.md` §4.
 
+use std::ops::{Range, RangeInclusive};
+
 use bytes::Bytes;
 use ulid::Ulid;
 
@@ -141,6 +143,60 @@ pub fn decode_batch(
     expected_first_seq: u64,
     len_max: u32,
 ) -> Result<BatchView, FormatError> {
+    let (header, end) = check_batch(file, at, salt, expected_first_seq, len_max)?;
+    let count = header.count as usize;
+    let mut events = Vec::with_capacity(count);
+    let mut caller_ids = Vec::with_capacity(count);
+    for_each_record(file, at, &header, end, |r| {
+        caller_ids.push(r.caller_id);
+        events.push(r.to_event(file));
+    })?;
+    Ok(BatchView {
+        header,
+        events,
+        caller_ids,
+    })
+}
+
+/// The read path's decoder: validates the batch at byte `at` exactly as [`decode_batch`]
+/// does (checksum, density, every record's bounds and UTF-8, whatever is kept), then
+/// appends to `out` only the events whose seq lies in `seqs`. Events outside `seqs` are
+/// validated but never allocated; nothing else is built (no per-batch `Vec`, no caller-id
+/// flags). Returns the batch header.
+///
+/// On error `out` may hold some of this batch's events; callers discard it.
+///
+/// # Errors
+/// The same [`FormatError`]s, at the same offsets, as [`decode_batch`].
+#[allow(clippy::too_many_arguments)] // the decode_batch inputs plus the filter and the sink
+pub fn decode_batch_into(
+    file: &Bytes,
+    at: usize,
+    salt: u32,
+    expected_first_seq: u64,
+    len_max: u32,
+    seqs: RangeInclusive<u64>,
+    out: &mut Vec<Event>,
+) -> Result<BatchHeader, FormatError> {
+    let (header, end) = check_batch(file, at, salt, expected_first_seq, len_max)?;
+    for_each_record(file, at, &header, end, |r| {
+        if seqs.contains(&r.seq) {
+            out.push(r.to_event(file));
+        }
+    })?;
+    Ok(header)
+}
+
+/// Checks the batch frame at `at`: magic, length bounds, presence, checksum, first seq,
+/// count and flags. Returns the header and the absolute offset where the events end (the
+/// checksum trailer).
+fn check_batch(
+    file: &Bytes,
+    at: usize,
+    salt: u32,
+    expected_first_seq: u64,
+    len_max: u32,
+) -> Result<(BatchHeader, usize), FormatError> {
     let avail = file.len().saturating_sub(at);
     if avail < BATCH_HEADER_LEN {
         return Err(FormatError::short(at, "batch header truncated"));
@@ -183,53 +239,78 @@ pub fn decode_batch(
             ),
         ));
     }
-    if header.count == 0 || u32_at(b, 20) & !FLAG_BATCH_FENCED != 0 {
+    let last_seq = header
+        .first_seq
+        .checked_add(u64::from(header.count).saturating_sub(1));
+    if header.count == 0 || u32_at(b, 20) & !FLAG_BATCH_FENCED != 0 || last_seq.is_none() {
         return Err(FormatError::bad(at + 16, "bad batch count or flags"));
     }
-    decode_events(file, at, header, crc_at)
-}
-
-fn decode_events(
-    file: &Bytes,
-    at: usize,
-    header: BatchHeader,
-    crc_at: usize,
-) -> Result<BatchView, FormatError> {
-    let count = header.count as usize;
-    // Each record is at least EVENT_HEADER_LEN + 1 bytes: bounds the allocation.
-    if count > (crc_at - BATCH_HEADER_LEN) / (EVENT_HEADER_LEN + 1) {
+    // Each record is at least EVENT_HEADER_LEN + 1 bytes: bounds any allocation by count.
+    if header.count as usize > (crc_at - BATCH_HEADER_LEN) / (EVENT_HEADER_LEN + 1) {
         return Err(FormatError::bad(at + 16, "batch count exceeds its length"));
     }
-    let mut events = Vec::with_capacity(count);
-    let mut caller_ids = Vec::with_capacity(count);
+    Ok((header, at + crc_at))
+}
+
+/// Validates every record of a checked batch in order, handing each to `f`; then checks
+/// that the records fill the batch exactly.
+fn for_each_record<'a>(
+    file: &'a Bytes,
+    at: usize,
+    header: &BatchHeader,
+    end: usize,
+    mut f: impl FnMut(Record<'a>),
+) -> Result<(), FormatError> {
     let mut pos = at + BATCH_HEADER_LEN;
-    let end = at + crc_at;
-    for i in 0..count {
-        let (event, caller_id, next) = decode_event(file, pos, end, header.first_seq + i as u64)?;
-        events.push(event);
-        caller_ids.push(caller_id);
-        pos = next;
+    let mut seq = header.first_seq;
+    for _ in 0..header.count {
+        let r = decode_record(file, pos, end, seq)?;
+        pos = r.next;
+        f(r);
+        seq = seq.wrapping_add(1);
     }
     if pos != end {
         return Err(FormatError::bad(pos, "trailing bytes after the last event"));
     }
-    Ok(BatchView {
-        header,
-        events,
-        caller_ids,
-    })
+    Ok(())
 }
 
-fn decode_event(
-    file: &Bytes,
-    at: usize,
-    end: usize,
+/// One validated event record, borrowed from the batch bytes: nothing allocated yet.
+struct Record<'a> {
     seq: u64,
-) -> Result<(Event, bool, usize), FormatError> {
-    if end - at < EVENT_HEADER_LEN {
-        return Err(FormatError::bad(at, "event header overruns its batch"));
+    event_id: Ulid,
+    created_at_ms: u64,
+    caller_id: bool,
+    kind: &'a str,
+    correlation_id: Option<&'a str>,
+    key: Option<&'a str>,
+    /// Absolute range of the payload in the file.
+    payload: Range<usize>,
+    /// Absolute offset of the next record.
+    next: usize,
+}
+
+impl Record<'_> {
+    /// The owned event (strings copied, the payload a view of `file`).
+    #[inline(always)]
+    fn to_event(&self, file: &Bytes) -> Event {
+        Event {
+            seq: self.seq,
+            event_id: self.event_id,
+            created_at_ms: self.created_at_ms,
+            kind: self.kind.to_owned(),
+            correlation_id: self.correlation_id.map(str::to_owned),
+            key: self.key.map(str::to_owned),
+            payload: file.slice(self.payload.clone()),
+        }
     }
-    let b = &file[at..end];
+}
+
+fn decode_record(file: &Bytes, at: usize, end: usize, seq: u64) -> Result<Record<'_>, FormatError> {
+    let b = file
+        .get(at..end)
+        .filter(|b| b.len() >= EVENT_HEADER_LEN)
+        .ok_or_else(|| FormatError::bad(at, "event header overruns its batch"))?;
     let stored_seq = u64_at(b, 0);
     if stored_seq != seq {
         return Err(FormatError::bad(
@@ -260,26 +341,56 @@ fn decode_event(
         .checked_add(payload_len)
         .filter(|t| *t <= b.len())
         .ok_or_else(|| FormatError::bad(at + 40, "event overruns its batch"))?;
-    let mut p = at + EVENT_HEADER_LEN;
-    let mut text = |len: usize, what: &str| -> Result<String, FormatError> {
-        let s = std::str::from_utf8(&file[p..p + len])
-            .map_err(|_| FormatError::bad(p, format!("{what} is not UTF-8")))?;
-        p += len;
-        Ok(s.to_string())
-    };
-    let kind = text(kind_len, "kind")?;
-    let corr = text(corr_len, "correlation id")?;
-    let key = text(key_len, "key")?;
+    // In bounds: `total <= b.len()` was checked above.
+    let texts_end = total - payload_len;
+    let (kind, corr, key) = texts(b, at, kind_len, corr_len, texts_end)?;
     let mut id = [0u8; 16];
     id.copy_from_slice(&b[16..32]);
-    let event = Event {
+    Ok(Record {
         seq,
         event_id: Ulid::from_bytes(id),
         created_at_ms: u64_at(b, 8),
+        caller_id: flags & FLAG_CALLER_ID != 0,
         kind,
         correlation_id: (flags & FLAG_CORRELATION != 0).then_some(corr),
         key: (flags & FLAG_KEY != 0).then_some(key),
-        payload: file.slice(p..p + payload_len),
+        payload: at + texts_end..at + total,
+        next: at + total,
+    })
+}
+
+/// The kind, correlation id and key stored back to back in `b[EVENT_HEADER_LEN..end]`.
+/// One UTF-8 pass over the three, split at char boundaries (valid text split at char
+/// boundaries gives valid parts); only on failure does a per-field pass name the field.
+fn texts(
+    b: &[u8],
+    at: usize,
+    kind_len: usize,
+    corr_len: usize,
+    end: usize,
+) -> Result<(&str, &str, &str), FormatError> {
+    let kind_end = EVENT_HEADER_LEN + kind_len;
+    let corr_end = kind_end + corr_len;
+    let all = b
+        .get(EVENT_HEADER_LEN..end)
+        .and_then(|t| std::str::from_utf8(t).ok());
+    let split = all.and_then(|t| {
+        let kind = t.get(..kind_len)?;
+        let corr = t.get(kind_len..corr_end - EVENT_HEADER_LEN)?;
+        let key = t.get(corr_end - EVENT_HEADER_LEN..)?;
+        Some((kind, corr, key))
+    });
+    if let Some(parts) = split {
+        return Ok(parts);
+    }
+    let field = |from: usize, to: usize, what: &str| {
+        b.get(from..to)
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .ok_or_else(|| FormatError::bad(at + from, format!("{what} is not UTF-8")))
     };
-    Ok((event, flags & FLAG_CALLER_ID != 0, at + total))
+    Ok((
+        field(EVENT_HEADER_LEN, kind_end, "kind")?,
+        field(kind_end, corr_end, "correlation id")?,
+        field(corr_end, end, "key")?,
+    ))
 }

@@ -5,7 +5,9 @@
 mod batch;
 mod header;
 
-pub use batch::{BatchHeader, BatchView, EncodedEvent, decode_batch, encode_batch};
+pub use batch::{
+    BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_into, encode_batch,
+};
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 
 /// The only segment format version this build reads and writes.

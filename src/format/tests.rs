@@ -213,3 +213,197 @@ fn header_generations_never_land_on_the_newest_header_slot() {
         assert!(g > newest);
     }
 }
+
+// `decode_batch_into`, the read path's decoder: same validation as `decode_batch`, events
+// filtered by seq into the caller's vector.
+
+/// Five events, seqs `first_seq ..= first_seq + 4`: kind `k{i}`, correlation id `c{i}` on
+/// even `i`, payload `p{i}`.
+fn five_event_batch(first_seq: u64) -> Vec<u8> {
+    let kinds = ["k0", "k1", "k2", "k3", "k4"];
+    let corrs = ["c0", "c1", "c2", "c3", "c4"];
+    let payloads: [&[u8]; 5] = [b"p0", b"p1", b"p2", b"p3", b"p4"];
+    let events: Vec<EncodedEvent<'_>> = (0..5)
+        .map(|i| EncodedEvent {
+            created_at_ms: T + i as u64,
+            event_id: Ulid::from_parts(T, i as u128),
+            caller_id: i == 1,
+            kind: kinds[i],
+            correlation_id: (i % 2 == 0).then_some(corrs[i]),
+            key: None,
+            payload: payloads[i],
+        })
+        .collect();
+    let mut out = Vec::new();
+    encode_batch(&mut out, SALT, first_seq, false, T, &events);
+    out
+}
+
+/// Rewrites the checksum of the batch at `at` after a deliberate edit, so that only the
+/// field checks can catch it.
+fn reseal(b: &mut [u8], at: usize) {
+    let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+    let crc_at = at + len - BATCH_TRAILER_LEN;
+    let crc = checksum(SALT, &b[at..crc_at]);
+    b[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Offset of event `i` (0-based) in a `five_event_batch` at 0.
+fn five_event_offset(i: usize) -> usize {
+    // Each record: header, 2-byte kind, 2-byte correlation id on even i, 2-byte payload.
+    BATCH_HEADER_LEN
+        + (0..i)
+            .map(|j| EVENT_HEADER_LEN + 2 + if j % 2 == 0 { 2 } else { 0 } + 2)
+            .sum::<usize>()
+}
+
+#[test]
+fn decode_into_keeps_only_the_wanted_seqs_of_a_multi_event_batch() {
+    let bytes = Bytes::from(five_event_batch(10));
+    let mut out = Vec::new();
+    let h = decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 12..=13, &mut out).unwrap();
+    assert_eq!((h.first_seq, h.count, h.len as usize), (10, 5, bytes.len()));
+    let got: Vec<_> = out
+        .iter()
+        .map(|e| {
+            (
+                e.seq,
+                e.kind.as_str(),
+                e.correlation_id.as_deref(),
+                &e.payload[..],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (12, "k2", Some("c2"), &b"p2"[..]),
+            (13, "k3", None, &b"p3"[..])
+        ]
+    );
+    assert_eq!(out[0].event_id, Ulid::from_parts(T, 2));
+    assert_eq!(out[1].created_at_ms, T + 3);
+
+    // Appends after what the vector holds; a range past the batch adds nothing.
+    let h = decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 14..=u64::MAX, &mut out).unwrap();
+    assert_eq!(h.count, 5);
+    assert_eq!(out.iter().map(|e| e.seq).collect::<Vec<_>>(), [12, 13, 14]);
+    decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 20..=30, &mut out).unwrap();
+    assert_eq!(out.len(), 3);
+}
+
+#[test]
+fn decode_into_returns_the_same_events_as_decode_batch() {
+    let mut two = five_event_batch(1);
+    let second_at = two.len();
+    two.extend(five_event_batch(6));
+    let bytes = Bytes::from(two);
+    let mut out = Vec::new();
+    decode_batch_into(&bytes, 0, SALT, 1, 1 << 20, 1..=u64::MAX, &mut out).unwrap();
+    decode_batch_into(&bytes, second_at, SALT, 6, 1 << 20, 1..=u64::MAX, &mut out).unwrap();
+    let mut whole = decode_batch(&bytes, 0, SALT, 1, 1 << 20).unwrap().events;
+    whole.extend(
+        decode_batch(&bytes, second_at, SALT, 6, 1 << 20)
+            .unwrap()
+            .events,
+    );
+    assert_eq!(out, whole);
+    assert_eq!(
+        out.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=10).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn decode_into_checks_the_whole_batch_even_outside_the_wanted_seqs() {
+    let mut b = five_event_batch(1);
+    let second_at = b.len();
+    b.extend(five_event_batch(6));
+    // A payload byte of the last event of the second batch: only the checksum sees it.
+    let last = b.len() - BATCH_TRAILER_LEN - 1;
+    b[last] ^= 1;
+    let bytes = Bytes::from(b);
+    let mut out = Vec::new();
+    let e = decode_batch_into(&bytes, second_at, SALT, 6, 1 << 20, 6..=6, &mut out).unwrap_err();
+    assert_eq!((e.offset, e.incomplete), (second_at as u64, false));
+    assert!(e.detail.contains("checksum"), "{e:?}");
+    assert!(
+        out.is_empty(),
+        "nothing is kept from a batch that fails its checksum"
+    );
+}
+
+#[test]
+fn decode_into_reports_density_of_the_batch_and_of_each_event() {
+    let bytes = Bytes::from(five_event_batch(10));
+    let mut out = Vec::new();
+    let e = decode_batch_into(&bytes, 0, SALT, 11, 1 << 20, 1..=99, &mut out).unwrap_err();
+    assert_eq!(e.offset, 8, "the batch's first-seq field");
+    assert_eq!(e.detail, "density: batch starts at seq 10, expected 11");
+
+    // Event 3 stores seq 99 under a valid checksum.
+    let mut b = five_event_batch(10);
+    let at = five_event_offset(3);
+    b[at..at + 8].copy_from_slice(&99u64.to_le_bytes());
+    reseal(&mut b, 0);
+    let bytes = Bytes::from(b);
+    let e = decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 10..=10, &mut out).unwrap_err();
+    assert_eq!(e.offset, at as u64);
+    assert_eq!(e.detail, "density: event seq 99, expected 13");
+}
+
+#[test]
+fn decode_into_names_the_field_that_is_not_utf8_even_across_field_boundaries() {
+    // kind "k" + correlation id "é" (c3 a9) re-split as kind "k\xc3" + id "\xa9": the bytes
+    // together are valid UTF-8, each field alone is not.
+    let e = EncodedEvent {
+        kind: "k",
+        correlation_id: Some("é"),
+        key: None,
+        ..golden_event()
+    };
+    let mut b = Vec::new();
+    encode_batch(&mut b, SALT, 1, false, T, &[e]);
+    let ev = BATCH_HEADER_LEN;
+    b[ev + 33] = 2;
+    b[ev + 34..ev + 36].copy_from_slice(&1u16.to_le_bytes());
+    reseal(&mut b, 0);
+    let bytes = Bytes::from(b);
+    let mut out = Vec::new();
+    let err = decode_batch_into(&bytes, 0, SALT, 1, 1 << 20, 1..=1, &mut out).unwrap_err();
+    assert_eq!(err.offset, (ev + EVENT_HEADER_LEN) as u64);
+    assert_eq!(err.detail, "kind is not UTF-8");
+    assert_eq!(decode_batch(&bytes, 0, SALT, 1, 1 << 20).unwrap_err(), err);
+
+    // An invalid byte inside the correlation id is reported at the id.
+    let mut b = Vec::new();
+    encode_batch(&mut b, SALT, 1, false, T, &[golden_event()]);
+    let corr_at = ev + EVENT_HEADER_LEN + "step_completed".len();
+    b[corr_at + 2] = 0xff;
+    reseal(&mut b, 0);
+    let err = decode_batch_into(&Bytes::from(b), 0, SALT, 1, 1 << 20, 1..=1, &mut out).unwrap_err();
+    assert_eq!(
+        (err.offset, err.detail.as_str()),
+        (corr_at as u64, "correlation id is not UTF-8")
+    );
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_batch_whose_seqs_would_pass_u64_max_is_rejected_not_wrapped() {
+    // Two events starting at u64::MAX (the second would be seq 0), under a valid checksum.
+    let mut b = Vec::new();
+    encode_batch(&mut b, SALT, 1, false, T, &[golden_event(), golden_event()]);
+    b[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let second = BATCH_HEADER_LEN + golden_event().encoded_len();
+    b[BATCH_HEADER_LEN..BATCH_HEADER_LEN + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    b[second..second + 8].copy_from_slice(&0u64.to_le_bytes());
+    reseal(&mut b, 0);
+    let bytes = Bytes::from(b);
+    let mut out = Vec::new();
+    let e =
+        decode_batch_into(&bytes, 0, SALT, u64::MAX, 1 << 20, 0..=u64::MAX, &mut out).unwrap_err();
+    assert_eq!(e.offset, 16);
+    assert!(out.is_empty());
+    assert!(decode_batch(&bytes, 0, SALT, u64::MAX, 1 << 20).is_err());
+}

@@ -3,6 +3,7 @@
 mod commit;
 mod state;
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::event::{Event, RunId, Seq};
-use crate::format::decode_batch;
+use crate::format::decode_batch_into;
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock;
 use crate::segment::Segment;
@@ -198,74 +199,116 @@ impl Run {
                 has_more: false,
             });
         }
-        let (plan, last_seq) = self.plan_read(after, limit);
-        let mut events = Vec::with_capacity(limit.min(1024));
-        let mut expect = after + 1;
-        // One view (one length check) per segment, not per batch.
-        let mut current: Option<(Arc<Segment>, bytes::Bytes)> = None;
-        for (loc, seg, committed_len) in plan {
-            let view = match &current {
-                Some((s, v)) if Arc::ptr_eq(s, &seg) => v.clone(),
-                _ => {
-                    let v = seg.view(self.run_str(), committed_len)?;
-                    current = Some((seg.clone(), v.clone()));
-                    v
-                }
-            };
-            let b = decode_batch(
-                &view,
-                loc.offset as usize,
-                seg.header.salt,
-                loc.first_seq,
-                self.config.batch_len_bytes_max,
-            )
-            .map_err(|e| format_to_corrupt(self.run_str(), &seg, e))?;
-            if b.header.count != loc.count {
-                let detail = format!(
-                    "batch holds {} events, index says {}",
-                    b.header.count, loc.count
-                );
-                return Err(Error::corrupt(
-                    self.run_str(),
-                    &seg.name,
-                    loc.offset,
-                    detail,
-                ));
-            }
-            for e in b.events.into_iter().filter(|e| e.seq > after) {
-                if events.len() == limit {
-                    break;
-                }
-                check_density(self.run_str(), &seg, loc.offset, expect, &e)?;
-                expect += 1;
-                events.push(e);
+        let plan = self.plan_read(after, limit);
+        let mut events = Vec::with_capacity(plan.events.min(limit));
+        let mut next = Seqs {
+            after,
+            expect: after + 1,
+            last: after.saturating_add(u64::try_from(limit).unwrap_or(u64::MAX)),
+        };
+        for part in &plan.segments {
+            // One view (one length check, rule 7) per segment, not per batch.
+            let view = part.seg.view(self.run_str(), part.committed_len)?;
+            let locs = plan.batches.get(part.batches.clone()).unwrap_or_default();
+            for loc in locs {
+                next.expect = self.read_batch(&part.seg, &view, loc, &next, &mut events)?;
             }
         }
         let next = events.last().map_or(after, |e| e.seq);
         Ok(ReadPage {
-            has_more: next < last_seq,
+            has_more: next < plan.last_seq,
             next,
             events,
         })
     }
 
-    /// The batches holding seqs `after+1 ..`, enough for `limit` events, with the segment and
-    /// its committed length captured under the read lock.
-    fn plan_read(&self, after: Seq, limit: usize) -> (Vec<(BatchLoc, Arc<Segment>, u64)>, Seq) {
+    /// Decodes the batch at `loc` (checksum and in-batch density checked by the decoder),
+    /// appends its events in `seqs` to `out`, and checks that they continue the page
+    /// densely. Returns the next seq expected.
+    fn read_batch(
+        &self,
+        seg: &Segment,
+        view: &bytes::Bytes,
+        loc: &BatchLoc,
+        seqs: &Seqs,
+        out: &mut Vec<Event>,
+    ) -> Result<Seq> {
+        let before = out.len();
+        let header = decode_batch_into(
+            view,
+            loc.offset as usize,
+            seg.header.salt,
+            loc.first_seq,
+            self.config.batch_len_bytes_max,
+            seqs.expect..=seqs.last,
+            out,
+        )
+        .map_err(|e| format_to_corrupt(self.run_str(), seg, e))?;
+        if header.count != loc.count {
+            let detail = format!(
+                "batch holds {} events, index says {}",
+                header.count, loc.count
+            );
+            return Err(Error::corrupt(
+                self.run_str(),
+                &seg.name,
+                loc.offset,
+                detail,
+            ));
+        }
+        // The decoder checked that the batch's seqs are consecutive from its first seq;
+        // what is left is that the first one kept continues the page (no gap or overlap
+        // between batches), as every kept event did before.
+        let first_kept = header.first_seq.max(seqs.after + 1);
+        check_density(self.run_str(), seg, loc.offset, seqs.expect, first_kept)?;
+        let last = out.get(before..).and_then(<[Event]>::last).ok_or_else(|| {
+            let detail = format!(
+                "density: batch holds seqs {}..={}, none kept from {}",
+                header.first_seq,
+                loc.last_seq(),
+                seqs.expect
+            );
+            Error::corrupt(self.run_str(), &seg.name, loc.offset, detail)
+        })?;
+        Ok(last.seq.saturating_add(1))
+    }
+
+    /// The batches holding seqs `after+1 ..`, enough for `limit` events, grouped by segment
+    /// with each segment's committed length captured under the read lock (rule 7).
+    fn plan_read(&self, after: Seq, limit: usize) -> ReadPlan {
         let st = self.state.read();
         let start = st.batches.partition_point(|b| b.last_seq() <= after);
-        let mut plan = Vec::new();
-        let mut planned = 0usize;
-        for loc in &st.batches[start..] {
-            if planned >= limit {
+        let mut plan = ReadPlan {
+            batches: Vec::new(),
+            segments: Vec::new(),
+            events: 0,
+            last_seq: st.last_seq,
+        };
+        let mut end = start;
+        for loc in st.batches.get(start..).unwrap_or_default() {
+            if plan.events >= limit {
                 break;
             }
-            let s = &st.segments[loc.segment];
-            plan.push((*loc, s.seg.clone(), s.slot.committed_len));
             let from = loc.first_seq.max(after + 1);
-            planned += (loc.last_seq() + 1 - from) as usize;
+            plan.events += (loc.last_seq() - from + 1) as usize;
+            end += 1;
         }
-        (plan, st.last_seq)
+        plan.batches = st.batches.get(start..end).unwrap_or_default().to_vec();
+        for (i, loc) in plan.batches.iter().enumerate() {
+            match plan.segments.last_mut() {
+                Some(part) if part.index == loc.segment => part.batches.end = i + 1,
+                _ => {
+                    let s = &st.segments[loc.segment];
+                    plan.segments.push(SegmentPart {
+                        index: loc.segment,
+                        seg: s.seg.clone(),
+                        committed_len: s.slot.committed_len,
+                        batches: i..i + 1,
+                    });
+                }
+            }
+        }
+        plan
     }
 
     /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last
@@ -317,11 +360,41 @@ impl Run {
     }
 }
 
-fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, e: &Event) -> Result<()> {
-    if e.seq == expect {
+/// What one read decodes, captured under the state read lock.
+struct ReadPlan {
+    /// The batches to decode, in seq order.
+    batches: Vec<BatchLoc>,
+    /// The segments holding `batches`, in order, each with its share of them.
+    segments: Vec<SegmentPart>,
+    /// Events with seq > `after` in `batches` (at least the page's size unless the run ends).
+    events: usize,
+    /// The run's last committed seq when planned.
+    last_seq: Seq,
+}
+
+/// One segment's share of a read: one `Arc` clone and one view per segment, not per batch.
+struct SegmentPart {
+    /// Position in `RunState::segments`.
+    index: usize,
+    seg: Arc<Segment>,
+    /// Committed length applied for the segment: no byte past it is read (rule 7).
+    committed_len: u64,
+    /// Range of `ReadPlan::batches` in this segment.
+    batches: Range<usize>,
+}
+
+/// The seqs a page still wants: `expect ..= last`, of a page that starts after `after`.
+struct Seqs {
+    after: Seq,
+    expect: Seq,
+    last: Seq,
+}
+
+fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, got: Seq) -> Result<()> {
+    if got == expect {
         return Ok(());
     }
-    let detail = format!("density: read seq {}, expected {expect}", e.seq);
+    let detail = format!("density: read seq {got}, expected {expect}");
     Err(Error::corrupt(run, &seg.name, offset, detail))
 }
 

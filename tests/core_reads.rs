@@ -1,0 +1,81 @@
+//! Paged reads through multi-event batches: which seqs a page holds, its cursor, and that
+//! a page checks every batch it touches in full (rule 5), not only the events it returns.
+
+use runlog::{Config, Error, NewEvent, RunId, Store};
+
+/// A run with a 5-event batch (seqs 1–5) and a 3-event batch (6–8); event `s` has kind
+/// `k{s}` and payload `p{s}`.
+fn two_batch_run() -> (tempfile::TempDir, Store, RunId) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s"), Config::default()).unwrap();
+    let run = RunId::new("wrun_reads").unwrap();
+    store.create_run(&run).unwrap();
+    for seqs in [1..=5, 6..=8] {
+        let events = seqs
+            .map(|s| {
+                NewEvent::new(format!("k{s}"), format!("p{s}")).correlation_id(format!("c{s}"))
+            })
+            .collect();
+        store.append_facts(&run, events).unwrap();
+    }
+    (dir, store, run)
+}
+
+fn page(store: &Store, run: &RunId, after: u64, limit: usize) -> (Vec<u64>, u64, bool) {
+    let p = store.read(run, after, limit).unwrap();
+    for e in &p.events {
+        assert_eq!(e.kind, format!("k{}", e.seq));
+        assert_eq!(
+            e.correlation_id.as_deref(),
+            Some(format!("c{}", e.seq).as_str())
+        );
+        assert_eq!(&e.payload[..], format!("p{}", e.seq).as_bytes());
+    }
+    (p.events.iter().map(|e| e.seq).collect(), p.next, p.has_more)
+}
+
+#[test]
+fn pages_start_and_stop_inside_multi_event_batches() {
+    let (_dir, store, run) = two_batch_run();
+    assert_eq!(page(&store, &run, 2, 2), (vec![3, 4], 4, true));
+    assert_eq!(page(&store, &run, 4, 3), (vec![5, 6, 7], 7, true));
+    assert_eq!(page(&store, &run, 7, 10), (vec![8], 8, false));
+    assert_eq!(
+        page(&store, &run, 0, usize::MAX),
+        ((1..=8).collect(), 8, false)
+    );
+    assert_eq!(page(&store, &run, 0, 0), (vec![], 0, true));
+    assert_eq!(page(&store, &run, 8, 5), (vec![], 8, false));
+    assert_eq!(page(&store, &run, u64::MAX, 5), (vec![], u64::MAX, false));
+}
+
+#[test]
+fn a_page_fails_on_a_corrupt_event_of_its_batch_that_it_would_not_return() {
+    use std::os::unix::fs::FileExt;
+    let (dir, store, run) = two_batch_run();
+    let path = dir.path().join("s/runs/wrun_reads/seg-00000001.log");
+    let image = std::fs::read(&path).unwrap();
+    // The first batch starts after the 4096-byte header; flip the last payload byte of its
+    // event 5 (just before the batch's 4-byte checksum).
+    let first_len = u32::from_le_bytes(image[4100..4104].try_into().unwrap()) as usize;
+    let at = 4096 + first_len - 4 - 1;
+    assert_eq!(image[at], b'5');
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(b"6", at as u64).unwrap();
+    match store.read(&run, 1, 2) {
+        Err(Error::Corrupt {
+            run: r,
+            segment,
+            offset,
+            ..
+        }) => assert_eq!(
+            (r.as_str(), segment.as_str(), offset),
+            ("wrun_reads", "seg-00000001.log", 4096)
+        ),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    // The second batch alone is intact.
+    assert_eq!(page(&store, &run, 5, 10), (vec![6, 7, 8], 8, false));
+    file.write_all_at(b"5", at as u64).unwrap();
+    assert_eq!(page(&store, &run, 1, 2), (vec![2, 3], 3, true));
+}
