@@ -195,3 +195,39 @@ pub struct Event {
     /// Payload bytes (a zero-copy view of the mapped segment).
     pub payload: Bytes,
 }
+
+/// An event borrowed from a mapped segment, handed to the callback of
+/// [`crate::Store::read_each`]: nothing is allocated or reference-counted per event. Same
+/// fields as [`Event`]; [`EventRef::to_event`] makes an owned copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRef<'a> {
+    /// Dense per-run position, from 1.
+    pub seq: Seq,
+    /// Store-minted or caller-supplied ULID.
+    pub event_id: Ulid,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Event type.
+    pub kind: &'a str,
+    /// Correlation id, if any.
+    pub correlation_id: Option<&'a str>,
+    /// Idempotency key, if any.
+    pub key: Option<&'a str>,
+    /// Payload bytes.
+    pub payload: &'a [u8],
+}
+
+impl EventRef<'_> {
+    /// An owned copy (strings and payload copied).
+    pub fn to_event(&self) -> Event {
+        Event {
+            seq: self.seq,
+            event_id: self.event_id,
+            created_at_ms: self.created_at_ms,
+            kind: self.kind.to_owned(),
+            correlation_id: self.correlation_id.map(str::to_owned),
+            key: self.key.map(str::to_owned),
+            payload: Bytes::copy_from_slice(self.payload),
+        }
+    }
+}

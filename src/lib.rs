@@ -76,7 +76,7 @@ pub mod replay;
 pub mod storm;
 
 pub use error::{Error, Result};
-pub use event::{Event, NewEvent, RunId, Seq};
+pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use store::{Appended, Config, ReadPage, RunInfo, RunPage, Store};
 pub use store_stats::CommitStatsSnapshot;
 pub use verify::{Problem, VerifyReport};

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::event::{Event, NewEvent, RunId, Seq};
+use crate::event::{Event, EventRef, NewEvent, RunId, Seq};
 use crate::format::{FORMAT_VERSION, HEADER_LEN, META_LEN_MAX};
 use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
@@ -383,6 +383,27 @@ impl Store {
     /// [`Error::RunNotFound`], [`Error::Corrupt`] (run, segment file, byte offset), [`Error::Io`].
     pub fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {
         self.run(run)?.read(after, limit)
+    }
+
+    /// Like [`Store::read`], but hands each event to `f` as an [`EventRef`] borrowed from the
+    /// mapped segment (nothing allocated or reference-counted per event) instead of
+    /// collecting owned events: for callers that fold events into their own state (replay)
+    /// or stream them out. Same checks (rules 5–7). Returns `(next, has_more)`: the cursor
+    /// (the last seq handed to `f`, or `after` when none) and whether events follow it.
+    ///
+    /// When a later batch of the page fails its checks, `f` has already seen the events
+    /// before it; the error names run, segment file and byte offset as for `read`.
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Corrupt`], [`Error::Io`].
+    pub fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        mut f: impl FnMut(EventRef<'_>),
+    ) -> Result<(Seq, bool)> {
+        self.run(run)?.read_each(after, limit, &mut f)
     }
 
     /// The run's last committed seq (0 when empty).

@@ -62,6 +62,15 @@ fn a_page_fails_on_a_corrupt_event_of_its_batch_that_it_would_not_return() {
     assert_eq!(image[at], b'5');
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     file.write_all_at(b"6", at as u64).unwrap();
+    let mut seen = Vec::new();
+    match store.read_each(&run, 1, 2, |e| seen.push(e.seq)) {
+        Err(Error::Corrupt { offset: 4096, .. }) => {}
+        other => panic!("read_each: expected Corrupt at 4096, got {other:?}"),
+    }
+    assert!(
+        seen.is_empty(),
+        "the failing batch is checked before its events are handed over"
+    );
     match store.read(&run, 1, 2) {
         Err(Error::Corrupt {
             run: r,
@@ -78,4 +87,45 @@ fn a_page_fails_on_a_corrupt_event_of_its_batch_that_it_would_not_return() {
     assert_eq!(page(&store, &run, 5, 10), (vec![6, 7, 8], 8, false));
     file.write_all_at(b"5", at as u64).unwrap();
     assert_eq!(page(&store, &run, 1, 2), (vec![2, 3], 3, true));
+}
+
+/// `read_each` hands over exactly the events `read` returns, borrowed, with the same cursor
+/// and `has_more`, for pages that start and stop inside batches.
+#[test]
+fn read_each_borrows_exactly_what_read_returns() {
+    let (_dir, store, run) = two_batch_run();
+    for (after, limit) in [
+        (0, usize::MAX),
+        (2, 2),
+        (4, 3),
+        (7, 10),
+        (0, 0),
+        (8, 5),
+        (u64::MAX, 5),
+    ] {
+        let page = store.read(&run, after, limit).unwrap();
+        let mut got = Vec::new();
+        let (next, has_more) = store
+            .read_each(&run, after, limit, |e| got.push(e.to_event()))
+            .unwrap();
+        assert_eq!(got, page.events, "after {after}, limit {limit}");
+        assert_eq!(
+            (next, has_more),
+            (page.next, page.has_more),
+            "after {after}, limit {limit}"
+        );
+    }
+    let mut kinds = Vec::new();
+    store
+        .read_each(&run, 5, 2, |e| {
+            kinds.push((e.seq, e.kind.to_string(), e.payload.to_vec()))
+        })
+        .unwrap();
+    assert_eq!(
+        kinds,
+        vec![
+            (6, "k6".to_string(), b"p6".to_vec()),
+            (7, "k7".to_string(), b"p7".to_vec())
+        ]
+    );
 }

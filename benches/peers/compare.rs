@@ -238,6 +238,7 @@ pub fn w4_hot_run(ctx: &Ctx) -> BenchResult<Vec<Row>> {
 pub fn w5_reads(ctx: &Ctx) -> BenchResult<Vec<Row>> {
     let events = ctx.payloads.take(READ_RUN_EVENTS);
     let (mut full, mut delta, mut delta_lat) = (vec![], vec![], vec![]);
+    let mut borrowed = vec![];
     for name in &ctx.peers {
         eprintln!("  w5 reads: {name} (loading {READ_RUN_EVENTS} events)");
         let dir = tempfile::tempdir_in(&ctx.root)?;
@@ -246,6 +247,10 @@ pub fn w5_reads(ctx: &Ctx) -> BenchResult<Vec<Row>> {
         peer.bulk_load("read", &events)?;
         let full_cell = run_threads(&peer, 1, ctx.cell, &|_| 0, &full_read_op)?;
         full.push((*name, full_cell.ops_per_sec()));
+        if peer.session()?.read_all_borrowed("read")?.is_some() {
+            let cell = run_threads(&peer, 1, ctx.cell, &|_| 0, &borrowed_read_op)?;
+            borrowed.push((*name, cell.ops_per_sec()));
+        }
         if peer.session()?.read_after("read", 0, 1)?.is_some() {
             let mut cell = run_threads(&peer, 1, ctx.cell, &|_| 0x9e37_79b9, &delta_op)?;
             delta.push((*name, cell.ops_per_sec()));
@@ -271,7 +276,14 @@ pub fn w5_reads(ctx: &Ctx) -> BenchResult<Vec<Row>> {
             Better::Higher,
             &full,
         )
-        .note("raw: parse one file of frames"),
+        .note("owned events (runlog: Event; sqlite: Strings + Vec); raw: parse one file of frames"),
+        Row::new(
+            "w5 read 10k-event run, borrowed",
+            "full reads/s",
+            Better::Higher,
+            &borrowed,
+        )
+        .note("no per-event allocation (runlog: read_each; sqlite: get_ref); raw: same as above"),
         Row::new(
             "w5 read after N, 10 events",
             "reads/s",
@@ -304,6 +316,25 @@ fn full_read_op(
     if stat.events != READ_RUN_EVENTS as u64 {
         return Err(format!(
             "full read returned {} events, wanted {READ_RUN_EVENTS}",
+            stat.events
+        )
+        .into());
+    }
+    Ok(stat.events)
+}
+
+fn borrowed_read_op(
+    _: usize,
+    _: u64,
+    s: &mut dyn crate::support::Session,
+    _: &mut u64,
+) -> BenchResult<u64> {
+    let stat = s
+        .read_all_borrowed("read")?
+        .ok_or("peer has no borrowed read")?;
+    if stat.events != READ_RUN_EVENTS as u64 {
+        return Err(format!(
+            "borrowed read returned {} events, wanted {READ_RUN_EVENTS}",
             stat.events
         )
         .into());

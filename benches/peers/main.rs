@@ -195,6 +195,14 @@ fn targets(rows: &[Row]) -> Vec<Target> {
     let rate = |w: &str| value(rows, w, "events/s", "runlog");
     let vs = |w: &str, peer: &str| ratio(rate(w), value(rows, w, "events/s", peer));
     let full_read = |peer: &str| value(rows, "w5 read 10k", "full reads/s", peer);
+    let borrowed_read = |peer: &str| {
+        value(
+            rows,
+            "w5 read 10k-event run, borrowed",
+            "full reads/s",
+            peer,
+        )
+    };
     let open_ms = |w: &str| value(rows, w, "open ms", "runlog");
     let checks = [
         ("1 facts", "≥ 0.8× raw", vs("w1", "raw"), 0.8, false),
@@ -218,6 +226,13 @@ fn targets(rows: &[Row]) -> Vec<Target> {
             "5 full read",
             "≥ 5× sqlite",
             ratio(full_read("runlog"), full_read("sqlite")),
+            5.0,
+            false,
+        ),
+        (
+            "5 full read, borrowed",
+            "≥ 5× sqlite (both borrowed)",
+            ratio(borrowed_read("runlog"), borrowed_read("sqlite")),
             5.0,
             false,
         ),

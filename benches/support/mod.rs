@@ -143,6 +143,13 @@ pub trait Session: Send {
     fn read_all(&mut self, run: &str) -> BenchResult<ReadStat>;
     /// Reads up to `limit` events above seq `after`; `None` if the peer cannot (raw).
     fn read_after(&mut self, run: &str, after: u64, limit: usize) -> BenchResult<Option<ReadStat>>;
+    /// Reads the whole run in seq order without materialising owned events (fields borrowed
+    /// from the peer's buffers, as a caller folding events into its own state would);
+    /// `None` if the peer has no such path.
+    fn read_all_borrowed(&mut self, run: &str) -> BenchResult<Option<ReadStat>> {
+        let _ = run;
+        Ok(None)
+    }
 }
 
 /// Which peers to build, in table column order.

@@ -146,6 +146,21 @@ impl Session for RunlogSession {
         }
     }
 
+    fn read_all_borrowed(&mut self, run: &str) -> BenchResult<Option<ReadStat>> {
+        let run = self.id(run)?;
+        let mut stat = ReadStat::default();
+        let mut after = 0;
+        loop {
+            let (next, has_more) = self.store.read_each(&run, after, READ_PAGE_EVENTS, |e| {
+                stat.add(e.payload.len());
+            })?;
+            after = next;
+            if !has_more {
+                return Ok(Some(stat));
+            }
+        }
+    }
+
     fn read_after(&mut self, run: &str, after: u64, limit: usize) -> BenchResult<Option<ReadStat>> {
         let run = self.id(run)?;
         let page = self.store.read(&run, after, limit)?;

@@ -9,7 +9,7 @@ use super::{
     BATCH_HEADER_LEN, BATCH_MAGIC, BATCH_TRAILER_LEN, EVENT_HEADER_LEN, FormatError, checksum,
     u16_at, u32_at, u64_at,
 };
-use crate::event::{CORRELATION_ID_LEN_MAX, Event, KEY_LEN_MAX, KIND_LEN_MAX};
+use crate::event::{CORRELATION_ID_LEN_MAX, Event, EventRef, KEY_LEN_MAX, KIND_LEN_MAX};
 
 const FLAG_CORRELATION: u8 = 1;
 const FLAG_KEY: u8 = 2;
@@ -185,6 +185,41 @@ pub fn decode_batch_into(
         }
     })?;
     Ok(header)
+}
+
+/// [`decode_batch_into`] without building events: validates the batch at `at` the same way
+/// and calls `f` with a borrowed [`EventRef`] for each event whose seq lies in `seqs`.
+/// Returns the batch header and the last seq handed to `f` (`None` if none was).
+///
+/// # Errors
+/// The same [`FormatError`]s, at the same offsets, as [`decode_batch`]; `f` may have been
+/// called for some of the batch's events before a later record fails.
+pub fn decode_batch_each(
+    file: &Bytes,
+    at: usize,
+    salt: u32,
+    expected_first_seq: u64,
+    len_max: u32,
+    seqs: RangeInclusive<u64>,
+    mut f: impl FnMut(EventRef<'_>),
+) -> Result<(BatchHeader, Option<u64>), FormatError> {
+    let (header, end) = check_batch(file, at, salt, expected_first_seq, len_max)?;
+    let mut last = None;
+    for_each_record(file, at, &header, end, |r| {
+        if seqs.contains(&r.seq) {
+            last = Some(r.seq);
+            f(EventRef {
+                seq: r.seq,
+                event_id: r.event_id,
+                created_at_ms: r.created_at_ms,
+                kind: r.kind,
+                correlation_id: r.correlation_id,
+                key: r.key,
+                payload: file.get(r.payload.clone()).unwrap_or_default(),
+            });
+        }
+    })?;
+    Ok((header, last))
 }
 
 /// Checks the batch frame at `at`: magic, length bounds, presence, checksum, first seq,

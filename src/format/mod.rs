@@ -6,7 +6,8 @@ mod batch;
 mod header;
 
 pub use batch::{
-    BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_into, encode_batch,
+    BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_each, decode_batch_into,
+    encode_batch,
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 

@@ -3,7 +3,7 @@
 mod commit;
 mod state;
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
-use crate::event::{Event, RunId, Seq};
-use crate::format::decode_batch_into;
+use crate::event::{Event, EventRef, RunId, Seq};
+use crate::format::{BatchHeader, FormatError, decode_batch_each, decode_batch_into};
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock;
 use crate::segment::Segment;
@@ -190,17 +190,38 @@ impl Run {
 
     /// Events with seq in `after+1 ..= after+limit`, checked for checksum and density.
     pub(crate) fn read(&self, after: Seq, limit: usize) -> Result<ReadPage> {
+        let mut events = Vec::new();
+        let (next, has_more) = self.scan(after, limit, &mut events)?;
+        Ok(ReadPage {
+            events,
+            next,
+            has_more,
+        })
+    }
+
+    /// [`Self::read`] handing each event to `f` borrowed from the mapped segment instead of
+    /// collecting owned events. Returns the cursor (last seq handed over, or `after`) and
+    /// whether more events follow.
+    pub(crate) fn read_each(
+        &self,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> Result<(Seq, bool)> {
+        self.scan(after, limit, &mut EachSink(f))
+    }
+
+    /// The read path shared by [`Self::read`] and [`Self::read_each`]: refreshes, plans the
+    /// batches, and has `sink` decode each one (checksum and in-batch density checked by the
+    /// decoder, rule 5) while this checks that the batches continue each other densely.
+    fn scan(&self, after: Seq, limit: usize, sink: &mut dyn ReadSink) -> Result<(Seq, bool)> {
         self.refresh()?;
         if after == Seq::MAX {
             // Nothing can follow the largest seq (and `after + 1` would overflow).
-            return Ok(ReadPage {
-                events: Vec::new(),
-                next: after,
-                has_more: false,
-            });
+            return Ok((after, false));
         }
         let plan = self.plan_read(after, limit);
-        let mut events = Vec::with_capacity(plan.events.min(limit));
+        sink.reserve(plan.events.min(limit));
         let mut next = Seqs {
             after,
             expect: after + 1,
@@ -211,39 +232,33 @@ impl Run {
             let view = part.seg.view(self.run_str(), part.committed_len)?;
             let locs = plan.batches.get(part.batches.clone()).unwrap_or_default();
             for loc in locs {
-                next.expect = self.read_batch(&part.seg, &view, loc, &next, &mut events)?;
+                next.expect = self.read_batch(&part.seg, &view, loc, &next, sink)?;
             }
         }
-        let next = events.last().map_or(after, |e| e.seq);
-        Ok(ReadPage {
-            has_more: next < plan.last_seq,
-            next,
-            events,
-        })
+        let cursor = next.expect - 1;
+        Ok((cursor, cursor < plan.last_seq))
     }
 
-    /// Decodes the batch at `loc` (checksum and in-batch density checked by the decoder),
-    /// appends its events in `seqs` to `out`, and checks that they continue the page
-    /// densely. Returns the next seq expected.
+    /// Has `sink` decode the batch at `loc` and keep its events in `seqs`, and checks that
+    /// they continue the page densely. Returns the next seq expected.
     fn read_batch(
         &self,
         seg: &Segment,
         view: &bytes::Bytes,
         loc: &BatchLoc,
         seqs: &Seqs,
-        out: &mut Vec<Event>,
+        sink: &mut dyn ReadSink,
     ) -> Result<Seq> {
-        let before = out.len();
-        let header = decode_batch_into(
-            view,
-            loc.offset as usize,
-            seg.header.salt,
-            loc.first_seq,
-            self.config.batch_len_bytes_max,
-            seqs.expect..=seqs.last,
-            out,
-        )
-        .map_err(|e| format_to_corrupt(self.run_str(), seg, e))?;
+        let batch = BatchAt {
+            file: view,
+            offset: loc.offset as usize,
+            salt: seg.header.salt,
+            first_seq: loc.first_seq,
+            len_max: self.config.batch_len_bytes_max,
+        };
+        let (header, last_kept) = sink
+            .batch(&batch, seqs.expect..=seqs.last)
+            .map_err(|e| format_to_corrupt(self.run_str(), seg, e))?;
         if header.count != loc.count {
             let detail = format!(
                 "batch holds {} events, index says {}",
@@ -261,7 +276,7 @@ impl Run {
         // between batches), as every kept event did before.
         let first_kept = header.first_seq.max(seqs.after + 1);
         check_density(self.run_str(), seg, loc.offset, seqs.expect, first_kept)?;
-        let last = out.get(before..).and_then(<[Event]>::last).ok_or_else(|| {
+        let last = last_kept.ok_or_else(|| {
             let detail = format!(
                 "density: batch holds seqs {}..={}, none kept from {}",
                 header.first_seq,
@@ -270,7 +285,7 @@ impl Run {
             );
             Error::corrupt(self.run_str(), &seg.name, loc.offset, detail)
         })?;
-        Ok(last.seq.saturating_add(1))
+        Ok(last.saturating_add(1))
     }
 
     /// The batches holding seqs `after+1 ..`, enough for `limit` events, grouped by segment
@@ -384,6 +399,68 @@ struct SegmentPart {
 }
 
 /// The seqs a page still wants: `expect ..= last`, of a page that starts after `after`.
+/// One batch to decode: where it is and what it must be.
+struct BatchAt<'a> {
+    file: &'a bytes::Bytes,
+    offset: usize,
+    salt: u32,
+    first_seq: Seq,
+    len_max: u32,
+}
+
+/// Where a read puts the events it keeps: owned [`Event`]s, or a caller's callback.
+trait ReadSink {
+    /// Room for `n` more events.
+    fn reserve(&mut self, n: usize);
+    /// Decodes `b`, keeps the events in `seqs`; returns the header and the last seq kept.
+    fn batch(
+        &mut self,
+        b: &BatchAt<'_>,
+        seqs: RangeInclusive<Seq>,
+    ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError>;
+}
+
+impl ReadSink for Vec<Event> {
+    fn reserve(&mut self, n: usize) {
+        Vec::reserve(self, n);
+    }
+
+    fn batch(
+        &mut self,
+        b: &BatchAt<'_>,
+        seqs: RangeInclusive<Seq>,
+    ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError> {
+        let before = self.len();
+        let header =
+            decode_batch_into(b.file, b.offset, b.salt, b.first_seq, b.len_max, seqs, self)?;
+        let last = self.get(before..).and_then(<[Event]>::last).map(|e| e.seq);
+        Ok((header, last))
+    }
+}
+
+/// A caller's callback as a sink.
+struct EachSink<'f, 'g>(&'f mut (dyn FnMut(EventRef<'_>) + 'g));
+
+impl ReadSink for EachSink<'_, '_> {
+    fn reserve(&mut self, _n: usize) {}
+
+    fn batch(
+        &mut self,
+        b: &BatchAt<'_>,
+        seqs: RangeInclusive<Seq>,
+    ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError> {
+        decode_batch_each(
+            b.file,
+            b.offset,
+            b.salt,
+            b.first_seq,
+            b.len_max,
+            seqs,
+            &mut *self.0,
+        )
+    }
+}
+
 struct Seqs {
     after: Seq,
     expect: Seq,
