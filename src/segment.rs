@@ -31,7 +31,7 @@ pub(crate) struct Counter {
 }
 
 /// Reads from `offset` until `buf` is full or the file ends; returns the bytes read.
-fn read_up_to(file: &dyn FsFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn read_up_to(file: &dyn FsFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match file.read_at(&mut buf[n..], offset + n as u64) {
@@ -97,6 +97,18 @@ impl Segment {
             },
         ];
         let bytes = header.encode_with_slots(&both);
+        match fs.open(&path, OpenMode::Read) {
+            // Under the run lock only a handle with a stale view of the run gets here: never
+            // rename a new segment over one that may hold acknowledged events.
+            Ok(_) => {
+                let detail = format!(
+                    "{name} already exists: this handle's view of the run is stale; nothing written"
+                );
+                return Err(Error::corrupt(new.run, &name, 0, detail));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("checking", &path, e)),
+        }
         let write = || -> io::Result<()> {
             let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
             f.write_all_at(&bytes, 0)?;
@@ -167,32 +179,36 @@ impl Segment {
         }))
     }
 
-    /// Reads both counter slots and returns the newest valid one.
+    /// The newest valid header slot, and the newest valid *sealed* header slot if there is
+    /// one (a seal is final: nothing is committed to a segment after it, so it outranks any
+    /// commit slot whatever their generations; SPEC §3).
     ///
     /// # Errors
-    /// [`Error::Corrupt`] when neither slot is valid or the slot contradicts the header.
-    pub(crate) fn read_slot(&self, run: &str) -> Result<CounterSlot> {
+    /// [`Error::Corrupt`] when neither slot is valid or a slot contradicts the header.
+    fn read_header_slots(&self, run: &str) -> Result<(CounterSlot, Option<CounterSlot>)> {
         let mut buf = [0u8; 2 * 512];
         read_exact_at(self.file.as_ref(), &mut buf, SLOT_OFFSETS[0])
             .map_err(|e| self.read_error(run, e, SLOT_OFFSETS[0]))?;
         let salt = self.header.salt;
         let a = CounterSlot::decode(&buf[..SLOT_LEN], salt, 0);
         let b = CounterSlot::decode(&buf[512..512 + SLOT_LEN], salt, 1);
+        let sealed = pick_slot(a.filter(|s| s.sealed), b.filter(|s| s.sealed));
         let slot = pick_slot(a, b).ok_or_else(|| {
             Error::corrupt(run, &self.name, SLOT_OFFSETS[0], "no valid counter slot")
         })?;
-        if slot
-            .last_seq
-            .checked_add(1)
-            .is_none_or(|n| n < self.header.base_seq)
-        {
-            let detail = format!(
-                "counter last seq {} below segment base seq {}",
-                slot.last_seq, self.header.base_seq
-            );
-            return Err(Error::corrupt(run, &self.name, slot.offset(), detail));
+        for s in std::iter::once(slot).chain(sealed) {
+            if s.last_seq
+                .checked_add(1)
+                .is_none_or(|n| n < self.header.base_seq)
+            {
+                let detail = format!(
+                    "counter last seq {} below segment base seq {}",
+                    s.last_seq, self.header.base_seq
+                );
+                return Err(Error::corrupt(run, &self.name, s.offset(), detail));
+            }
         }
-        Ok(slot)
+        Ok((slot, sealed))
     }
 
     /// The segment's counter (SPEC §3): the newest valid slot among the header's two
@@ -201,14 +217,23 @@ impl Segment {
     /// segment fail their salted checksum there and are ignored.
     ///
     /// # Errors
-    /// As [`Self::read_slot`] for the header; [`Error::Io`] when the lock file cannot be read.
+    /// As [`Self::read_header_slots`] for the header; [`Error::Io`] when the lock file cannot be read.
     pub(crate) fn read_counter(&self, run: &str, lock: Option<&dyn FsFile>) -> Result<Counter> {
-        let header = self.read_slot(run)?;
-        let Some(lock) = lock else {
-            return Ok(Counter {
-                newest: header,
-                header_generation: header.generation,
-            });
+        let (header, sealed) = self.read_header_slots(run)?;
+        let lock = match (sealed, lock) {
+            (Some(seal), _) => {
+                return Ok(Counter {
+                    newest: seal,
+                    header_generation: header.generation,
+                });
+            }
+            (None, None) => {
+                return Ok(Counter {
+                    newest: header,
+                    header_generation: header.generation,
+                });
+            }
+            (None, Some(lock)) => lock,
         };
         // Both commit slots, in one read: [512, 1088).
         let mut buf = [0u8; 512 + SLOT_LEN];

@@ -127,9 +127,12 @@ fn verify_segment(
         report.problem(&seg.name, file_len, detail);
         return Ok(false);
     }
+    // Only the committed region is mapped: verify takes no lock, and a writer may cut the
+    // preallocated zeros past it at any moment (a seal), which would kill a mapping reader
+    // (SIGBUS). The tail is read with `read_at` (`note_tail`).
     let view = seg
         .file
-        .map(file_len)
+        .map(slot.committed_len)
         .map_err(|e| Error::io("mapping", &seg.path, e))?;
     let mut at = HEADER_LEN;
     while at < slot.committed_len {
@@ -153,35 +156,22 @@ fn verify_segment(
         report.problem(&seg.name, slot.offset(), detail);
         return Ok(false);
     }
-    note_tail(seg, &view, at, *last_seq, len_max, report);
+    note_tail(seg, at, *last_seq, len_max, report);
     Ok(slot.sealed)
 }
 
 /// Describes bytes past the counter: complete batches (adopted by the next writer) and torn
 /// bytes (truncated by it). Neither is corruption; zeros alone (preallocated space) are not
-/// noted.
-fn note_tail(
-    seg: &Segment,
-    view: &bytes::Bytes,
-    mut at: u64,
-    mut next_seq: Seq,
-    len_max: u32,
-    report: &mut VerifyReport,
-) {
-    let start = at;
-    let mut batches = 0;
-    while let Ok(b) = decode_batch(view, at as usize, seg.header.salt, next_seq + 1, len_max) {
+/// noted. Read with `read_at`, batch by batch, never mapped: the tail may be cut while this
+/// runs, which only makes a read come back short (the tail is then what was read).
+fn note_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32, report: &mut VerifyReport) {
+    let (mut at, mut next_seq, mut batches) = (start, last_seq + 1, 0u64);
+    while let Some(b) = tail_batch(seg, at, next_seq, len_max) {
         next_seq += u64::from(b.header.count);
         at += u64::from(b.header.len);
         batches += 1;
     }
-    // Zeros past the last batch are preallocated space (SPEC §5), not a torn tail.
-    let rest = view.get(at as usize..).unwrap_or(&[]);
-    let torn = if rest.iter().all(|&b| b == 0) {
-        0
-    } else {
-        rest.len()
-    };
+    let torn = nonzero_tail_len(seg, at);
     if batches > 0 || torn > 0 {
         let detail = format!(
             "uncommitted tail: {batches} complete batches ({} bytes, adopted on next write), \
@@ -194,6 +184,55 @@ fn note_tail(
             detail,
         });
     }
+}
+
+/// The valid batch continuing at `next_seq` at offset `at` of the file, if one is there.
+fn tail_batch(
+    seg: &Segment,
+    at: u64,
+    next_seq: Seq,
+    len_max: u32,
+) -> Option<crate::format::BatchView> {
+    let mut head = [0u8; 8];
+    read_full(seg, &mut head, at)
+        .ok()
+        .filter(|&n| n == head.len())?;
+    let len = u32::from_le_bytes(head[4..8].try_into().ok()?);
+    if len > len_max {
+        return None;
+    }
+    let mut buf = vec![0u8; len as usize];
+    let n = read_full(seg, &mut buf, at).ok()?;
+    buf.truncate(n);
+    decode_batch(
+        &bytes::Bytes::from(buf),
+        0,
+        seg.header.salt,
+        next_seq,
+        len_max,
+    )
+    .ok()
+}
+
+/// How many bytes from `at` to the end of the file there are, when any of them is non-zero
+/// (a torn tail); 0 when they are all zeros (preallocated space) or there are none.
+fn nonzero_tail_len(seg: &Segment, at: u64) -> u64 {
+    let mut buf = vec![0u8; 64 << 10];
+    let (mut pos, mut dirty) = (at, false);
+    loop {
+        let n = read_full(seg, &mut buf, pos).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        dirty |= buf.iter().take(n).any(|&b| b != 0);
+        pos += n as u64;
+    }
+    if dirty { pos - at } else { 0 }
+}
+
+/// Reads from `at` until `buf` is full or the file ends; the bytes read.
+fn read_full(seg: &Segment, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    crate::segment::read_up_to(seg.file.as_ref(), buf, at)
 }
 
 impl VerifyReport {

@@ -65,7 +65,7 @@ fn setup(n: usize) -> (tempfile::TempDir, RunId, u64) {
     (dir, run, bytes)
 }
 
-/// FAILS today. Rules 6/7: an open handle must see what another handle committed and
+/// Regression (failed before `disk_is_ahead` judged counters by content). Rules 6/7: an open handle must see what another handle committed and
 /// acknowledged. After the lock file is truncated (same inode), a fresh writer recovers from
 /// the header (generation 2), writes generation 3, commits generation 4; the open handle has
 /// generation 8 cached and `Run::refresh` returns early (`disk.generation <= cached`).
@@ -91,7 +91,7 @@ fn open_handle_sees_commits_made_after_the_lock_file_was_truncated() {
     );
 }
 
-/// FAILS today. Same as above with an *old copy* of the lock file written back over it
+/// Regression (same fix). Same as above with an *old copy* of the lock file written back over it
 /// (`cp lock.bak lock`: same inode, same salt, older generations): SPEC §3 calls a stale lock
 /// file harmless.
 #[test]
@@ -125,7 +125,8 @@ fn open_handle_sees_commits_made_after_an_old_lock_file_was_copied_back() {
     );
 }
 
-/// FAILS today, and loses an acknowledged event. Rules 4 and 11 (and the dense-seq
+/// Regression (failed before seals outranked commit slots and `Segment::create` refused to
+/// rename over an existing segment), and lost an acknowledged event. Rules 4 and 11 (and the dense-seq
 /// invariant: seq 7 is handed out twice). With the lock file truncated:
 /// - handle C recovers (header generation 3), its append rolls: seg 1 is sealed at
 ///   generation 4, seg 2 is created and holds C's acknowledged `e7` at seq 7;
@@ -197,7 +198,7 @@ fn forge_commit_slot(dir: &Path, run: &RunId, slot: CounterSlot) {
     std::os::unix::fs::FileExt::write_all_at(&f, &slot.encode(salt), slot.offset()).unwrap();
 }
 
-/// FAILS today (panics in library code: `attempt to add with overflow` at
+/// Regression (panicked before slots above `GENERATION_MAX` were invalid; was: `attempt to add with overflow` at
 /// `src/run/commit.rs` `generation: base.generation + 1`; in release the generation wraps to
 /// 0, an invalid slot, so the commit is never published to other handles). A correctly salted
 /// commit slot with generation `u64::MAX` and an otherwise true counter must give a typed
@@ -231,7 +232,7 @@ fn commit_slot_with_generation_u64_max_gives_no_panic() {
     }
 }
 
-/// PASSES (pins a property of the new commit slots): a correctly salted commit slot with a
+/// Pins ( a property of the new commit slots): a correctly salted commit slot with a
 /// higher generation whose committed length lies past the end of the file, or inside a
 /// batch, is a typed `Corrupt` for a fresh opener's reads and writes, and nothing is
 /// truncated or overwritten: once the lock file is emptied again, every acked event reads back.
@@ -283,7 +284,7 @@ fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
     assert_eq!(payload_of(&store, &run, 3), "e3");
 }
 
-/// PASSES (pins): the lock file deleted, or replaced by a fresh empty file (a new inode),
+/// Pins (): the lock file deleted, or replaced by a fresh empty file (a new inode),
 /// while handles are open: `Store::cached` sees the old lock file unlinked and reopens, so
 /// the open handles see the other's acknowledged commits (rule 6), keep appending densely,
 /// and `verify_run` is clean.
@@ -313,7 +314,7 @@ fn lock_file_deleted_or_replaced_while_open_keeps_handles_in_step() {
     }
 }
 
-/// PASSES (pins SPEC §3/§5 checkpoints for a fresh opener): 200 commits (three header
+/// Pins ( SPEC §3/§5 checkpoints for a fresh opener): 200 commits (three header
 /// checkpoints), then the lock file emptied with no handle open, as a power loss that lost its
 /// unsynced page would leave it: `verify_run` reports no problem (only a note on the batches
 /// past the checkpoint), a fresh opener sees all 200 events and appends at 201, and another

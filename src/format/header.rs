@@ -143,6 +143,11 @@ impl SegmentHeader {
     }
 }
 
+/// Largest valid generation (2^62): one per commit never gets there, and the headroom above
+/// it keeps every `generation + k` computation from overflowing; a slot claiming more is
+/// invalid (forged or corrupt), like a slot with a bad checksum.
+pub const GENERATION_MAX: u64 = 1 << 62;
+
 /// The commit counter: what a reader may trust, written alternately into slot A and B.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterSlot {
@@ -195,7 +200,8 @@ impl CounterSlot {
             updated_at_ms: u64_at(b, 32),
             sealed: flags & 1 == 1,
         };
-        let parity_ok = slot.generation >= 1 && ((slot.generation - 1) % 2) as usize == position;
+        let parity_ok = (1..=GENERATION_MAX).contains(&slot.generation)
+            && ((slot.generation - 1) % 2) as usize == position;
         (parity_ok && flags <= 1 && slot.committed_len >= HEADER_LEN).then_some(slot)
     }
 }

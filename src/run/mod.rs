@@ -149,7 +149,7 @@ impl Run {
                 .seg
                 .read_counter(self.run_str(), Some(self.lock_file.as_ref()))?
                 .newest;
-            if disk.generation <= last.slot.generation && !last.slot.sealed {
+            if !state::disk_is_ahead(&last.slot, &disk) && !last.slot.sealed {
                 return Ok(());
             }
         }

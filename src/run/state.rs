@@ -155,7 +155,7 @@ impl RunState {
                 header_generation,
             } = self.last().seg.read_counter(run, Some(lock))?;
             self.last_mut().header_generation = header_generation;
-            if disk.generation > self.last().slot.generation {
+            if disk_is_ahead(&self.last().slot, &disk) {
                 self.advance_to(run, disk, len_max)?;
             }
             if !self.last().slot.sealed {
@@ -330,6 +330,19 @@ impl RunState {
             .map(|s| s.slot.committed_len.saturating_sub(HEADER_LEN))
             .sum()
     }
+}
+
+/// Whether the counter read from disk says more than the one this view applied: a longer
+/// committed region, a seal, or a newer generation of the same region. Judged by content,
+/// not by generation alone: a lock file replaced by an older copy (or emptied) restarts the
+/// commit slots' generations below what an open handle has seen, and the commits made after
+/// that must still be seen (rules 6–7). A counter *behind* the view is ignored unless it is a
+/// seal (then `advance_to` reports it as `Corrupt`): the batches it omits are in the file and
+/// the next writer re-adopts them (SPEC §6).
+pub(crate) fn disk_is_ahead(cur: &CounterSlot, disk: &CounterSlot) -> bool {
+    disk.committed_len > cur.committed_len
+        || (disk.sealed && !cur.sealed)
+        || (disk.committed_len == cur.committed_len && disk.generation > cur.generation)
 }
 
 /// The counter a segment has before anything of it is applied.
