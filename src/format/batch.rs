@@ -94,7 +94,9 @@ pub fn encode_batch(
     out.extend_from_slice(&flags.to_le_bytes());
     out.extend_from_slice(&committed_at_ms.to_le_bytes());
     for (i, e) in events.iter().enumerate() {
-        encode_event(out, first_seq + i as u64, e);
+        // Wrapping: seqs past u64::MAX never come from the store, and a batch whose seqs
+        // wrap fails to decode (density); encoding must still not panic on any input.
+        encode_event(out, first_seq.wrapping_add(i as u64), e);
     }
     let crc = checksum(salt, &out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());

@@ -407,3 +407,13 @@ fn a_batch_whose_seqs_would_pass_u64_max_is_rejected_not_wrapped() {
     assert!(out.is_empty());
     assert!(decode_batch(&bytes, 0, SALT, u64::MAX, 1 << 20).is_err());
 }
+
+#[test]
+fn a_batch_whose_seqs_pass_u64_max_encodes_without_panic_and_never_decodes() {
+    let events = [golden_event(), golden_event()];
+    let mut out = Vec::new();
+    encode_batch(&mut out, SALT, u64::MAX, false, T, &events);
+    let bytes = bytes::Bytes::from(out);
+    let e = decode_batch(&bytes, 0, SALT, u64::MAX, 1 << 20).unwrap_err();
+    assert_eq!(e.offset, 16, "count field: the seqs cannot all exist");
+}
