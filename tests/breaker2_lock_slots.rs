@@ -345,3 +345,48 @@ fn lost_commit_slots_fall_back_to_the_header_checkpoint() {
     );
     assert_eq!(report.events, 201);
 }
+
+/// Rules 6–7 with a stale commit slot of a *newer* generation (an old lock file whose slots
+/// were renumbered, or forged): the counter is behind every open handle's content, so they
+/// ignore it, and the next commit must outrank it by generation or the other open handles
+/// would keep picking the stale slot and never see that commit.
+#[test]
+fn a_commit_after_a_stale_slot_of_newer_generation_is_seen_by_open_handles() {
+    let (dir, run, bytes) = setup(4);
+    let b = Store::open(dir.path(), Config::default()).unwrap();
+    let d = Store::open(dir.path(), Config::default()).unwrap();
+    assert_eq!(
+        (b.last_seq(&run).unwrap(), d.last_seq(&run).unwrap()),
+        (4, 4)
+    );
+    // Generation 100 naming the state after event 2 (both slots, so it is the newest).
+    let per_batch = bytes / 4;
+    for generation in [100, 99] {
+        forge_commit_slot(
+            dir.path(),
+            &run,
+            CounterSlot {
+                generation,
+                last_seq: 2,
+                committed_len: HEADER_LEN + 2 * per_batch,
+                updated_at_ms: 0,
+                sealed: false,
+            },
+        );
+    }
+    assert_eq!(
+        d.last_seq(&run).unwrap(),
+        4,
+        "a counter behind the view is ignored"
+    );
+    assert_eq!(b.append_facts(&run, vec![ev("e5")]).unwrap()[0].seq, 5);
+    assert_eq!(
+        d.last_seq(&run).unwrap(),
+        5,
+        "the open handle sees the commit"
+    );
+    assert_eq!(payload_of(&d, &run, 5), "e5");
+    let fresh = Store::open(dir.path(), Config::default()).unwrap();
+    assert_eq!(fresh.last_seq(&run).unwrap(), 5);
+    assert!(fresh.verify_run(&run).unwrap().problems.is_empty());
+}

@@ -157,6 +157,10 @@ impl RunState {
             self.last_mut().header_generation = header_generation;
             if disk_is_ahead(&self.last().slot, &disk) {
                 self.advance_to(run, disk, len_max)?;
+            } else if disk.generation > self.last().slot.generation {
+                // A counter behind this view's content but of a newer generation (a stale
+                // lock file copied back): the next commit must outrank it.
+                self.last_mut().slot.generation = disk.generation;
             }
             if !self.last().slot.sealed {
                 return Ok(());
