@@ -14,7 +14,7 @@ use crate::format::{
     CounterSlot, FORMAT_VERSION, FormatError, HEADER_LEN, SLOT_LEN, SLOT_OFFSETS, SegmentHeader,
     pick_slot,
 };
-use crate::io::{Fs, FsFile, OpenMode, read_exact_at};
+use crate::io::{Fs, FsFile, OpenMode, read_exact_at, read_up_to};
 
 /// File name of segment `index` (1-based): `seg-00000001.log`.
 pub(crate) fn segment_name(index: u32) -> String {
@@ -28,20 +28,6 @@ pub(crate) struct Counter {
     pub(crate) newest: CounterSlot,
     /// Generation of the newest valid header slot (decides when a checkpoint is due).
     pub(crate) header_generation: u64,
-}
-
-/// Reads from `offset` until `buf` is full or the file ends; returns the bytes read.
-pub(crate) fn read_up_to(file: &dyn FsFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], offset + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// An open segment file and its immutable header.

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::event::{RunId, Seq};
 use crate::format::{HEADER_LEN, decode_batch};
-use crate::io::{Fs, FsFile};
+use crate::io::{Fs, FsFile, read_up_to};
 use crate::segment::Segment;
 
 /// One finding.
@@ -194,7 +194,7 @@ fn tail_batch(
     len_max: u32,
 ) -> Option<crate::format::BatchView> {
     let mut head = [0u8; 8];
-    read_full(seg, &mut head, at)
+    read_up_to(seg.file.as_ref(), &mut head, at)
         .ok()
         .filter(|&n| n == head.len())?;
     let len = u32::from_le_bytes(head[4..8].try_into().ok()?);
@@ -202,7 +202,7 @@ fn tail_batch(
         return None;
     }
     let mut buf = vec![0u8; len as usize];
-    let n = read_full(seg, &mut buf, at).ok()?;
+    let n = read_up_to(seg.file.as_ref(), &mut buf, at).ok()?;
     buf.truncate(n);
     decode_batch(
         &bytes::Bytes::from(buf),
@@ -220,7 +220,7 @@ fn nonzero_tail_len(seg: &Segment, at: u64) -> u64 {
     let mut buf = vec![0u8; 64 << 10];
     let (mut pos, mut dirty) = (at, false);
     loop {
-        let n = read_full(seg, &mut buf, pos).unwrap_or(0);
+        let n = read_up_to(seg.file.as_ref(), &mut buf, pos).unwrap_or(0);
         if n == 0 {
             break;
         }
@@ -228,11 +228,6 @@ fn nonzero_tail_len(seg: &Segment, at: u64) -> u64 {
         pos += n as u64;
     }
     if dirty { pos - at } else { 0 }
-}
-
-/// Reads from `at` until `buf` is full or the file ends; the bytes read.
-fn read_full(seg: &Segment, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    crate::segment::read_up_to(seg.file.as_ref(), buf, at)
 }
 
 impl VerifyReport {

@@ -84,17 +84,24 @@ pub trait FsFile: Send + Sync + fmt::Debug {
 }
 
 /// Reads exactly `buf.len()` bytes at `offset`; `UnexpectedEof` if the file is shorter.
-pub fn read_exact_at(file: &dyn FsFile, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-    while !buf.is_empty() {
-        match file.read_at(buf, offset) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
+pub fn read_exact_at(file: &dyn FsFile, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    if read_up_to(file, buf, offset)? < buf.len() {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
+}
+
+/// Reads from `offset` until `buf` is full or the file ends; returns the bytes read (fewer
+/// than `buf.len()` only at the end of the file).
+pub fn read_up_to(file: &dyn FsFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(n)
 }

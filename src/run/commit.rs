@@ -203,15 +203,15 @@ impl Run {
             buf.clear();
             plan = self.plan_on_last(group, now, &mut buf);
         }
-        let (seg, base, header_generation, file_len) = {
+        let (seg, at) = {
             let st = self.state.read();
             let last = st.last();
-            (
-                last.seg.clone(),
-                last.slot,
-                last.header_generation,
-                last.file_len,
-            )
+            let at = Base {
+                slot: last.slot,
+                header_generation: last.header_generation,
+                file_len: last.file_len,
+            };
+            (last.seg.clone(), at)
         };
         if !buf.is_empty() {
             // Once per handle: the kernel's lock table names the live holder (lock.rs); the
@@ -220,11 +220,6 @@ impl Run {
                 lock::record_holder(&self.lock_file);
                 w.holder_recorded = true;
             }
-            let at = Base {
-                slot: base,
-                header_generation,
-                file_len,
-            };
             if let Err(e) = self.write_group(&mut w, &seg, &at, &buf, &plan, now) {
                 w.buf = buf;
                 return plan_failed(plan, &e);

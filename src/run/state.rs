@@ -363,9 +363,7 @@ fn empty_slot(seg: &Segment) -> CounterSlot {
 /// Whether the 4 bytes at `at` (where the next batch's magic goes) are zero or absent.
 fn magic_is_zero(seg: &Segment, at: u64) -> Result<bool> {
     let mut magic = [0u8; 4];
-    let n = seg
-        .file
-        .read_at(&mut magic, at)
+    let n = crate::io::read_up_to(seg.file.as_ref(), &mut magic, at)
         .map_err(|e| Error::io("reading", &seg.path, e))?;
     Ok(magic.iter().take(n).all(|&b| b == 0))
 }
