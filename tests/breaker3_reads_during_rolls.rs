@@ -1,0 +1,121 @@
+//! Breaker round 3: readers on *other* `Store` handles (each with its own lock-file
+//! descriptor and cached view: a stand-in for other processes) racing a writer whose small,
+//! preallocated segments roll every few commits (seal truncation, next-segment creation,
+//! commit slots switching salt in the lock file).
+//!
+//! Pins (passes on the current code): every page is dense from `after + 1` with the right
+//! payloads, `next`/`has_more` agree with the page, a handle's `last_seq` never goes back,
+//! `read_each` agrees with `read`, `verify_run` reports no problems and `list_runs` (no lock,
+//! uncached `peek_info`) never fails. Bounded: 300 commits.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use runlog::{Config, NewEvent, RunId, Store};
+
+fn cfg() -> Config {
+    Config {
+        segment_len_bytes_max: 4096 + 1500,
+        preallocate_from_bytes: 0,
+        ..Config::default()
+    }
+}
+
+fn payload(seq: u64) -> String {
+    format!("p{seq}")
+}
+
+fn check_page(store: &Store, run: &RunId, after: u64, limit: usize) -> (u64, bool) {
+    let page = store.read(run, after, limit).unwrap();
+    for (i, e) in page.events.iter().enumerate() {
+        assert_eq!(e.seq, after + 1 + i as u64, "page after {after} not dense");
+        assert_eq!(e.payload, payload(e.seq).as_bytes());
+    }
+    assert!(page.events.len() <= limit);
+    assert_eq!(page.next, after + page.events.len() as u64);
+    if page.events.len() < limit {
+        assert!(!page.has_more, "short page with has_more after {after}");
+    }
+    (page.next, page.has_more)
+}
+
+#[test]
+fn other_handles_read_consistently_while_segments_roll() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("wrun_rolls").unwrap();
+    let writer = Store::open(dir.path(), cfg()).unwrap();
+    writer.create_run(&run).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(AtomicU64::new(0));
+    let mut readers = Vec::new();
+    for r in 0..2u64 {
+        let store = Store::open(dir.path(), cfg()).unwrap();
+        let (done, acked, run) = (done.clone(), acked.clone(), run.clone());
+        readers.push(std::thread::spawn(move || {
+            let (mut cursor, mut last, mut rounds) = (0u64, 0u64, 0u64);
+            loop {
+                // The round after the writer finished sees everything.
+                let finished = done.load(Ordering::Acquire);
+                rounds += 1;
+                let floor = acked.load(Ordering::Acquire);
+                let seen = store.last_seq(&run).unwrap();
+                assert!(seen >= last, "last_seq went back: {last} -> {seen}");
+                assert!(seen >= floor, "acknowledged {floor} not visible ({seen})");
+                last = seen;
+                let (next, _) = check_page(&store, &run, cursor, 5 + r as usize);
+                let (mut each, mut n) = (cursor, 0usize);
+                let (enext, _) = store
+                    .read_each(&run, cursor, 5 + r as usize, |e| {
+                        assert_eq!(e.seq, each + 1);
+                        assert_eq!(e.payload, payload(e.seq).as_bytes());
+                        each = e.seq;
+                        n += 1;
+                    })
+                    .unwrap();
+                assert_eq!(enext, each);
+                assert!(enext >= next, "read_each went back from read's page");
+                cursor = next;
+                if rounds % 4 == 0 {
+                    let report = store.verify_run(&run).unwrap();
+                    assert_eq!(report.problems, vec![], "{report:?}");
+                    let page = store.list_runs(None, 10).unwrap();
+                    assert_eq!(page.runs.len(), 1);
+                }
+                if rounds % 7 == 0 {
+                    cursor = cursor.saturating_sub(9);
+                }
+                if finished {
+                    return last;
+                }
+            }
+        }));
+    }
+    // An uncached lister: `peek_info` reads headers and commit slots with no lock.
+    let lister = {
+        let store = Store::open(dir.path(), cfg()).unwrap();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                let page = store.list_runs(None, 10).unwrap();
+                assert_eq!(page.runs.len(), 1);
+            }
+        })
+    };
+    for seq in 1..=300u64 {
+        let got = writer
+            .append_facts(&run, vec![NewEvent::new("step_completed", payload(seq))])
+            .unwrap();
+        assert_eq!(got[0].seq, seq);
+        acked.store(seq, Ordering::Release);
+    }
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert_eq!(r.join().unwrap(), 300);
+    }
+    lister.join().unwrap();
+    let info = writer.run_info(&run).unwrap();
+    assert!(info.segment_count > 10, "{info:?}");
+    let fresh = Store::open(dir.path(), cfg()).unwrap();
+    assert_eq!(check_page(&fresh, &run, 0, 1000), (300, false));
+    assert_eq!(fresh.verify_run(&run).unwrap().problems, vec![]);
+}
