@@ -414,6 +414,10 @@ impl Store {
     /// Waits until the run's last seq exceeds `after`, at most `timeout`; returns the last
     /// seq (≤ `after` on timeout). Woken at once by commits in this process; other
     /// processes' commits are seen by polling the counter every `Config::wait_poll_interval`.
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`] when the run does not exist or is deleted while waiting (a run
+    /// re-created under the same id is a new log); [`Error::Corrupt`], [`Error::Io`].
     pub fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq> {
         self.run(run)?.wait(after, timeout)
     }
@@ -553,7 +557,7 @@ impl Store {
             self.inner.fs.as_ref(),
             &self.run_dir(run),
             run,
-            self.inner.config.batch_len_bytes_max,
+            crate::format::BATCH_LEN_READ_MAX,
         )
     }
 }

@@ -156,7 +156,9 @@ fn verify_segment(
         report.problem(&seg.name, slot.offset(), detail);
         return Ok(false);
     }
-    note_tail(seg, at, *last_seq, len_max, report);
+    // A tail batch is read into memory: bound its length by the bytes the tail had.
+    let tail_len = u32::try_from(file_len.saturating_sub(at)).unwrap_or(u32::MAX);
+    note_tail(seg, at, *last_seq, len_max.min(tail_len), report);
     Ok(slot.sealed)
 }
 

@@ -54,7 +54,8 @@ fn setup() -> (tempfile::TempDir, RunId) {
     (dir, run)
 }
 
-/// FAILS: acknowledged events are truncated away (rules 4, 11). The lock file's commit
+/// Regression (failed before readers bounded stored batches by `BATCH_LEN_READ_MAX` instead
+/// of their own config): acknowledged events were truncated away (rules 4, 11). The lock file's commit
 /// slots are lost (as after a power loss: they are never synced; SPEC §3 says this "only
 /// makes the header the newest counter"), and the store is reopened with a smaller
 /// `batch_len_bytes_max`. Recovery at open scans past the header's counter (4096), fails
@@ -84,7 +85,7 @@ fn reopening_with_a_smaller_batch_limit_never_truncates_acknowledged_events() {
     );
 }
 
-/// FAILS: valid committed data is reported as corruption. Without any loss of counters, a
+/// Regression (same fix): valid committed data was reported as corruption. Without any loss of counters, a
 /// store opened with a smaller `batch_len_bytes_max` reads the run as `Corrupt` at the big
 /// batch ("batch length ... out of range"), and `verify_run` lists it in `problems`, though
 /// every checksum and seq is right (rule 5 is for real damage).

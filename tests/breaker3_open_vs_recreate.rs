@@ -94,7 +94,8 @@ fn setup() -> (tempfile::TempDir, RunId, Store, Arc<HookFs>, Store) {
     (dir, run, a, fs, b)
 }
 
-/// FAILS: an acknowledged append is lost (rules 4, 11) and a reader keeps reading a deleted
+/// Regression (failed before `Run::open` opened the lock file first): an acknowledged append
+/// was lost (rules 4, 11) and a reader keeps reading a deleted
 /// run (rules 6, 7). Handle A opens the run while handle B deletes it and creates a new run
 /// with the same id (holding `new1`). A's open pairs the old segment 1 with the new lock file;
 /// A's append of `a1` is acknowledged at seq 2 — written into the unlinked old segment. A
@@ -130,7 +131,7 @@ fn append_through_a_handle_opened_across_delete_and_recreate_is_not_lost() {
     assert_eq!(payloads(&a, &run), log, "handle A reads another log");
 }
 
-/// FAILS (error type): the same window with a delete and no re-create. A's open finds segment
+/// Regression (error type; same fix): the same window with a delete and no re-create. A's open finds segment
 /// 1 (still linked when opened) and then no lock file; `open_lock_file` tries to create it
 /// in the vanished directory and reports `Io` ("creating lock file ... No such file or
 /// directory") instead of the documented `RunNotFound`.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
-/// FAILS: the waiter returns `Ok(0)` after its full timeout, though the run it waits on
+/// Regression (failed before `Run::wait` checked for deletion): the waiter returned `Ok(0)` after its full timeout, though the run it waits on
 /// holds seq 1 (committed 0.1 s into the wait). Acceptable answers: `Ok(n)` with `n >= 1`
 /// (it saw the new run) or `Err(RunNotFound)` (the run it waited on is gone).
 #[test]

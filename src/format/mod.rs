@@ -11,6 +11,12 @@ pub use batch::{
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 
+/// Bound on a stored batch's length field when reading, recovering or verifying: the
+/// format's own limit (the field is a `u32`). A reader never bounds stored batches by its own
+/// `Config::batch_len_bytes_max`, which may be smaller than the writer's was (that limit
+/// applies to new appends); the decoders bound every length by the bytes present.
+pub const BATCH_LEN_READ_MAX: u32 = u32::MAX;
+
 /// The only segment format version this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 /// Magic bytes at offset 0 of every segment file.

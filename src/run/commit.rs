@@ -17,8 +17,8 @@ use super::state::{Applied, BatchLoc};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
-    BATCH_HEADER_LEN, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN, encode_batch,
-    next_header_generation,
+    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
+    encode_batch, next_header_generation,
 };
 use crate::io::Fs;
 use crate::lock;
@@ -310,7 +310,7 @@ impl Run {
             self.fs.as_ref(),
             self.lock_file.as_ref(),
             self.run_str(),
-            self.config.batch_len_bytes_max,
+            BATCH_LEN_READ_MAX,
         )
     }
 

@@ -12,7 +12,9 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::event::{Event, EventRef, RunId, Seq};
-use crate::format::{BatchHeader, FormatError, decode_batch_each, decode_batch_into};
+use crate::format::{
+    BATCH_LEN_READ_MAX, BatchHeader, FormatError, decode_batch_each, decode_batch_into,
+};
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock;
 use crate::segment::Segment;
@@ -60,15 +62,24 @@ impl Run {
         let not_found = || Error::RunNotFound {
             run: id.to_string(),
         };
-        let first = Segment::open(fs.as_ref(), &dir, id.as_str(), 1)?.ok_or_else(not_found)?;
+        // The lock file first: deletion unlinks it last, so either segment 1 opened after it
+        // belongs to the same run, or the lock file shows the run deleted (a delete and
+        // re-create between the two opens must not pair a new lock with an old segment).
         let lock_path = dir.join(LOCK_FILE);
-        let lock_file = open_lock_file(fs.as_ref(), &lock_path)?;
+        let lock_file = open_lock_file(fs.as_ref(), &dir, &lock_path)?.ok_or_else(not_found)?;
+        let first = Segment::open(fs.as_ref(), &dir, id.as_str(), 1)?.ok_or_else(not_found)?;
+        if lock_file
+            .is_unlinked()
+            .map_err(|e| Error::io("checking", &lock_path, e))?
+        {
+            return Err(not_found());
+        }
         let mut state = RunState::new(Arc::new(first));
         state.catch_up(
             fs.as_ref(),
             lock_file.as_ref(),
             id.as_str(),
-            config.batch_len_bytes_max,
+            BATCH_LEN_READ_MAX,
         )?;
         let run = Run {
             id,
@@ -113,7 +124,7 @@ impl Run {
     /// `full`: scan the whole tail for garbage (once per process and run, see
     /// `RunState::recover_tail`).
     fn recover_locked(&self, st: &mut RunState, full: bool) -> Result<()> {
-        let len_max = self.config.batch_len_bytes_max;
+        let len_max = BATCH_LEN_READ_MAX;
         st.catch_up(
             self.fs.as_ref(),
             self.lock_file.as_ref(),
@@ -158,7 +169,7 @@ impl Run {
             self.fs.as_ref(),
             self.lock_file.as_ref(),
             self.run_str(),
-            self.config.batch_len_bytes_max,
+            BATCH_LEN_READ_MAX,
         )
     }
 
@@ -254,7 +265,7 @@ impl Run {
             offset: loc.offset as usize,
             salt: seg.header.salt,
             first_seq: loc.first_seq,
-            len_max: self.config.batch_len_bytes_max,
+            len_max: BATCH_LEN_READ_MAX,
         };
         let (header, last_kept) = sink
             .batch(&batch, seqs.expect..=seqs.last)
@@ -327,12 +338,19 @@ impl Run {
     }
 
     /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last
-    /// seq. In-process commits wake waiters at once; other processes' commits are seen by
+    /// seq, or `RunNotFound` once the run is deleted. In-process commits wake waiters at once; other processes' commits are seen by
     /// polling the counter every `wait_poll_interval`.
     pub(crate) fn wait(&self, after: Seq, timeout: Duration) -> Result<Seq> {
         // `None`: a timeout too large to represent waits without a deadline.
         let deadline = Instant::now().checked_add(timeout);
         loop {
+            if self.is_deleted()? {
+                // This handle's run is gone (a run re-created under the same id is another
+                // run): its seqs mean nothing to the caller any more.
+                return Err(Error::RunNotFound {
+                    run: self.id.to_string(),
+                });
+            }
             let last = self.last_seq()?;
             let now = Instant::now();
             if last > after || deadline.is_some_and(|d| now >= d) {
@@ -475,12 +493,29 @@ fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, got: Seq) -
     Err(Error::corrupt(run, &seg.name, offset, detail))
 }
 
-fn open_lock_file(fs: &dyn Fs, path: &Path) -> Result<Arc<dyn FsFile>> {
+/// Opens the run's lock file; `Ok(None)` when the run is gone. A lock file missing beside an
+/// existing segment 1 (lost by an outside hand) is created anew: it holds no state that the
+/// segments do not (SPEC §3). Never truncates an existing one.
+fn open_lock_file(fs: &dyn Fs, dir: &Path, path: &Path) -> Result<Option<Arc<dyn FsFile>>> {
+    use std::io::ErrorKind::{AlreadyExists, NotFound};
     match fs.open(path, OpenMode::ReadWrite) {
-        Ok(f) => Ok(f),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs
-            .open(path, OpenMode::CreateTruncate)
-            .map_err(|e| Error::io("creating lock file", path, e)),
-        Err(e) => Err(Error::io("opening lock file", path, e)),
+        Ok(f) => return Ok(Some(f)),
+        Err(e) if e.kind() == NotFound => {}
+        Err(e) => return Err(Error::io("opening lock file", path, e)),
+    }
+    let first = dir.join(crate::segment::segment_name(1));
+    match fs.open(&first, OpenMode::Read) {
+        Ok(_) => {}
+        Err(e) if e.kind() == NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("opening segment", &first, e)),
+    }
+    match fs.open(path, OpenMode::CreateNew) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == AlreadyExists => fs
+            .open(path, OpenMode::ReadWrite)
+            .map(Some)
+            .map_err(|e| Error::io("opening lock file", path, e)),
+        Err(e) if e.kind() == NotFound => Ok(None),
+        Err(e) => Err(Error::io("creating lock file", path, e)),
     }
 }
