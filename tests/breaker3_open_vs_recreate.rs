@@ -8,67 +8,40 @@
 //! it takes the new run's lock, appends into the unlinked old segment and acknowledges, and
 //! writes commit slots salted for the old segment into the new run's lock file.
 //!
-//! The window is made deterministic with an `Fs` wrapper that runs the other handle's
-//! delete + re-create at the moment this handle opens the run's lock file (both are public
+//! The window is made deterministic with an `Fs` wrapper (`common::OpenHookFs`) that runs the
+//! other handle's delete + re-create at a chosen open of this handle (both are public
 //! API: `Store::open_with_fs`, `runlog::io::Fs`).
 //!
-//! Obvious fix: in `Run::open`, open the lock file *before* segment 1 (deletion unlinks the
-//! lock file last, so a lock file from the old run is then always seen as unlinked), or check
-//! after both opens that segment 1 is still linked.
+//! Fixed: `Run::open` now opens the lock file *before* segment 1 (deletion unlinks the lock
+//! file last, so a lock file from the old run is then always seen as unlinked) and checks it
+//! after opening the segment. The hook now runs in that new window, between the two opens.
 
-use std::io;
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use runlog::io::{Fs, FsFile, OpenMode, StdFs};
+use common::{OpenHook, OpenHookFs};
+use runlog::io::OpenMode;
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
-type Hook = Box<dyn FnOnce() + Send>;
+/// Where the other handle's work is put: just before `Run::open` opens the lock file, or just
+/// before it opens segment 1 (after the lock file, in the current order). Each test runs at
+/// both, so either order of the two opens is checked.
+const POINTS: [&str; 2] = ["lock", "seg-00000001.log"];
 
-/// The real file system, plus a one-shot hook run just before the run's lock file is opened
-/// read-write (which only `Run::open` does).
-struct HookFs {
-    hook: Mutex<Option<Hook>>,
-}
-
-impl std::fmt::Debug for HookFs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HookFs")
-    }
-}
-
-impl Fs for HookFs {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
-        if mode == OpenMode::ReadWrite && path.file_name().is_some_and(|n| n == "lock") {
-            let hook = self.hook.lock().take();
-            if let Some(h) = hook {
-                h();
+/// A hook that runs `f` once, just before a store opens the file `name` read-write.
+fn before_open(name: &'static str, f: impl FnOnce() + Send + 'static) -> OpenHook {
+    let mut f = Some(f);
+    Box::new(move |path: &Path, mode: OpenMode| {
+        let hit = mode == OpenMode::ReadWrite && path.file_name().is_some_and(|n| n == name);
+        hit.then(|| {
+            if let Some(f) = f.take() {
+                f();
             }
-        }
-        StdFs.open(path, mode)
-    }
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.create_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdFs.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdFs.remove_file(path)
-    }
-    fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.remove_dir(path)
-    }
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        StdFs.read_dir(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.sync_dir(path)
-    }
-    fn is_dir(&self, path: &Path) -> io::Result<bool> {
-        StdFs.is_dir(path)
-    }
+            Ok(())
+        })
+    })
 }
 
 fn payloads(store: &Store, run: &RunId) -> Vec<String> {
@@ -80,16 +53,14 @@ fn payloads(store: &Store, run: &RunId) -> Vec<String> {
 }
 
 /// Store `a` (hooked) and store `b` (plain) on one directory; `old1` committed in the run.
-fn setup() -> (tempfile::TempDir, RunId, Store, Arc<HookFs>, Store) {
+fn setup() -> (tempfile::TempDir, RunId, Store, Arc<OpenHookFs>, Store) {
     let dir = tempfile::tempdir().unwrap();
     let run = RunId::new("wrun_recreate").unwrap();
     let b = Store::open(dir.path(), Config::default()).unwrap();
     b.create_run(&run).unwrap();
     b.append_facts(&run, vec![NewEvent::new("step_completed", "old1")])
         .unwrap();
-    let fs = Arc::new(HookFs {
-        hook: Mutex::new(None),
-    });
+    let fs = Arc::new(OpenHookFs::default());
     let a = Store::open_with_fs(fs.clone(), dir.path(), Config::default()).unwrap();
     (dir, run, a, fs, b)
 }
@@ -103,16 +74,25 @@ fn setup() -> (tempfile::TempDir, RunId, Store, Arc<HookFs>, Store) {
 /// keeps reading `[old1, a1]`, a log that no longer exists.
 #[test]
 fn append_through_a_handle_opened_across_delete_and_recreate_is_not_lost() {
+    for point in POINTS {
+        recreate_during_open(point);
+    }
+}
+
+fn recreate_during_open(point: &'static str) {
     let (dir, run, a, fs, b) = setup();
     let (b2, run2) = (b.clone(), run.clone());
-    *fs.hook.lock() = Some(Box::new(move || {
+    *fs.hook.lock() = Some(before_open(point, move || {
         b2.delete_run(&run2).unwrap();
         b2.create_run(&run2).unwrap();
         b2.append_facts(&run2, vec![NewEvent::new("step_completed", "new1")])
             .unwrap();
     }));
     let acked = a.append_facts(&run, vec![NewEvent::new("step_completed", "a1")]);
-    assert!(fs.hook.lock().is_none(), "the hook ran during A's open");
+    assert!(
+        fs.hook.lock().is_none(),
+        "{point}: the hook ran during A's open"
+    );
     let fresh = Store::open(dir.path(), Config::default()).unwrap();
     let log = payloads(&fresh, &run);
     match acked {
@@ -122,13 +102,17 @@ fn append_through_a_handle_opened_across_delete_and_recreate_is_not_lost() {
             let seq = got[0].seq;
             assert!(
                 log.get(seq as usize - 1).is_some_and(|p| p == "a1"),
-                "A's append was acknowledged at seq {seq}, but the run now reads {log:?}"
+                "{point}: A's append acknowledged at seq {seq}, but the run reads {log:?}"
             );
         }
-        Err(e) => panic!("unexpected error {e}"),
+        Err(e) => panic!("{point}: unexpected error {e}"),
     }
     // And A reads what everyone else reads.
-    assert_eq!(payloads(&a, &run), log, "handle A reads another log");
+    assert_eq!(
+        payloads(&a, &run),
+        log,
+        "{point}: handle A reads another log"
+    );
 }
 
 /// Regression (error type; same fix): the same window with a delete and no re-create. A's open finds segment
@@ -137,14 +121,23 @@ fn append_through_a_handle_opened_across_delete_and_recreate_is_not_lost() {
 /// directory") instead of the documented `RunNotFound`.
 #[test]
 fn open_racing_a_delete_reports_run_not_found() {
+    for point in POINTS {
+        delete_during_open(point);
+    }
+}
+
+fn delete_during_open(point: &'static str) {
     let (_dir, run, a, fs, b) = setup();
     let (b2, run2) = (b.clone(), run.clone());
-    *fs.hook.lock() = Some(Box::new(move || b2.delete_run(&run2).unwrap()));
+    *fs.hook.lock() = Some(before_open(point, move || b2.delete_run(&run2).unwrap()));
     let got = a.append_facts(&run, vec![NewEvent::new("step_completed", "a1")]);
-    assert!(fs.hook.lock().is_none(), "the hook ran during A's open");
+    assert!(
+        fs.hook.lock().is_none(),
+        "{point}: the hook ran during A's open"
+    );
     assert!(
         matches!(got, Err(Error::RunNotFound { .. })),
-        "expected RunNotFound, got {got:?}"
+        "{point}: expected RunNotFound, got {got:?}"
     );
     assert!(!b.run_exists(&run).unwrap());
 }

@@ -9,54 +9,14 @@
 //! next accepted append (from B, whose cached view predates the seal) re-seals, creates seg 2
 //! and continues the seqs densely; A, which failed mid-roll, continues afterwards too.
 
+mod common;
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use runlog::io::{Fs, FsFile, OpenMode, StdFs};
+use common::OpenHookFs;
 use runlog::{Config, Error, NewEvent, RunId, Store};
-
-#[derive(Debug, Default)]
-struct FailOnceFs {
-    armed: Mutex<Option<String>>,
-}
-
-impl Fs for FailOnceFs {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
-        let mut armed = self.armed.lock();
-        if armed
-            .as_deref()
-            .is_some_and(|name| path.file_name().is_some_and(|n| n == name))
-        {
-            *armed = None;
-            return Err(io::Error::other("injected: killed before the next segment"));
-        }
-        drop(armed);
-        StdFs.open(path, mode)
-    }
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.create_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdFs.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdFs.remove_file(path)
-    }
-    fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.remove_dir(path)
-    }
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        StdFs.read_dir(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.sync_dir(path)
-    }
-    fn is_dir(&self, path: &Path) -> io::Result<bool> {
-        StdFs.is_dir(path)
-    }
-}
 
 fn cfg() -> Config {
     Config {
@@ -102,7 +62,7 @@ fn seqs(store: &Store, run: &RunId) -> Vec<u64> {
 fn a_seal_without_successor_is_continued_by_another_handle() {
     let dir = tempfile::tempdir().unwrap();
     let run = RunId::new("wrun_sealonly").unwrap();
-    let fs = Arc::new(FailOnceFs::default());
+    let fs = Arc::new(OpenHookFs::default());
     let a = Store::open_with_fs(fs.clone(), dir.path(), cfg()).unwrap();
     a.create_run(&run).unwrap();
     let b = Store::open(dir.path(), cfg()).unwrap();
@@ -115,10 +75,15 @@ fn a_seal_without_successor_is_continued_by_another_handle() {
     assert_eq!(b.last_seq(&run).unwrap(), n);
     let seg1_len = std::fs::metadata(seg(dir.path(), &run, 1)).unwrap().len();
     assert!(seg1_len > 4096 + 600, "seg 1 is preallocated ({seg1_len})");
-    *fs.armed.lock() = Some("seg-00000002.log.tmp".to_string());
+    *fs.hook.lock() = Some(Box::new(|path: &Path, _| {
+        let hit = path
+            .file_name()
+            .is_some_and(|n| n == "seg-00000002.log.tmp");
+        hit.then(|| Err(io::Error::other("injected: killed before the next segment")))
+    }));
     let failed = a.append_facts(&run, vec![ev(n + 1)]);
     assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
-    assert!(fs.armed.lock().is_none());
+    assert!(fs.hook.lock().is_none());
     // Sealed and cut to its committed length, no successor.
     assert!(!seg(dir.path(), &run, 2).exists());
     let sealed_len = std::fs::metadata(seg(dir.path(), &run, 1)).unwrap().len();

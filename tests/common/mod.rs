@@ -59,3 +59,62 @@ pub fn spawn_piped(cmd: &mut Command) -> Piped {
         lines,
     }
 }
+
+/// A hook on [`OpenHookFs::open`]: `None` lets the open through and keeps the hook armed;
+/// `Some(Ok(()))` fires it (removed) and lets the open through; `Some(Err(e))` fires it and
+/// fails the open with `e`.
+pub type OpenHook =
+    Box<dyn FnMut(&std::path::Path, runlog::io::OpenMode) -> Option<std::io::Result<()>> + Send>;
+
+/// The real file system with a one-shot hook on `open`, to put another handle's work (or a
+/// failure) at an exact point of a store's file opens.
+#[derive(Default)]
+pub struct OpenHookFs {
+    /// The armed hook, if any (`None` once it fired).
+    pub hook: parking_lot::Mutex<Option<OpenHook>>,
+}
+
+impl std::fmt::Debug for OpenHookFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OpenHookFs")
+    }
+}
+
+impl runlog::io::Fs for OpenHookFs {
+    fn open(
+        &self,
+        path: &std::path::Path,
+        mode: runlog::io::OpenMode,
+    ) -> std::io::Result<std::sync::Arc<dyn runlog::io::FsFile>> {
+        let taken = self.hook.lock().take();
+        if let Some(mut hook) = taken {
+            match hook(path, mode) {
+                None => *self.hook.lock() = Some(hook),
+                Some(Ok(())) => {}
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        runlog::io::StdFs.open(path, mode)
+    }
+    fn create_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
+        runlog::io::StdFs.create_dir(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        runlog::io::StdFs.rename(from, to)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> std::io::Result<()> {
+        runlog::io::StdFs.remove_file(path)
+    }
+    fn remove_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
+        runlog::io::StdFs.remove_dir(path)
+    }
+    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<String>> {
+        runlog::io::StdFs.read_dir(path)
+    }
+    fn sync_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
+        runlog::io::StdFs.sync_dir(path)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> std::io::Result<bool> {
+        runlog::io::StdFs.is_dir(path)
+    }
+}
