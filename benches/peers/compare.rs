@@ -312,15 +312,7 @@ fn full_read_op(
     s: &mut dyn crate::support::Session,
     _: &mut u64,
 ) -> BenchResult<u64> {
-    let stat = s.read_all("read")?;
-    if stat.events != READ_RUN_EVENTS as u64 {
-        return Err(format!(
-            "full read returned {} events, wanted {READ_RUN_EVENTS}",
-            stat.events
-        )
-        .into());
-    }
-    Ok(stat.events)
+    whole_run("full read", s.read_all("read")?)
 }
 
 fn borrowed_read_op(
@@ -332,9 +324,14 @@ fn borrowed_read_op(
     let stat = s
         .read_all_borrowed("read")?
         .ok_or("peer has no borrowed read")?;
+    whole_run("borrowed read", stat)
+}
+
+/// The events a full read returned, or an error when it missed some.
+fn whole_run(what: &str, stat: crate::support::ReadStat) -> BenchResult<u64> {
     if stat.events != READ_RUN_EVENTS as u64 {
         return Err(format!(
-            "borrowed read returned {} events, wanted {READ_RUN_EVENTS}",
+            "{what} returned {} events, wanted {READ_RUN_EVENTS}",
             stat.events
         )
         .into());
