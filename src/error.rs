@@ -162,7 +162,7 @@ pub enum Error {
 
 impl Error {
     /// Wraps an `io::Error` with context, mapping ENOSPC/EDQUOT to [`Error::DiskFull`].
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
         let path = path.into();
         match source.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { op, path },
@@ -172,7 +172,7 @@ impl Error {
     }
 
     /// Shorthand for [`Error::Corrupt`].
-    pub(crate) fn corrupt(
+    pub fn corrupt(
         run: &str,
         segment: impl Into<String>,
         offset: u64,

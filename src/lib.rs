@@ -54,11 +54,12 @@
 //!
 //! Layers: [`store`](Store) (directory, run cache) → run (serializer, group commit, recovery)
 //! → segment → [`format`](mod@format) (pure codec) → [`io`] (the file-system seam; a crash simulator
-//! behind the `sim` feature). [`replay`] drives re-derivation on conflict; [`import`],
-//! [`audit`] and [`storm`] serve the command-line tool.
+//! behind the `sim` feature). [`replay`] drives re-derivation on conflict. The command-line tool, the world-local
+//! importer, the audit and the storm live in the `runlog-cli` crate.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod backend;
 pub mod error;
 pub mod event;
 pub mod format;
@@ -68,15 +69,15 @@ mod run;
 mod segment;
 mod store;
 mod store_stats;
+mod types;
 pub mod verify;
 
-pub mod audit;
-pub mod import;
 pub mod replay;
-pub mod storm;
 
+pub use backend::RunLog;
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
-pub use store::{Appended, Config, ReadPage, RunInfo, RunPage, Store};
+pub use store::Store;
 pub use store_stats::CommitStatsSnapshot;
+pub use types::{Appended, Config, ReadPage, RunInfo, RunPage};
 pub use verify::{Problem, VerifyReport};

@@ -30,6 +30,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::backend::RunLog;
 use crate::error::{Error, Result};
 use crate::event::{Event, NewEvent, RunId, Seq};
 use crate::store::Store;
@@ -101,7 +102,7 @@ impl ReplayLog {
     /// # Errors
     /// The errors of [`Store::read`]; [`Error::Corrupt`] if a page does not continue the log
     /// densely (the store checks this too; this is the reader's paired assertion).
-    pub fn catch_up(&mut self, store: &Store, page_len: usize) -> Result<usize> {
+    pub fn catch_up<L: RunLog + ?Sized>(&mut self, store: &L, page_len: usize) -> Result<usize> {
         let before = self.events.len();
         loop {
             let page = store.read(&self.run, self.last_seq(), page_len.max(1))?;
@@ -196,26 +197,27 @@ pub fn backoff<R: Rng + ?Sized>(config: &ReplayConfig, restarts: u32, rng: &mut 
     Duration::from_micros(rng.random_range(1..=ceiling))
 }
 
-/// Drives decision steps against one store. Holds the jitter RNG; one per worker thread.
+/// Drives decision steps against one backend (any [`RunLog`]; the file [`Store`] by
+/// default). Holds the jitter RNG; one per worker thread.
 #[derive(Debug)]
-pub struct Driver {
-    store: Store,
+pub struct Driver<L: RunLog = Store> {
+    store: L,
     config: ReplayConfig,
     rng: StdRng,
 }
 
-impl Driver {
+impl<L: RunLog> Driver<L> {
     /// A driver whose backoff jitter is seeded from the OS.
-    pub fn new(store: Store, config: ReplayConfig) -> Driver {
+    pub fn new(store: L, config: ReplayConfig) -> Driver<L> {
         Driver::with_rng(store, config, StdRng::from_os_rng())
     }
 
     /// A driver with a reproducible jitter sequence.
-    pub fn with_seed(store: Store, config: ReplayConfig, seed: u64) -> Driver {
+    pub fn with_seed(store: L, config: ReplayConfig, seed: u64) -> Driver<L> {
         Driver::with_rng(store, config, StdRng::seed_from_u64(seed))
     }
 
-    fn with_rng(store: Store, config: ReplayConfig, rng: StdRng) -> Driver {
+    fn with_rng(store: L, config: ReplayConfig, rng: StdRng) -> Driver<L> {
         Driver { store, config, rng }
     }
 
@@ -359,7 +361,7 @@ impl RunnerClaim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Config;
+    use crate::types::Config;
 
     fn store() -> (tempfile::TempDir, Store, RunId) {
         let dir = tempfile::tempdir().unwrap();

@@ -7,138 +7,26 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use crate::backend::RunLog;
 use crate::error::{Error, Result};
-use crate::event::{Event, EventRef, NewEvent, RunId, Seq};
+use crate::event::{EventRef, NewEvent, RunId, Seq};
 use crate::format::{FORMAT_VERSION, HEADER_LEN, META_LEN_MAX};
 use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
 use crate::run::{LOCK_FILE, Outcome, ReqKind, Run};
 use crate::segment::{NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
+use crate::types::{Appended, Config, ReadPage, RunInfo, RunPage, now_ms};
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
 /// Directory holding one directory per run.
 pub const RUNS_DIR: &str = "runs";
 const FORMAT_PREFIX: &str = "runlog-store format ";
-
-/// Store settings. Every limit is checked before anything is written.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// A segment is sealed and a new one started before a commit once the segment's committed
-    /// length reaches this many bytes (default 64 MiB). One group commit never spans segments.
-    pub segment_len_bytes_max: u64,
-    /// Largest event payload, in bytes (default 16 MiB).
-    pub payload_len_bytes_max: usize,
-    /// Largest encoded batch (one append call), in bytes (default 64 MiB).
-    pub batch_len_bytes_max: u32,
-    /// Most events in one append call (default 100,000).
-    pub batch_events_max: usize,
-    /// How long a writer waits for another process's run lock before [`Error::Busy`]
-    /// (default 10 s).
-    pub lock_timeout: Duration,
-    /// How often `wait` polls the counter for other processes' commits (default 10 ms).
-    pub wait_poll_interval: Duration,
-    /// How many runs a `Store` keeps open (two file descriptors and the in-memory index each;
-    /// default 256, i.e. about 512 descriptors, under the common soft limit of 1,024). Past it, idle runs are closed (a closed run reopens on next use and
-    /// recovers from its files; a run refusing writes after an fsync failure stays open).
-    pub open_runs_max: usize,
-    /// Segments are preallocated (zero-filled ahead of the commits, 1/8 of their length, at
-    /// most 1 MiB, so an `fdatasync` need not update the file size; format/SPEC.md §5) once
-    /// their committed length reaches this many bytes (default 64 KiB, so stores of many small
-    /// runs never carry zeros). `u64::MAX` turns preallocation off, e.g. on copy-on-write
-    /// file systems where overwriting in place does not save the metadata update.
-    pub preallocate_from_bytes: u64,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            segment_len_bytes_max: 64 << 20,
-            payload_len_bytes_max: 16 << 20,
-            batch_len_bytes_max: 64 << 20,
-            batch_events_max: 100_000,
-            lock_timeout: Duration::from_secs(10),
-            wait_poll_interval: Duration::from_millis(10),
-            open_runs_max: 256,
-            preallocate_from_bytes: 64 << 10,
-        }
-    }
-}
-
-impl Config {
-    fn check(&self) -> Result<()> {
-        let bad = |s: &str| Err(Error::InvalidConfig(s.to_string()));
-        let overhead = 64 + 44 + 64 + 256 + 256;
-        let one_event = self.payload_len_bytes_max.checked_add(overhead);
-        if one_event.is_none_or(|n| (self.batch_len_bytes_max as usize) < n) {
-            return bad("batch_len_bytes_max must hold one event of payload_len_bytes_max");
-        }
-        if self.batch_events_max == 0 || self.segment_len_bytes_max == 0 || self.open_runs_max == 0
-        {
-            return bad(
-                "batch_events_max, segment_len_bytes_max and open_runs_max must be positive",
-            );
-        }
-        if self.wait_poll_interval.is_zero() {
-            return bad("wait_poll_interval must be positive");
-        }
-        Ok(())
-    }
-}
-
-/// The result of appending one fact.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Appended {
-    /// The event's seq: newly assigned, or the original one for a duplicate.
-    pub seq: Seq,
-    /// True when the key (or caller event id) already existed and nothing was appended.
-    pub duplicate: bool,
-}
-
-/// One page of a read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReadPage {
-    /// Events in seq order, dense, starting at `after + 1`.
-    pub events: Vec<Event>,
-    /// The cursor for the next read: the last returned seq, or `after` when empty.
-    pub next: Seq,
-    /// Whether events past `next` were committed when the read started.
-    pub has_more: bool,
-}
-
-/// What a run looks like now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunInfo {
-    /// The run.
-    pub run: RunId,
-    /// Last committed seq (0 when empty).
-    pub last_seq: Seq,
-    /// Bytes of committed batches over all segments (headers excluded).
-    pub committed_bytes: u64,
-    /// Run creation time, ms since the Unix epoch.
-    pub created_at_ms: u64,
-    /// Time of the last commit (or of creation), ms since the Unix epoch.
-    pub updated_at_ms: u64,
-    /// Number of segment files.
-    pub segment_count: u32,
-}
-
-/// One page of `list_runs`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunPage {
-    /// Runs in id order.
-    pub runs: Vec<RunInfo>,
-    /// Cursor for the next page: the last returned id (`None` when nothing was returned).
-    pub next: Option<RunId>,
-    /// Whether runs exist after this page (pass `next`, or the same `after` when `next` is
-    /// `None`, to continue).
-    pub has_more: bool,
-}
 
 /// An embedded runlog store. Cheap to clone; `Send + Sync`; share it across threads.
 ///
@@ -157,13 +45,6 @@ struct Inner {
     config: Arc<Config>,
     runs: Mutex<HashMap<RunId, Arc<Run>>>,
     stats: Arc<CommitStats>,
-}
-
-/// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Store {
@@ -704,4 +585,56 @@ fn sync_parent(fs: &dyn Fs, path: &Path) -> Result<()> {
         .unwrap_or(Path::new("."));
     fs.sync_dir(parent)
         .map_err(|e| Error::io("syncing", parent, e))
+}
+
+/// The file store as a [`RunLog`] backend: each operation is the inherent method of the same
+/// name (`create_run` is [`Store::create_run_with_meta`]).
+impl RunLog for Store {
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> Result<()> {
+        self.create_run_with_meta(run, meta)
+    }
+    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
+        Store::append_facts(self, run, events)
+    }
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected: Seq,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Seq>> {
+        Store::append_decisions(self, run, expected, events)
+    }
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {
+        Store::read(self, run, after, limit)
+    }
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> Result<(Seq, bool)> {
+        self.run(run)?.read_each(after, limit, f)
+    }
+    fn last_seq(&self, run: &RunId) -> Result<Seq> {
+        Store::last_seq(self, run)
+    }
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq> {
+        Store::wait(self, run, after, timeout)
+    }
+    fn run_info(&self, run: &RunId) -> Result<RunInfo> {
+        Store::run_info(self, run)
+    }
+    fn run_meta(&self, run: &RunId) -> Result<Vec<u8>> {
+        Store::run_meta(self, run)
+    }
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage> {
+        Store::list_runs(self, after, limit)
+    }
+    fn delete_run(&self, run: &RunId) -> Result<()> {
+        Store::delete_run(self, run)
+    }
+    fn verify_run(&self, run: &RunId) -> Result<crate::verify::VerifyReport> {
+        Store::verify_run(self, run)
+    }
 }

@@ -2,10 +2,9 @@
 //! is read from the lock file, which holds the pid of the last process that *wrote*, not of
 //! the one holding the lock: the error names a process that may be long dead while the real
 //! holder (a reader recovering at open, `delete_run`, a rejected append, any non-writing
-//! holder) goes unnamed. Found by the breaker review.
+//! holder) would go unnamed. The kernel's lock table names the live holder.
 
 use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::time::Duration;
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
@@ -14,14 +13,21 @@ use runlog::{Config, Error, NewEvent, RunId, Store};
 fn busy_error_names_the_process_that_holds_the_lock() {
     let dir = tempfile::tempdir().unwrap();
     let store_dir = dir.path().join("s");
-    // The last writer: a child process that exits right away.
-    let out = Command::new(env!("CARGO_BIN_EXE_runlog"))
-        .arg("--store")
-        .arg(&store_dir)
-        .args(["append", "r1", "--kind", "k", "--payload", "p", "--create"])
-        .output()
+    // The last writer, as recorded in the lock file: a process that is long gone.
+    {
+        let store = Store::open(&store_dir, Config::default()).unwrap();
+        let run = RunId::new("r1").unwrap();
+        store.create_run(&run).unwrap();
+        store
+            .append_facts(&run, vec![NewEvent::new("k", "p")])
+            .unwrap();
+    }
+    let record = format!("pid {:<16}\n", 999_999_999u64);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(store_dir.join("runs/r1/lock"))
+        .and_then(|f| std::os::unix::fs::FileExt::write_all_at(&f, record.as_bytes(), 0))
         .unwrap();
-    assert!(out.status.success());
 
     // This process now holds the run lock (flock, as runlog's own holders do).
     let lock = std::fs::File::open(store_dir.join("runs/r1/lock")).unwrap();

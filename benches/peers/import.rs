@@ -1,12 +1,12 @@
 //! Workload 7b: import the shared corpus (copied to a temp dir first; the original is never
-//! touched) into a fresh store through `runlog::import`, timing discovery + parsing and the
+//! touched) into a fresh store through `runlog_cli::import`, timing discovery + parsing and the
 //! durable appends separately.
 
 use std::path::Path;
 use std::time::Instant;
 
-use runlog::import::{BatchLimits, discover, import_run, load_run};
 use runlog::{Config, Store};
+use runlog_cli::import::{BatchLimits, discover, import_run, load_run};
 
 use crate::Ctx;
 use crate::report::{Better, Row};

@@ -23,7 +23,7 @@ use crate::format::{
 use crate::io::Fs;
 use crate::lock;
 use crate::segment::{NewSegment, Segment};
-use crate::store::{Appended, now_ms};
+use crate::types::{Appended, now_ms};
 
 /// Fact (unfenced, deduplicated) or decision (fenced at `expected`).
 #[derive(Clone, Copy, Debug)]

@@ -18,9 +18,9 @@ use crate::format::{
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock;
 use crate::segment::Segment;
-use crate::store::now_ms;
-use crate::store::{Config, ReadPage, RunInfo};
 use crate::store_stats::CommitStats;
+use crate::types::now_ms;
+use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use commit::{Outcome, ReqKind};
 use state::{BatchLoc, RunState, format_to_corrupt};

@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Event, NewEvent, Seq};
 use crate::storm::workflow::{
     BatchMark, DECISION_KINDS, Decision, RUN_COMPLETED, RUN_CREATED, decode_decision, derive,
 };
+use runlog::{Event, NewEvent, Seq};
 
 /// What is wrong with a run's log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -47,9 +47,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ulid::Ulid;
 
-use crate::error::Error;
-use crate::event::{NewEvent, RunId, Seq};
-use crate::store::Store;
+use runlog::Error;
+use runlog::Store;
+use runlog::{NewEvent, RunId, Seq};
 
 /// Name of the source store's event directory under the data directory.
 pub const EVENTS_DIR: &str = "events";

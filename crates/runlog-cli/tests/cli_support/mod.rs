@@ -1,5 +1,5 @@
 //! Shared helpers of the CLI and import tests: run the `runlog` binary, find and copy the
-//! real world-local data, and read it back independently of `runlog::import`.
+//! real world-local data, and read it back independently of `runlog_cli::import`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -19,11 +19,11 @@ pub const TEMP_FILE: &str = "wrun_01M8N4CDBBNAEFXAFM1D09YPHW-evnt_01M8N4CDEK2SY8
 /// The whole shared corpus when `../shared` exists next to the crate, else the fixture.
 pub fn source_dir() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = manifest.join("../shared/corpus/world-local-5.0.0-beta.29");
+    let shared = manifest.join("../../../shared/corpus/world-local-5.0.0-beta.29");
     if shared.is_dir() {
         shared
     } else {
-        manifest.join("tests/fixtures/world-local")
+        manifest.join("../../tests/fixtures/world-local")
     }
 }
 
@@ -34,7 +34,7 @@ pub fn using_whole_corpus() -> bool {
 
 /// The fixture shipped in the repository.
 pub fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/world-local")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/world-local")
 }
 
 /// Copies `src` recursively into `dst` (created), with writable permissions.

@@ -4,8 +4,8 @@
 use std::io;
 use std::path::Path;
 
-use runlog::import::{OrderScheme, RunStamp};
 use runlog::{Config, Error, Event, RunId, RunInfo, Seq, Store};
+use runlog_cli::import::{OrderScheme, RunStamp};
 
 /// Events or runs fetched per store call while paging.
 pub const PAGE_LEN: usize = 1024;

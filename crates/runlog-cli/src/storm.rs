@@ -2,7 +2,7 @@
 //! shows, with numbers, that fenced runs never corrupt while unfenced ones do.
 //!
 //! Per run: R replaying invocations (threads, or one per worker process) drive the run with
-//! the [replay driver](crate::replay); step executors append `step_completed` facts, hook
+//! the [replay driver](runlog::replay); step executors append `step_completed` facts, hook
 //! senders append `hook_received` facts at random moments and a timer ends the sleep. With
 //! `fenced: false` the replayers append their decisions as plain facts (no fence): the
 //! baseline that must show corruption, proving the [detector](verdict) works.
@@ -21,8 +21,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
-use crate::replay::{DriveError, Invocation, Outcome, ReplayConfig};
+use runlog::Error;
+use runlog::replay::{DriveError, Invocation, Outcome, ReplayConfig};
 
 mod actors;
 mod harness;
@@ -30,7 +30,7 @@ mod report;
 pub mod verdict;
 pub mod workflow;
 
-pub use harness::{Launcher, Transport, WorkerSpec, run_storm, run_worker};
+pub use harness::{Launcher, Transport, WorkerSpec, run_storm, run_storm_on, run_worker};
 pub use report::{StormReport, render_table};
 
 use verdict::{Classification, classify};
@@ -236,7 +236,7 @@ impl ReplayStats {
 
     /// Counts one invocation; classifies its rejections against `log` (which must hold the
     /// run up to the last rejection's `actual` seq).
-    fn record(&mut self, inv: &Invocation, log: &[crate::Event]) {
+    fn record(&mut self, inv: &Invocation, log: &[runlog::Event]) {
         self.invocations += 1;
         match inv.outcome {
             Outcome::Committed { .. } => self.committed += 1,

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::Args;
-use runlog::audit::RunStatus;
-use runlog::import::{RunStamp, event_id_text, format_created_at};
 use runlog::{Event, RunId, RunInfo, Seq, Store};
+use runlog_cli::audit::RunStatus;
+use runlog_cli::import::{RunStamp, event_id_text, format_created_at};
 use serde::Serialize;
 use serde_json::{Value, json};
 

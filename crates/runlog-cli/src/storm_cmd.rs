@@ -8,7 +8,7 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use runlog::storm::{
+use runlog_cli::storm::{
     Scenario, StormConfig, StormReport, Transport, WorkerSpec, render_table, run_storm, run_worker,
 };
 

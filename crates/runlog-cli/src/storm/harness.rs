@@ -9,14 +9,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::RunId;
-use crate::replay::ReplayLog;
-use crate::store::{Config, Store};
 use crate::storm::actors::{FactWriter, RunCtx, replay, write_facts};
 use crate::storm::report::StormReport;
 use crate::storm::verdict::{Problem, ProblemKind, RunVerdict, check_run};
 use crate::storm::workflow;
 use crate::storm::{ReplayStats, StormConfig, StormError};
+use runlog::RunId;
+use runlog::replay::ReplayLog;
+use runlog::{Config, RunLog, Store};
 
 /// Builds the command that starts worker process `spec.worker` (for example the current
 /// executable with a hidden worker flag carrying `spec` as JSON). The worker must print the
@@ -64,14 +64,27 @@ pub struct WorkerSpec {
 /// [`StormError::Worker`] when a worker process fails. Replayer and fact-writer errors are
 /// counted in the report instead.
 pub fn run_storm(config: &StormConfig, transport: &Transport) -> Result<StormReport, StormError> {
-    let started = Instant::now();
     let store = Store::open(&config.dir, Config::default())?;
-    create_runs(&store, config)?;
+    run_storm_on(&store, config, transport)
+}
+
+/// [`run_storm`] on any backend: creates the runs in `store`, drives them, judges them.
+/// Worker processes (the `Processes` transport) open the file store at `config.dir`.
+///
+/// # Errors
+/// As [`run_storm`].
+pub fn run_storm_on<L: RunLog + Clone>(
+    store: &L,
+    config: &StormConfig,
+    transport: &Transport,
+) -> Result<StormReport, StormError> {
+    let started = Instant::now();
+    create_runs(store, config)?;
     let replay = match transport {
-        Transport::Threads => in_lanes(config, |index| drive_run(&store, config, index, true)),
-        Transport::Processes(launch) => drive_processes(&store, config, launch)?,
+        Transport::Threads => in_lanes(config, |index| drive_run(store, config, index, true)),
+        Transport::Processes(launch) => drive_processes(store, config, launch)?,
     };
-    let verdicts = judge(&store, config)?;
+    let verdicts = judge(store, config)?;
     let elapsed = started.elapsed();
     Ok(StormReport::new(
         config,
@@ -103,7 +116,7 @@ fn run_id(index: u32) -> Result<RunId, StormError> {
     Ok(RunId::new(format!("storm-{index:05}"))?)
 }
 
-fn ctx<'a>(store: &'a Store, config: &'a StormConfig, run: RunId, index: u32) -> RunCtx<'a> {
+fn ctx<'a, L>(store: &'a L, config: &'a StormConfig, run: RunId, index: u32) -> RunCtx<'a, L> {
     let deadline = Instant::now() + config.run_deadline;
     RunCtx {
         store,
@@ -120,10 +133,10 @@ fn error_stats(e: impl fmt::Display) -> ReplayStats {
     stats
 }
 
-fn create_runs(store: &Store, config: &StormConfig) -> Result<(), StormError> {
+fn create_runs(store: &impl RunLog, config: &StormConfig) -> Result<(), StormError> {
     for index in 0..config.runs {
         let run = run_id(index)?;
-        store.create_run(&run)?;
+        store.create_run(&run, &[])?;
         let params = config.scenario.params(config.seed, index);
         store.append_decisions(&run, 0, vec![workflow::run_created(&params)])?;
     }
@@ -165,7 +178,12 @@ fn join_all(handles: Vec<thread::ScopedJoinHandle<'_, ReplayStats>>) -> ReplaySt
 }
 
 /// Drives run `index` with its fact writers and, if `with_replayers`, its replayer threads.
-fn drive_run(store: &Store, config: &StormConfig, index: u32, with_replayers: bool) -> ReplayStats {
+fn drive_run<L: RunLog + Clone>(
+    store: &L,
+    config: &StormConfig,
+    index: u32,
+    with_replayers: bool,
+) -> ReplayStats {
     let run = match run_id(index) {
         Ok(run) => run,
         Err(e) => return error_stats(e),
@@ -198,8 +216,8 @@ fn drive_run(store: &Store, config: &StormConfig, index: u32, with_replayers: bo
 
 /// Starts one worker process per replayer, drives the fact writers here, and sums the
 /// workers' counters.
-fn drive_processes(
-    store: &Store,
+fn drive_processes<L: RunLog + Clone>(
+    store: &L,
     config: &StormConfig,
     launch: &Launcher,
 ) -> Result<ReplayStats, StormError> {
@@ -249,7 +267,7 @@ fn worker_error(worker: u32, detail: String) -> StormError {
 }
 
 /// Reads every run back and checks it.
-fn judge(store: &Store, config: &StormConfig) -> Result<Vec<RunVerdict>, StormError> {
+fn judge(store: &impl RunLog, config: &StormConfig) -> Result<Vec<RunVerdict>, StormError> {
     let mut verdicts = Vec::new();
     for index in 0..config.runs {
         let mut log = ReplayLog::new(run_id(index)?);

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use runlog::storm::{Scenario, StormConfig, StormReport, Transport, run_storm};
+use runlog_cli::storm::{Scenario, StormConfig, StormReport, Transport, run_storm};
 
 const RUNS: u32 = 12;
 const REPLAYERS: u32 = 8;

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use runlog::import::{OrderScheme, event_id_text, format_created_at};
 use runlog::{Event, RunId};
+use runlog_cli::import::{OrderScheme, event_id_text, format_created_at};
 use serde_json::{Value, json};
 
 /// Longest payload preview in a table cell, in characters.

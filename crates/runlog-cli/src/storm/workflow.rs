@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::event::{Event, NewEvent, Seq};
+use runlog::{Event, NewEvent, Seq};
 
 /// Kind of the first event, appended by the harness at seq 1.
 pub const RUN_CREATED: &str = "run_created";

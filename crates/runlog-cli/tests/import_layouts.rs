@@ -7,8 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cli_support::*;
-use runlog::import::{BatchLimits, OrderScheme, discover, import_run, load_run};
 use runlog::{Config, Store};
+use runlog_cli::import::{BatchLimits, OrderScheme, discover, import_run, load_run};
 use serde_json::{Value, json};
 
 const PLAIN_RUN: &str = "wrun_01M8N4BFZ5ZB7EFN8RZEZ744VG";

@@ -4,8 +4,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use clap::Args;
-use runlog::audit::audit_run;
 use runlog::{Problem, RunId, VerifyReport};
+use runlog_cli::audit::audit_run;
 use serde_json::json;
 
 use crate::output::{Table, json_line};

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::event::{Event, RunId, Seq};
+use runlog::{Event, RunId, Seq};
 
 /// Kinds that end a run.
 pub const TERMINAL_KINDS: [&str; 3] = ["run_completed", "run_failed", "run_cancelled"];

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::event::{Event, NewEvent, RunId, Seq};
-use crate::replay::{Driver, Invocation, Outcome, ReplayLog, RunnerClaim};
-use crate::store::Store;
 use crate::storm::workflow::{
     self, HOOK_CREATED, HOOK_RECEIVED, Params, RUN_COMPLETED, STEP_COMPLETED, STEP_CREATED,
     WAIT_COMPLETED, WAIT_CREATED, WorkflowError, mix,
 };
 use crate::storm::{ReplayStats, StormConfig, StormError, storm_replay_config};
+use runlog::RunLog;
+use runlog::replay::{Driver, Invocation, Outcome, ReplayLog, RunnerClaim};
+use runlog::{Event, NewEvent, RunId, Seq};
 
 /// How long an idle actor waits for the log to grow before re-checking its deadline.
 const POLL: Duration = Duration::from_millis(20);
@@ -28,15 +28,15 @@ const WORK_US_MAX: u64 = 1500;
 const SEND_US_MAX: u64 = 3000;
 
 /// One run as seen by its actors.
-pub(crate) struct RunCtx<'a> {
-    pub store: &'a Store,
+pub(crate) struct RunCtx<'a, L> {
+    pub store: &'a L,
     pub config: &'a StormConfig,
     pub run: RunId,
     pub index: u32,
     pub deadline: Instant,
 }
 
-impl RunCtx<'_> {
+impl<L> RunCtx<'_, L> {
     fn rng(&self, actor: u64) -> StdRng {
         let seed = mix(mix(self.config.seed, u64::from(self.index)), actor);
         StdRng::seed_from_u64(seed)
@@ -63,7 +63,7 @@ impl Follower {
         }
     }
 
-    fn catch_up(&mut self, store: &Store) -> Result<(), StormError> {
+    fn catch_up(&mut self, store: &impl RunLog) -> Result<(), StormError> {
         self.log.catch_up(store, PAGE)?;
         self.scan();
         Ok(())
@@ -76,12 +76,12 @@ impl Follower {
     }
 
     /// Waits up to [`POLL`] for the store to hold more than this copy; true if it does.
-    fn wait(&self, store: &Store) -> Result<bool, StormError> {
+    fn wait(&self, store: &impl RunLog) -> Result<bool, StormError> {
         let last = self.log.last_seq();
         Ok(store.wait(self.log.run(), last, POLL)? > last)
     }
 
-    fn live(&self, ctx: &RunCtx<'_>) -> bool {
+    fn live<L>(&self, ctx: &RunCtx<'_, L>) -> bool {
         !self.terminal && !ctx.past_deadline()
     }
 }
@@ -92,7 +92,7 @@ fn sleep_us(rng: &mut StdRng, max_us: u64) {
 
 /// One replaying invocation loop for the run (`by` = replayer index); never fails: errors
 /// are counted in the stats.
-pub(crate) fn replay(ctx: &RunCtx<'_>, by: u32) -> ReplayStats {
+pub(crate) fn replay<L: RunLog + Clone>(ctx: &RunCtx<'_, L>, by: u32) -> ReplayStats {
     let mut stats = ReplayStats::default();
     if let Err(e) = replay_loop(ctx, by, &mut stats) {
         stats.error(format!("run {} replayer {by}: {e}", ctx.run));
@@ -100,7 +100,11 @@ pub(crate) fn replay(ctx: &RunCtx<'_>, by: u32) -> ReplayStats {
     stats
 }
 
-fn replay_loop(ctx: &RunCtx<'_>, by: u32, stats: &mut ReplayStats) -> Result<(), StormError> {
+fn replay_loop<L: RunLog + Clone>(
+    ctx: &RunCtx<'_, L>,
+    by: u32,
+    stats: &mut ReplayStats,
+) -> Result<(), StormError> {
     let mut rng = ctx.rng(u64::from(by));
     let seed = rng.random();
     let mut driver = Driver::with_seed(ctx.store.clone(), storm_replay_config(), seed);
@@ -112,7 +116,7 @@ fn replay_loop(ctx: &RunCtx<'_>, by: u32, stats: &mut ReplayStats) -> Result<(),
             continue;
         }
         let claim = match ctx.config.claim {
-            true => RunnerClaim::try_acquire(ctx.store.path(), &ctx.run)?,
+            true => RunnerClaim::try_acquire(&ctx.config.dir, &ctx.run)?,
             false => None,
         };
         if ctx.config.claim && claim.is_none() {
@@ -156,8 +160,8 @@ fn derive_batch(
     Ok(workflow::encode_batch(decisions, events.len() as Seq, by))
 }
 
-fn invoke_fenced(
-    driver: &mut Driver,
+fn invoke_fenced<L: RunLog>(
+    driver: &mut Driver<L>,
     f: &mut Follower,
     carried: u32,
     by: u32,
@@ -169,7 +173,7 @@ fn invoke_fenced(
 
 /// The baseline: the same load-derive-append, with the batch appended as plain facts.
 fn invoke_unfenced(
-    store: &Store,
+    store: &impl RunLog,
     f: &mut Follower,
     by: u32,
     rng: &mut StdRng,
@@ -181,7 +185,7 @@ fn invoke_unfenced(
         true => Outcome::Idle { last_seq },
         false => {
             let appended = store.append_facts(f.log.run(), batch)?;
-            let seq = |a: Option<&crate::store::Appended>| a.map_or(last_seq, |a| a.seq);
+            let seq = |a: Option<&runlog::Appended>| a.map_or(last_seq, |a| a.seq);
             Outcome::Committed {
                 first_seq: seq(appended.first()),
                 last_seq: seq(appended.last()),
@@ -225,7 +229,11 @@ impl FactWriter {
 }
 
 /// Runs one fact writer until the run completes or its deadline passes.
-pub(crate) fn write_facts(ctx: &RunCtx<'_>, writer: FactWriter, actor: u64) -> ReplayStats {
+pub(crate) fn write_facts<L: RunLog + Clone>(
+    ctx: &RunCtx<'_, L>,
+    writer: FactWriter,
+    actor: u64,
+) -> ReplayStats {
     let mut stats = ReplayStats::default();
     if let Err(e) = write_facts_loop(ctx, writer, actor) {
         stats.error(format!("run {} fact writer {actor}: {e}", ctx.run));
@@ -233,7 +241,11 @@ pub(crate) fn write_facts(ctx: &RunCtx<'_>, writer: FactWriter, actor: u64) -> R
     stats
 }
 
-fn write_facts_loop(ctx: &RunCtx<'_>, writer: FactWriter, actor: u64) -> Result<(), StormError> {
+fn write_facts_loop<L: RunLog + Clone>(
+    ctx: &RunCtx<'_, L>,
+    writer: FactWriter,
+    actor: u64,
+) -> Result<(), StormError> {
     let mut rng = ctx.rng(actor);
     let mut f = Follower::new(&ctx.run);
     f.catch_up(ctx.store)?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use runlog::Store;
-use runlog::import::{BatchLimits, FileProblem, RunImport, discover, import_run, load_run};
+use runlog_cli::import::{BatchLimits, FileProblem, RunImport, discover, import_run, load_run};
 use serde_json::json;
 
 use crate::output::{Table, json_line};

@@ -8,6 +8,7 @@
 //! at `expected + 1 ..= actual`, none of them the rejected op's, and the op wrote nothing).
 //! Rules 1–3 and 6 of INVARIANTS.md across real processes.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

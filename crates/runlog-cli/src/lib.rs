@@ -1,0 +1,15 @@
+//! The library half of the `runlog` command-line tool: what the CLI does beyond the core
+//! store, kept out of the embeddable `runlog` crate so that embedders pull in no CLI weight.
+//!
+//! - [`import`]: reads a world-local data directory (the local store of a workflow SDK) and
+//!   imports its runs with dense seqs in that store's own order;
+//! - [`audit`]: workflow-level anomalies of a run's log (extra terminal events, events before
+//!   the entity they name);
+//! - [`storm`]: the concurrency storm, simulated workflows racing on the same runs through the
+//!   replay driver, judged fenced vs unfenced.
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
+
+pub mod audit;
+pub mod import;
+pub mod storm;

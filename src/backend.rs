@@ -1,0 +1,139 @@
+//! The backend-neutral contract: [`RunLog`], the operations every runlog backend gives (the
+//! file [`Store`](crate::Store) today, PostgreSQL next), held to one conformance suite
+//! (`crates/runlog-conformance`).
+//!
+//! Every implementation keeps the rules of `docs/INVARIANTS.md`: seqs are assigned densely per
+//! run at commit (rule 6), a decision commits only at the `expected_seq` it was derived from
+//! and a rejection writes nothing (rules 1–2), a batch is atomic (rule 3), an acknowledged
+//! append is durable (rule 4), and reads check density and fail loudly (rule 5).
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::event::{EventRef, NewEvent, RunId, Seq};
+use crate::types::{Appended, ReadPage, RunInfo, RunPage};
+use crate::verify::VerifyReport;
+
+/// A store of per-run, append-only event logs. Implementations are `Send + Sync` and are
+/// shared across threads by reference (or cheaply cloned handles).
+///
+/// Errors are [`crate::Error`] variants with the same meaning in every backend:
+/// `InvalidRunId`/`InvalidEvent` (bad input, nothing written), `RunNotFound`, `RunExists`,
+/// `Fenced`, `DuplicateDecision`, `Busy`, `Corrupt`, `DiskFull`, `Io`.
+pub trait RunLog: Send + Sync {
+    /// Creates an empty run with an opaque metadata blob (at most 2048 bytes); durable when
+    /// this returns.
+    ///
+    /// # Errors
+    /// `RunExists`; `InvalidEvent` (field `meta`) when `meta` is too long.
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> Result<()>;
+
+    /// Appends facts (unfenced): events whose key or caller event id already exists in the run
+    /// append nothing and report the original seq; the others commit as one atomic batch at
+    /// the next seqs. One [`Appended`] per input, in order.
+    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>>;
+
+    /// Appends a decision batch fenced at `expected_seq`: committed atomically at
+    /// `expected_seq + 1 ..` iff the run's last seq equals `expected_seq` at commit.
+    ///
+    /// # Errors
+    /// `Fenced { expected, actual }` when the log is elsewhere (nothing written);
+    /// `DuplicateDecision` when a key or caller event id already exists.
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected_seq: Seq,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Seq>>;
+
+    /// Up to `limit` committed events after seq `after`, in seq order, complete by density.
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage>;
+
+    /// [`RunLog::read`] handing each event to `f` borrowed instead of collecting owned events.
+    /// Returns `(next, has_more)`: the last seq handed to `f` (or `after`), and whether more
+    /// events were committed past it.
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> Result<(Seq, bool)>;
+
+    /// The run's last committed seq (0 when empty).
+    fn last_seq(&self, run: &RunId) -> Result<Seq>;
+
+    /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last
+    /// seq (at most `after` on timeout).
+    ///
+    /// # Errors
+    /// `RunNotFound` when the run does not exist or is deleted while waiting.
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq>;
+
+    /// Last seq, committed bytes, creation and update times, segment (or partition) count.
+    fn run_info(&self, run: &RunId) -> Result<RunInfo>;
+
+    /// The metadata blob given at creation (empty if none).
+    fn run_meta(&self, run: &RunId) -> Result<Vec<u8>>;
+
+    /// Runs in id order after `after` (exclusive), at most `limit`; takes no run lock.
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage>;
+
+    /// Deletes a run and all its events.
+    fn delete_run(&self, run: &RunId) -> Result<()>;
+
+    /// Checks every stored byte of a run (checksums, density, counters); problems are in the
+    /// report, not errors.
+    fn verify_run(&self, run: &RunId) -> Result<VerifyReport>;
+}
+
+/// A shared backend (the World layer and the Node binding hold one behind an `Arc`).
+impl<T: RunLog + ?Sized> RunLog for std::sync::Arc<T> {
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> Result<()> {
+        (**self).create_run(run, meta)
+    }
+    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
+        (**self).append_facts(run, events)
+    }
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected: Seq,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Seq>> {
+        (**self).append_decisions(run, expected, events)
+    }
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {
+        (**self).read(run, after, limit)
+    }
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> Result<(Seq, bool)> {
+        (**self).read_each(run, after, limit, f)
+    }
+    fn last_seq(&self, run: &RunId) -> Result<Seq> {
+        (**self).last_seq(run)
+    }
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq> {
+        (**self).wait(run, after, timeout)
+    }
+    fn run_info(&self, run: &RunId) -> Result<RunInfo> {
+        (**self).run_info(run)
+    }
+    fn run_meta(&self, run: &RunId) -> Result<Vec<u8>> {
+        (**self).run_meta(run)
+    }
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage> {
+        (**self).list_runs(after, limit)
+    }
+    fn delete_run(&self, run: &RunId) -> Result<()> {
+        (**self).delete_run(run)
+    }
+    fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
+        (**self).verify_run(run)
+    }
+}
