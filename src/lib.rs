@@ -52,17 +52,24 @@
 //! # }
 //! ```
 //!
-//! Layers: [`store`](Store) (directory, run cache) → run (serializer, group commit, recovery)
-//! → segment → [`format`](mod@format) (pure codec) → [`io`] (the file-system seam; a crash simulator
-//! behind the `sim` feature). [`replay`] drives re-derivation on conflict. The command-line tool, the world-local
-//! importer, the audit and the storm live in the `runlog-cli` crate.
+//! Layers, each pointing down only: [`Store`] (the store directory, the open-run cache; the
+//! [`RunLog`] backend trait) → run (serializer, group commit, `run/recovery.rs`) → segment
+//! (every byte read from or written to a segment file) → `format` (the pure codec of
+//! `format/SPEC.md`; public with the `internals` feature) → [`io`] (the file-system seam; a
+//! crash simulator behind the `sim` feature). Shared types ([`Config`], [`ReadPage`],
+//! [`RunInfo`], …) sit below all of them. [`replay`] drives re-derivation on conflict over any
+//! [`RunLog`]. The command-line tool, the world-local importer, the audit and the storm live in
+//! the `runlog-cli` crate; the conformance suite of backends in `runlog-conformance`.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod backend;
 pub mod error;
 pub mod event;
+#[cfg(feature = "internals")]
 pub mod format;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod format;
 pub mod io;
 mod lock;
 mod run;

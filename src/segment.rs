@@ -1,6 +1,8 @@
-//! One segment file: create (durably), open, counter slots, committed-region views.
+//! One segment file, and every byte runlog reads from or writes to it: create (durably),
+//! open, counter slots, appends, syncs, truncations, the seal, preallocation, and
+//! committed-region views. Nothing above this module touches a segment's file handle.
 //!
-//! Layout and protocol: `format/SPEC.md` §2–§5.
+//! Layout and protocol: `format/SPEC.md` §2–§6.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -35,7 +37,7 @@ pub(crate) struct Counter {
 pub(crate) struct Segment {
     pub(crate) name: String,
     pub(crate) path: PathBuf,
-    pub(crate) file: Arc<dyn FsFile>,
+    file: Arc<dyn FsFile>,
     pub(crate) header: SegmentHeader,
     /// Cached read-only view of `[0, n)`; remapped when a read needs more.
     view: Mutex<Bytes>,
@@ -285,6 +287,75 @@ impl Segment {
             .map_err(|e| Error::io("mapping", &self.path, e))?;
         *cached = view.clone();
         Ok(view)
+    }
+
+    /// Current file length in bytes.
+    pub(crate) fn len(&self) -> Result<u64> {
+        self.file
+            .len()
+            .map_err(|e| Error::io("reading length of", &self.path, e))
+    }
+
+    /// Reads from `at` until `buf` is full or the file ends; returns the bytes read.
+    pub(crate) fn read_up_to(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        read_up_to(self.file.as_ref(), buf, at)
+    }
+
+    /// Whether the 4 bytes at `at` (where the next batch's magic goes) are zero or absent.
+    pub(crate) fn magic_is_zero(&self, at: u64) -> Result<bool> {
+        let mut magic = [0u8; 4];
+        let n = self
+            .read_up_to(&mut magic, at)
+            .map_err(|e| Error::io("reading", &self.path, e))?;
+        Ok(magic.iter().take(n).all(|&b| b == 0))
+    }
+
+    /// An uncached view of `[0, len)` for recovery and verify, which look past (recovery) or
+    /// exactly at (verify) a counter without publishing anything. The caller has checked
+    /// `len <= self.len()`.
+    pub(crate) fn map_uncached(&self, len: u64) -> Result<Bytes> {
+        self.file
+            .map(len)
+            .map_err(|e| Error::io("mapping", &self.path, e))
+    }
+
+    /// Writes a group's encoded batches at `at` (the committed length). Not synced.
+    pub(crate) fn append(&self, buf: &[u8], at: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, at)
+    }
+
+    /// Cuts the file to `len` bytes (a torn tail, a failed append, zeros before a seal).
+    pub(crate) fn truncate(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    /// fdatasync: everything written so far, and the length, durable.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Seals the segment (SPEC §5 step 3): cuts preallocated zeros past the committed length,
+    /// writes the sealed counter `sealed` into its header position and syncs.
+    pub(crate) fn seal(&self, sealed: &CounterSlot) -> io::Result<()> {
+        self.truncate(sealed.committed_len)?;
+        self.write_slot(sealed)?;
+        self.sync()
+    }
+
+    /// Zero-fills `[end, target)` (preallocation, SPEC §5). Not synced: the commit's own
+    /// fdatasync covers it. On failure the file is cut back to `file_len`, best effort (the
+    /// zeros are an optimisation; a full disk gives the space to commits).
+    pub(crate) fn preallocate(&self, file_len: u64, end: u64, target: u64) -> bool {
+        let zeros = vec![0u8; target.saturating_sub(end) as usize];
+        match self.file.write_all_at(&zeros, end) {
+            Ok(()) => true,
+            Err(_) => {
+                // Only zeros past the committed length are cut; if this fails too, the next
+                // commit writes over them or recovery sees zeros.
+                let _ = self.file.set_len(file_len);
+                false
+            }
+        }
     }
 
     fn read_error(&self, run: &str, e: io::Error, offset: u64) -> Error {

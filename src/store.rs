@@ -363,10 +363,7 @@ impl Store {
         let lock = lock::open_for_counters(fs, &dir.join(crate::run::LOCK_FILE))?;
         loop {
             let slot = seg.read_counter(run.as_str(), lock.as_deref())?.newest;
-            let file_len = seg
-                .file
-                .len()
-                .map_err(|e| Error::io("reading length of", &seg.path, e))?;
+            let file_len = seg.len()?;
             if slot.committed_len > file_len {
                 let detail = format!(
                     "file is {file_len} bytes, counter says {}",

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::event::{RunId, Seq};
 use crate::format::{HEADER_LEN, decode_batch};
-use crate::io::{Fs, FsFile, read_up_to};
+use crate::io::{Fs, FsFile};
 use crate::segment::Segment;
 
 /// One finding.
@@ -115,10 +115,7 @@ fn verify_segment(
         return Ok(false);
     }
     let slot = seg.read_counter(run.as_str(), ctx.lock)?.newest;
-    let file_len = seg
-        .file
-        .len()
-        .map_err(|e| Error::io("reading length of", &seg.path, e))?;
+    let file_len = seg.len()?;
     if file_len < slot.committed_len {
         let detail = format!(
             "file is {file_len} bytes, counter says {}",
@@ -130,10 +127,7 @@ fn verify_segment(
     // Only the committed region is mapped: verify takes no lock, and a writer may cut the
     // preallocated zeros past it at any moment (a seal), which would kill a mapping reader
     // (SIGBUS). The tail is read with `read_at` (`note_tail`).
-    let view = seg
-        .file
-        .map(slot.committed_len)
-        .map_err(|e| Error::io("mapping", &seg.path, e))?;
+    let view = seg.map_uncached(slot.committed_len)?;
     let mut at = HEADER_LEN;
     while at < slot.committed_len {
         match decode_batch(&view, at as usize, seg.header.salt, *last_seq + 1, len_max) {
@@ -196,7 +190,7 @@ fn tail_batch(
     len_max: u32,
 ) -> Option<crate::format::BatchView> {
     let mut head = [0u8; 8];
-    read_up_to(seg.file.as_ref(), &mut head, at)
+    seg.read_up_to(&mut head, at)
         .ok()
         .filter(|&n| n == head.len())?;
     let len = u32::from_le_bytes(head[4..8].try_into().ok()?);
@@ -204,7 +198,7 @@ fn tail_batch(
         return None;
     }
     let mut buf = vec![0u8; len as usize];
-    let n = read_up_to(seg.file.as_ref(), &mut buf, at).ok()?;
+    let n = seg.read_up_to(&mut buf, at).ok()?;
     buf.truncate(n);
     decode_batch(
         &bytes::Bytes::from(buf),
@@ -222,7 +216,7 @@ fn nonzero_tail_len(seg: &Segment, at: u64) -> u64 {
     let mut buf = vec![0u8; 64 << 10];
     let (mut pos, mut dirty) = (at, false);
     loop {
-        let n = read_up_to(seg.file.as_ref(), &mut buf, pos).unwrap_or(0);
+        let n = seg.read_up_to(&mut buf, pos).unwrap_or(0);
         if n == 0 {
             break;
         }

@@ -69,6 +69,7 @@ pub struct BatchView {
     /// Events in seq order, `first_seq ..`.
     pub events: Vec<Event>,
     /// Which events carried a caller-supplied id (parallel to `events`).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub caller_ids: Vec<bool>,
 }
 

@@ -40,7 +40,7 @@ pub(crate) enum Outcome {
 }
 
 #[derive(Debug)]
-enum Slot {
+enum Turn {
     Waiting,
     Lead,
     Done(Result<Outcome>),
@@ -50,13 +50,13 @@ enum Slot {
 pub(crate) struct Request {
     kind: ReqKind,
     events: Vec<NewEvent>,
-    slot: Mutex<Slot>,
+    turn: Mutex<Turn>,
     cv: Condvar,
 }
 
 impl Request {
-    fn set(&self, s: Slot) {
-        *self.slot.lock() = s;
+    fn set(&self, s: Turn) {
+        *self.turn.lock() = s;
         self.cv.notify_one();
     }
 }
@@ -108,7 +108,7 @@ impl Run {
         let req = Arc::new(Request {
             kind,
             events,
-            slot: Mutex::new(Slot::Waiting),
+            turn: Mutex::new(Turn::Waiting),
             cv: Condvar::new(),
         });
         let lead = {
@@ -117,26 +117,26 @@ impl Run {
             !std::mem::replace(&mut q.leading, true)
         };
         if !lead {
-            let mut s = req.slot.lock();
-            while matches!(*s, Slot::Waiting) {
+            let mut s = req.turn.lock();
+            while matches!(*s, Turn::Waiting) {
                 req.cv.wait(&mut s);
             }
-            if let Slot::Done(_) = &*s {
+            if let Turn::Done(_) = &*s {
                 return take_result(&mut s);
             }
         }
         let group = std::mem::take(&mut self.queue.lock().pending);
         let results = self.commit_group(&group);
         for (r, res) in group.iter().zip(results) {
-            r.set(Slot::Done(res));
+            r.set(Turn::Done(res));
         }
         let mut q = self.queue.lock();
         match q.pending.first() {
-            Some(next) => next.set(Slot::Lead),
+            Some(next) => next.set(Turn::Lead),
             None => q.leading = false,
         }
         drop(q);
-        take_result(&mut req.slot.lock())
+        take_result(&mut req.turn.lock())
     }
 
     /// Whether an earlier I/O failure made this run refuse writes.
@@ -207,7 +207,7 @@ impl Run {
             let st = self.state.read();
             let last = st.last();
             let at = Base {
-                slot: last.slot,
+                counter: last.counter,
                 header_generation: last.header_generation,
                 file_len: last.file_len,
             };
@@ -284,7 +284,7 @@ impl Run {
     /// Whether the next write needs a new segment: the last one is full, or already sealed.
     fn needs_new_segment(&self) -> bool {
         let st = self.state.read();
-        let last = st.last().slot;
+        let last = st.last().counter;
         let full = last.committed_len >= self.config.segment_len_bytes_max
             && last.committed_len > HEADER_LEN;
         full || last.sealed
@@ -297,11 +297,11 @@ impl Run {
     fn roll(&self, w: &mut Writer) -> Result<()> {
         let mut st = self.state.write();
         let seg = st.last().seg.clone();
-        let slot = st.last().slot;
+        let slot = st.last().counter;
         let header_generation = st.last().header_generation;
         let sealed = self.seal(w, &seg, &slot, header_generation)?;
         let n = st.segments.len() - 1;
-        st.segments[n].slot = sealed;
+        st.segments[n].counter = sealed;
         st.segments[n].header_generation = sealed.generation;
         let next = self.create_next_segment(&seg, st.last_seq)?;
         w.durable_segment = next.header.segment_index;
@@ -329,10 +329,7 @@ impl Run {
         };
         // Preallocated zeros past the committed length are dropped: a sealed segment ends
         // at its last batch.
-        seg.file
-            .set_len(slot.committed_len)
-            .and_then(|()| seg.write_slot(&sealed))
-            .and_then(|()| seg.file.sync_data())
+        seg.seal(&sealed)
             .map_err(|e| self.poison_on_io(w, Error::io("sealing", &seg.path, e)))?;
         Ok(sealed)
     }
@@ -364,7 +361,7 @@ impl Run {
     fn plan_on_last(&self, group: &[Arc<Request>], now: u64, buf: &mut Vec<u8>) -> Plan {
         let (seg, base) = {
             let st = self.state.read();
-            (st.last().seg.clone(), st.last().slot.committed_len)
+            (st.last().seg.clone(), st.last().counter.committed_len)
         };
         self.plan(group, &seg, base, now, buf)
     }
@@ -417,7 +414,7 @@ impl Run {
         plan: &Plan,
         now: u64,
     ) -> Result<()> {
-        let base = &at.slot;
+        let base = &at.counter;
         let io = |op, e| Error::io(op, &seg.path, e);
         let end = base.committed_len + buf.len() as u64;
         // A segment created by this group's roll has no length on record yet.
@@ -430,16 +427,16 @@ impl Run {
         } else {
             known_len
         };
-        if let Err(e) = seg.file.write_all_at(buf, base.committed_len) {
+        if let Err(e) = seg.append(buf, base.committed_len) {
             // Nothing was acknowledged: take the partial bytes back so the file stays
             // verifiable; if that fails too, only a reopen (recovery) may touch the run.
             let err = io("appending to", e);
-            if let Err(e2) = seg.file.set_len(base.committed_len) {
+            if let Err(e2) = seg.truncate(base.committed_len) {
                 w.poisoned = Some(format!("{err}; rollback failed: {e2}"));
             }
             return Err(err);
         }
-        if let Err(e) = seg.file.sync_data() {
+        if let Err(e) = seg.sync() {
             let err = io("syncing", e);
             w.poisoned = Some(err.to_string());
             return Err(err);
@@ -483,8 +480,8 @@ impl Run {
             });
         }
         let n = st.segments.len() - 1;
-        if st.segments[n].slot.generation < slot.generation {
-            st.segments[n].slot = slot;
+        if st.segments[n].counter.generation < slot.generation {
+            st.segments[n].counter = slot;
         }
         if checkpoint && st.segments[n].header_generation < slot.generation {
             st.segments[n].header_generation = slot.generation;
@@ -496,7 +493,7 @@ impl Run {
 
 /// The counter a group is written after.
 struct Base {
-    slot: CounterSlot,
+    counter: CounterSlot,
     header_generation: u64,
     /// File length seen under the lock (preallocated zeros past the committed length).
     file_len: u64,
@@ -527,15 +524,10 @@ fn preallocate(fs: &dyn Fs, seg: &Segment, file_len: u64, end: u64, from: u64) -
         return end;
     }
     let target = (end + step).next_multiple_of(4096);
-    let zeros = vec![0u8; (target - end) as usize];
-    match seg.file.write_all_at(&zeros, end) {
-        Ok(()) => target,
-        Err(_) => {
-            // Only zeros past the committed length are cut; if this fails too, the next
-            // commit writes over them or recovery sees zeros.
-            let _ = seg.file.set_len(file_len);
-            end
-        }
+    if seg.preallocate(file_len, end, target) {
+        target
+    } else {
+        end
     }
 }
 
@@ -720,9 +712,9 @@ fn plan_failed(mut plan: Plan, e: &Error) -> Vec<Result<Outcome>> {
     plan.results
 }
 
-fn take_result(s: &mut Slot) -> Result<Outcome> {
-    match std::mem::replace(s, Slot::Waiting) {
-        Slot::Done(r) => r,
+fn take_result(s: &mut Turn) -> Result<Outcome> {
+    match std::mem::replace(s, Turn::Waiting) {
+        Turn::Done(r) => r,
         // Unreachable by construction (callers check `Done` or set it themselves); reported
         // as an error rather than a panic.
         _ => Err(Error::InvalidConfig("commit result missing".to_string())),

@@ -1,6 +1,7 @@
 //! One run: its files, its in-memory view, its readers and its group-committing writer.
 
 mod commit;
+mod recovery;
 mod state;
 
 use std::ops::{Range, RangeInclusive};
@@ -16,10 +17,8 @@ use crate::format::{
     BATCH_LEN_READ_MAX, BatchHeader, FormatError, decode_batch_each, decode_batch_into,
 };
 use crate::io::{Fs, FsFile, OpenMode};
-use crate::lock;
 use crate::segment::Segment;
 use crate::store_stats::CommitStats;
-use crate::types::now_ms;
 use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use commit::{Outcome, ReqKind};
@@ -99,53 +98,6 @@ impl Run {
         Ok(run)
     }
 
-    /// Recovery at open (SPEC §6) when no live process holds the run lock: after a crash the
-    /// newest counter slot may be lost while the batches it counted are durable, and an
-    /// acknowledged event must be readable at once, not after the next write (rule 4).
-    /// When the lock is held, its holder recovers before its own write.
-    fn recover_if_idle(&self) -> Result<()> {
-        let Some(_guard) = lock::try_acquire(&self.lock_file, &self.lock_path)? else {
-            return Ok(());
-        };
-        if self.is_deleted()? {
-            return Ok(());
-        }
-        self.recover_locked(&mut self.state.write(), true)?;
-        self.writer.lock().tail_checked = true;
-        Ok(())
-    }
-
-    /// Under the run lock (SPEC §6): catch up with the counters, then adopt or truncate what
-    /// lies past the last segment's counter and write the new counter (into the header and
-    /// the lock file's commit slots). A sealed last segment without successor is left to
-    /// `roll`, which finishes it only when a group writes (so a rejected append changes
-    /// nothing, rule 2).
-    ///
-    /// `full`: scan the whole tail for garbage (once per process and run, see
-    /// `RunState::recover_tail`).
-    fn recover_locked(&self, st: &mut RunState, full: bool) -> Result<()> {
-        let len_max = BATCH_LEN_READ_MAX;
-        st.catch_up(
-            self.fs.as_ref(),
-            self.lock_file.as_ref(),
-            self.run_str(),
-            len_max,
-        )?;
-        if st.last().slot.sealed {
-            return Ok(());
-        }
-        if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), full)? {
-            let seg = st.last().seg.clone();
-            seg.write_slot(&slot)
-                .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
-            seg.write_commit_slot(self.lock_file.as_ref(), &slot)
-                .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
-            let n = st.segments.len() - 1;
-            st.segments[n].header_generation = slot.generation;
-        }
-        Ok(())
-    }
-
     fn run_str(&self) -> &str {
         self.id.as_str()
     }
@@ -160,7 +112,7 @@ impl Run {
                 .seg
                 .read_counter(self.run_str(), Some(self.lock_file.as_ref()))?
                 .newest;
-            if !state::disk_is_ahead(&last.slot, &disk) && !last.slot.sealed {
+            if !state::disk_is_ahead(&last.counter, &disk) && !last.counter.sealed {
                 return Ok(());
             }
         }
@@ -189,7 +141,7 @@ impl Run {
             last_seq: st.last_seq,
             committed_bytes: st.committed_bytes(),
             created_at_ms: first.run_created_at_ms,
-            updated_at_ms: st.last().slot.updated_at_ms,
+            updated_at_ms: st.last().counter.updated_at_ms,
             segment_count: st.segments.len() as u32,
         })
     }
@@ -328,7 +280,7 @@ impl Run {
                     plan.segments.push(SegmentPart {
                         index: loc.segment,
                         seg: s.seg.clone(),
-                        committed_len: s.slot.committed_len,
+                        committed_len: s.counter.committed_len,
                         batches: i..i + 1,
                     });
                 }

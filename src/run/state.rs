@@ -9,9 +9,7 @@ use ulid::Ulid;
 
 use crate::error::{Error, Result};
 use crate::event::Seq;
-use crate::format::{
-    BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch, next_header_generation,
-};
+use crate::format::{BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch};
 use crate::io::{Fs, FsFile};
 use crate::segment::{Counter, Segment};
 
@@ -35,7 +33,7 @@ impl BatchLoc {
 #[derive(Debug)]
 pub(crate) struct SegState {
     pub(crate) seg: Arc<Segment>,
-    pub(crate) slot: CounterSlot,
+    pub(crate) counter: CounterSlot,
     /// Generation of the newest counter in the segment's header (a checkpoint; SPEC §5).
     pub(crate) header_generation: u64,
     /// File length as of the last look under the run lock: past the committed length it is
@@ -67,7 +65,7 @@ impl RunState {
     pub(crate) fn new(first: Arc<Segment>) -> RunState {
         RunState {
             segments: vec![SegState {
-                slot: empty_slot(&first),
+                counter: empty_slot(&first),
                 header_generation: 0,
                 file_len: 0,
                 seg: first,
@@ -85,7 +83,7 @@ impl RunState {
         &self.segments[self.segments.len() - 1]
     }
 
-    fn last_mut(&mut self) -> &mut SegState {
+    pub(super) fn last_mut(&mut self) -> &mut SegState {
         let n = self.segments.len() - 1;
         &mut self.segments[n]
     }
@@ -110,7 +108,7 @@ impl RunState {
         self.batches.push(a.loc);
     }
 
-    fn apply_view(&mut self, segment: usize, offset: u64, view: &BatchView) {
+    pub(super) fn apply_view(&mut self, segment: usize, offset: u64, view: &BatchView) {
         let keys = view
             .events
             .iter()
@@ -155,14 +153,14 @@ impl RunState {
                 header_generation,
             } = self.last().seg.read_counter(run, Some(lock))?;
             self.last_mut().header_generation = header_generation;
-            if disk_is_ahead(&self.last().slot, &disk) {
+            if disk_is_ahead(&self.last().counter, &disk) {
                 self.advance_to(run, disk, len_max)?;
-            } else if disk.generation > self.last().slot.generation {
+            } else if disk.generation > self.last().counter.generation {
                 // A counter behind this view's content but of a newer generation (a stale
                 // lock file copied back): the next commit must outrank it.
-                self.last_mut().slot.generation = disk.generation;
+                self.last_mut().counter.generation = disk.generation;
             }
-            if !self.last().slot.sealed {
+            if !self.last().counter.sealed {
                 return Ok(());
             }
             if !self.open_next(fs, run)? {
@@ -172,7 +170,7 @@ impl RunState {
     }
 
     fn advance_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
-        let cur = self.last().slot;
+        let cur = self.last().counter;
         let seg = self.last().seg.clone();
         if disk.committed_len < cur.committed_len || disk.last_seq < cur.last_seq {
             let detail = format!(
@@ -212,7 +210,7 @@ impl RunState {
             );
             return Err(Error::corrupt(run, &seg.name, disk.offset(), detail));
         }
-        self.last_mut().slot = disk;
+        self.last_mut().counter = disk;
         Ok(())
     }
 
@@ -238,7 +236,7 @@ impl RunState {
             return Err(Error::corrupt(run, &seg.name, 24, detail));
         }
         self.segments.push(SegState {
-            slot: empty_slot(&seg),
+            counter: empty_slot(&seg),
             header_generation: 0,
             file_len: 0,
             seg,
@@ -246,92 +244,11 @@ impl RunState {
         Ok(())
     }
 
-    /// Writer-side recovery of the last segment's tail (under the run lock, after
-    /// `catch_up`; SPEC §6): valid batches past the counter are adopted (synced, then
-    /// counted); what follows them must be zeros (preallocated space, kept), else it is a torn
-    /// tail: truncated and synced (rule 11). Returns the counter to write, if it changed.
-    ///
-    /// `full` scans the whole tail; it is needed once per process and run (at open, under the
-    /// lock), because after a power loss unsynced sectors may hold garbage behind a zero
-    /// sector. Otherwise (every commit) only the 4 bytes at the committed length are read:
-    /// between live processes a write that died part-way leaves a prefix of its bytes, so a
-    /// zero magic there means nothing was written past the counter.
-    pub(crate) fn recover_tail(
-        &mut self,
-        run: &str,
-        len_max: u32,
-        now_ms: u64,
-        full: bool,
-    ) -> Result<Option<CounterSlot>> {
-        let seg = self.last().seg.clone();
-        let slot = self.last().slot;
-        let io = |op, e| Error::io(op, &seg.path, e);
-        let file_len = seg.file.len().map_err(|e| io("reading length of", e))?;
-        self.last_mut().file_len = file_len;
-        if file_len == slot.committed_len {
-            return Ok(None);
-        }
-        if file_len < slot.committed_len {
-            let detail = format!(
-                "file is {file_len} bytes, committed length is {}",
-                slot.committed_len
-            );
-            return Err(Error::corrupt(run, &seg.name, file_len, detail));
-        }
-        if !full && magic_is_zero(&seg, slot.committed_len)? {
-            return Ok(None);
-        }
-        let pos = self.segments.len() - 1;
-        let mut at = slot.committed_len;
-        let mut adopted = Vec::new();
-        let clean = {
-            // An uncached view: it reaches past the committed length and is dropped before
-            // the truncation below.
-            let view = seg.file.map(file_len).map_err(|e| io("mapping", e))?;
-            let mut next_seq = self.last_seq + 1;
-            while let Ok(b) = decode_batch(&view, at as usize, seg.header.salt, next_seq, len_max) {
-                next_seq += u64::from(b.header.count);
-                let len = u64::from(b.header.len);
-                adopted.push((at, b));
-                at += len;
-            }
-            view.get(at as usize..)
-                .is_some_and(|rest| rest.iter().all(|&b| b == 0))
-        };
-        if adopted.is_empty() && clean {
-            return Ok(None);
-        }
-        if !clean {
-            seg.file
-                .set_len(at)
-                .map_err(|e| io("truncating torn tail of", e))?;
-            self.last_mut().file_len = at;
-        }
-        // Adopted batches may never have been synced by the process that wrote them: sync
-        // before they become visible (rule 7).
-        seg.file.sync_data().map_err(|e| io("syncing", e))?;
-        for (offset, b) in &adopted {
-            self.apply_view(pos, *offset, b);
-        }
-        if at == slot.committed_len {
-            return Ok(None);
-        }
-        let next = CounterSlot {
-            generation: next_header_generation(slot.generation, self.last().header_generation),
-            last_seq: self.last_seq,
-            committed_len: at,
-            updated_at_ms: now_ms,
-            sealed: false,
-        };
-        self.last_mut().slot = next;
-        Ok(Some(next))
-    }
-
     /// Total committed batch bytes over all segments.
     pub(crate) fn committed_bytes(&self) -> u64 {
         self.segments
             .iter()
-            .map(|s| s.slot.committed_len.saturating_sub(HEADER_LEN))
+            .map(|s| s.counter.committed_len.saturating_sub(HEADER_LEN))
             .sum()
     }
 }
@@ -358,14 +275,6 @@ fn empty_slot(seg: &Segment) -> CounterSlot {
         updated_at_ms: seg.header.created_at_ms,
         sealed: false,
     }
-}
-
-/// Whether the 4 bytes at `at` (where the next batch's magic goes) are zero or absent.
-fn magic_is_zero(seg: &Segment, at: u64) -> Result<bool> {
-    let mut magic = [0u8; 4];
-    let n = crate::io::read_up_to(seg.file.as_ref(), &mut magic, at)
-        .map_err(|e| Error::io("reading", &seg.path, e))?;
-    Ok(magic.iter().take(n).all(|&b| b == 0))
 }
 
 /// A decode failure inside a committed region.
