@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::io::{Fs, FsFile, OpenMode};
 
+/// Name of the per-run advisory lock file (it also holds the commit slots, SPEC §3).
+pub(crate) const LOCK_FILE: &str = "lock";
+
 /// Shortest and longest sleep between two lock attempts.
 const BACKOFF_MIN: Duration = Duration::from_micros(50);
 const BACKOFF_MAX: Duration = Duration::from_millis(5);

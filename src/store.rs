@@ -17,7 +17,8 @@ use crate::event::{EventRef, NewEvent, RunId, Seq};
 use crate::format::{FORMAT_VERSION, HEADER_LEN, META_LEN_MAX};
 use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
-use crate::run::{LOCK_FILE, Outcome, ReqKind, Run};
+use crate::lock::LOCK_FILE;
+use crate::run::{Outcome, ReqKind, Run};
 use crate::segment::{NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
 use crate::types::{Appended, Config, ReadPage, RunInfo, RunPage, now_ms};
@@ -360,7 +361,7 @@ impl Store {
         let mut seg = Segment::open(fs, &dir, run.as_str(), 1)?.ok_or_else(not_found)?;
         let created_at_ms = seg.header.run_created_at_ms;
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
-        let lock = lock::open_for_counters(fs, &dir.join(crate::run::LOCK_FILE))?;
+        let lock = lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;
         loop {
             let slot = seg.read_counter(run.as_str(), lock.as_deref())?.newest;
             let file_len = seg.len()?;

@@ -59,7 +59,7 @@ pub(crate) fn verify_run(
     };
     let mut last_seq: Seq = 0;
     // The lock file's commit slots hold the newest counter of the last segment (SPEC §3).
-    let lock = crate::lock::open_for_counters(fs, &dir.join(crate::run::LOCK_FILE))?;
+    let lock = crate::lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;
     for index in 1.. {
         let seg = match Segment::open(fs, dir, run.as_str(), index) {
             Ok(Some(seg)) => seg,

@@ -17,15 +17,13 @@ use crate::format::{
     BATCH_LEN_READ_MAX, BatchHeader, FormatError, decode_batch_each, decode_batch_into,
 };
 use crate::io::{Fs, FsFile, OpenMode};
+use crate::lock::LOCK_FILE;
 use crate::segment::Segment;
 use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use commit::{Outcome, ReqKind};
 use state::{BatchLoc, RunState, format_to_corrupt};
-
-/// Name of the per-run advisory lock file.
-pub(crate) const LOCK_FILE: &str = "lock";
 
 /// Everything shared by the readers and the writer of one run in this process.
 #[derive(Debug)]
