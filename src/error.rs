@@ -147,6 +147,19 @@ pub enum Error {
         cause: String,
     },
 
+    /// A group commit panicked (a bug, or a panicking file-system layer). Every append of that
+    /// group gets this error; the run refuses writes in this process until the store is
+    /// reopened (as after [`Error::Poisoned`]); nothing is acknowledged that was not durable.
+    #[error(
+        "run {run}: a group commit panicked ({detail}); the run refuses writes until the store is reopened"
+    )]
+    Panicked {
+        /// The run.
+        run: String,
+        /// The panic message.
+        detail: String,
+    },
+
     /// Any other I/O error, with what we were doing and on which path.
     #[error("I/O error while {op} {path}: {source}")]
     Io {
@@ -257,6 +270,10 @@ impl Error {
             Error::Poisoned { run, cause } => Error::Poisoned {
                 run: run.clone(),
                 cause: cause.clone(),
+            },
+            Error::Panicked { run, detail } => Error::Panicked {
+                run: run.clone(),
+                detail: detail.clone(),
             },
         }
     }

@@ -397,20 +397,26 @@ impl Store {
         }
     }
 
-    /// Deletes a run: under its lock, renames its directory away (synced), removes its files,
-    /// and unlinks the lock file last so a waiting writer sees the run is gone.
+    /// Deletes a run: through the run's serializer (no group commit of this process is in
+    /// flight, so none can roll a segment into a run re-created under the same id) and under
+    /// its kernel lock, renames its directory away (synced), removes its files, and unlinks
+    /// the lock file last so a waiting writer sees the run is gone.
     ///
     /// # Errors
     /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Io`].
     pub fn delete_run(&self, run: &RunId) -> Result<()> {
         let handle = self.run(run)?;
+        handle.exclusive(|| self.delete_locked(run, &handle))
+    }
+
+    /// The body of [`Store::delete_run`], with the run's writer and kernel lock held.
+    fn delete_locked(&self, run: &RunId, handle: &Run) -> Result<()> {
         let fs = self.inner.fs.as_ref();
-        let _guard = lock::acquire(
-            run.as_str(),
-            handle.lock_file(),
-            handle.lock_path(),
-            self.inner.config.lock_timeout,
-        )?;
+        if handle.is_deleted()? {
+            return Err(Error::RunNotFound {
+                run: run.to_string(),
+            });
+        }
         handle.refresh()?;
         let grave = self
             .inner
@@ -500,15 +506,10 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
             detail: format!("directory is not empty and has no {FORMAT_FILE} file"),
         });
     }
-    let runs = root.join(RUNS_DIR);
-    if !fs
-        .is_dir(&runs)
-        .map_err(|e| Error::io("checking", &runs, e))?
-    {
-        fs.create_dir(&runs)
-            .map_err(|e| Error::io("creating", &runs, e))?;
-    }
-    let tmp = root.join(format!("{FORMAT_FILE}.tmp"));
+    create_dir_racing(fs, &root.join(RUNS_DIR))?;
+    // A temp name of its own: concurrent creators of one store each write a complete FORMAT
+    // and rename it into place; the renames replace each other atomically with equal content.
+    let tmp = root.join(format!("{FORMAT_FILE}.tmp-{}", ulid::Ulid::generate()));
     let text = format!("{FORMAT_PREFIX}{FORMAT_VERSION}\n");
     let write = || -> io::Result<()> {
         let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
@@ -517,7 +518,10 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
         fs.rename(&tmp, &format)?;
         fs.sync_dir(root)
     };
-    write().map_err(|e| Error::io("creating", &format, e))
+    write().map_err(|e| {
+        let _ = fs.remove_file(&tmp);
+        Error::io("creating", &format, e)
+    })
 }
 
 /// Creates `runs/` if missing and makes it durable before anything depends on it.
@@ -529,9 +533,17 @@ fn ensure_runs_dir(fs: &dyn Fs, root: &Path) -> Result<()> {
     {
         return Ok(());
     }
-    fs.create_dir(&runs)
-        .map_err(|e| Error::io("creating", &runs, e))?;
+    create_dir_racing(fs, &runs)?;
     fs.sync_dir(root).map_err(|e| Error::io("syncing", root, e))
+}
+
+/// Creates a directory that a concurrent creator may create at the same moment: one that
+/// already exists is fine.
+fn create_dir_racing(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    match fs.create_dir(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(Error::io("creating", dir, e)),
+        _ => Ok(()),
+    }
 }
 
 fn check_format(path: &Path, text: &str) -> Result<()> {

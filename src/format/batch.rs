@@ -225,6 +225,35 @@ pub fn decode_batch_each(
     Ok((header, last))
 }
 
+/// The first offset at or after `from` where a batch frame of this file validates (magic,
+/// length within the bytes present, checksum seeded with `salt`) and starts at a seq of at
+/// least `first_seq_min`, with that seq. Recovery uses it to tell a torn tail (nothing valid
+/// follows the first bad byte) from corruption (a valid batch follows: format/SPEC.md §6).
+pub fn find_batch_after(
+    file: &Bytes,
+    from: usize,
+    salt: u32,
+    first_seq_min: u64,
+) -> Option<(usize, u64)> {
+    let magic = BATCH_MAGIC.to_le_bytes();
+    let mut at = from;
+    while let Some(rest) = file.get(at..) {
+        let hit = rest.windows(4).position(|w| w == magic)?;
+        let pos = at + hit;
+        let b = &file[pos..];
+        let len = b.get(4..8).map(|l| u32_at(l, 0) as usize).unwrap_or(0);
+        if len >= BATCH_HEADER_LEN + BATCH_TRAILER_LEN && len <= b.len() {
+            let crc_at = len - BATCH_TRAILER_LEN;
+            let first_seq = u64_at(b, 8);
+            if u32_at(b, crc_at) == checksum(salt, &b[..crc_at]) && first_seq >= first_seq_min {
+                return Some((pos, first_seq));
+            }
+        }
+        at = pos + 1;
+    }
+    None
+}
+
 /// Checks the batch frame at `at`: magic, length bounds, presence, checksum, first seq,
 /// count and flags. Returns the header and the absolute offset where the events end (the
 /// checksum trailer).

@@ -70,9 +70,9 @@ impl SegmentHeader {
 
     /// Decodes and validates a header region (`b.len() >= 4096`).
     ///
-    /// Errors: short input (`incomplete`), bad magic, a version other than
-    /// [`FORMAT_VERSION`] (detail starts with `unsupported version`; see
-    /// [`Self::version_of`]), bad checksum, out-of-range lengths, non-UTF-8 run id.
+    /// Errors: short input (`incomplete`), bad magic, bad checksum, a version other than
+    /// [`FORMAT_VERSION`] in a header that checks (detail starts with `unsupported version`;
+    /// see [`Self::version_of`]), out-of-range lengths, non-UTF-8 run id.
     pub fn decode(b: &[u8]) -> Result<SegmentHeader, FormatError> {
         if b.len() < HEADER_LEN as usize {
             return Err(FormatError::short(b.len(), "segment header truncated"));
@@ -80,18 +80,20 @@ impl SegmentHeader {
         if b[0..8] != SEGMENT_MAGIC {
             return Err(FormatError::bad(0, "bad segment magic"));
         }
-        let version = u32_at(b, 8);
-        if version != FORMAT_VERSION {
-            return Err(FormatError::bad(
-                8,
-                format!("unsupported version {version}"),
-            ));
-        }
+        // The checksum first: a flipped version byte is corruption, and only a header that
+        // checks names a version (`version_of`).
         let crc = u32_at(b, FIXED_CRC_AT);
         if crc != checksum(0, &b[..FIXED_CRC_AT]) {
             return Err(FormatError::bad(
                 FIXED_CRC_AT,
                 "segment header checksum mismatch",
+            ));
+        }
+        let version = u32_at(b, 8);
+        if version != FORMAT_VERSION {
+            return Err(FormatError::bad(
+                8,
+                format!("unsupported version {version}"),
             ));
         }
         if u32_at(b, 12) != HEADER_LEN as u32 {
@@ -138,8 +140,13 @@ impl SegmentHeader {
     }
 
     /// The version field of a header whose magic is right, for error reporting.
+    ///
+    /// Only a header whose checksum (`header_crc`, bytes 508..512 over 0..508, a position
+    /// every version keeps) validates names a version: a flipped byte in the version field of
+    /// a version-1 header is corruption, not a foreign version.
     pub fn version_of(b: &[u8]) -> Option<u32> {
-        (b.len() >= 12 && b[0..8] == SEGMENT_MAGIC).then(|| u32_at(b, 8))
+        let crc_ok = b.len() >= 512 && u32_at(b, 508) == super::checksum(0, &b[..508]);
+        (crc_ok && b[0..8] == SEGMENT_MAGIC).then(|| u32_at(b, 8))
     }
 }
 

@@ -7,7 +7,7 @@ mod header;
 
 pub use batch::{
     BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_each, decode_batch_into,
-    encode_batch,
+    encode_batch, find_batch_after,
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 

@@ -163,6 +163,12 @@ fn segment_header_matches_golden_bytes() {
 fn segment_header_rejects_other_versions_and_flips() {
     let mut b = golden_header().encode();
     b[8] = 2;
+    // A flipped version byte fails the header checksum: corruption, not another version.
+    assert_eq!(SegmentHeader::version_of(&b), None);
+    assert_eq!(SegmentHeader::decode(&b).unwrap_err().offset, 508);
+    // A header of version 2 that checks is another version.
+    let crc = checksum(0, &b[..508]);
+    b[508..512].copy_from_slice(&crc.to_le_bytes());
     assert_eq!(SegmentHeader::version_of(&b), Some(2));
     assert!(
         SegmentHeader::decode(&b)

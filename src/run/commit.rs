@@ -17,8 +17,8 @@ use super::state::{Applied, BatchLoc};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
-    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
-    encode_batch, next_header_generation,
+    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EVENT_HEADER_LEN,
+    EncodedEvent, HEADER_LEN, encode_batch, next_header_generation,
 };
 use crate::io::Fs;
 use crate::lock;
@@ -55,6 +55,23 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// Encoded size of the request's events, roughly (payloads and texts plus record and batch
+    /// overhead), for bounding a group.
+    fn len_estimate(&self) -> usize {
+        let fields = |e: &NewEvent| {
+            e.payload.len()
+                + e.kind.len()
+                + e.key.as_ref().map_or(0, String::len)
+                + e.correlation_id.as_ref().map_or(0, String::len)
+        };
+        let body: usize = self
+            .events
+            .iter()
+            .map(|e| fields(e) + EVENT_HEADER_LEN)
+            .sum();
+        body + BATCH_HEADER_LEN + BATCH_TRAILER_LEN
+    }
+
     fn set(&self, s: Turn) {
         *self.turn.lock() = s;
         self.cv.notify_one();
@@ -125,8 +142,23 @@ impl Run {
                 return take_result(&mut s);
             }
         }
-        let group = std::mem::take(&mut self.queue.lock().pending);
-        let results = self.commit_group(&group);
+        let group = take_group(&mut self.queue.lock().pending);
+        // A panic inside the leader (a bug, or a panicking file-system layer) must not leave
+        // the queue marked as led with followers waiting forever: every member of the group
+        // gets an error, the run refuses writes in this process (its state is unknown), and
+        // leadership passes on as after any commit.
+        let results =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_group(&group)))
+                .unwrap_or_else(|panic| {
+                    let detail = panic_text(panic.as_ref());
+                    self.writer.lock().poisoned =
+                        Some(format!("a group commit panicked: {detail}"));
+                    let err = Error::Panicked {
+                        run: self.id.to_string(),
+                        detail,
+                    };
+                    group.iter().map(|_| Err(err.replicate())).collect()
+                });
         for (r, res) in group.iter().zip(results) {
             r.set(Turn::Done(res));
         }
@@ -225,7 +257,9 @@ impl Run {
                 return plan_failed(plan, &e);
             }
         }
-        w.buf = buf;
+        if buf.capacity() <= BUF_KEEP_BYTES_MAX {
+            w.buf = buf;
+        }
         drop(guard);
         if !plan.batches.is_empty() {
             self.notify_grown();
@@ -254,6 +288,9 @@ impl Run {
         self.recover_locked(&mut st, !w.tail_checked)
             .map_err(|e| self.poison_on_io(w, e))?;
         w.tail_checked = true;
+        if let Some(d) = &st.damage {
+            return Err(d.error(self.run_str()));
+        }
         let seg = st.last().seg.clone();
         drop(st);
         self.make_entries_durable(w, &seg)
@@ -332,6 +369,19 @@ impl Run {
         seg.seal(&sealed)
             .map_err(|e| self.poison_on_io(w, Error::io("sealing", &seg.path, e)))?;
         Ok(sealed)
+    }
+
+    /// Cuts the last segment back to `len` and syncs the cut; on failure records a durable
+    /// cut marker (`recovery::CUT_MARKER`) for the next writer, best effort.
+    fn cut_back(&self, seg: &Segment, len: u64) -> std::io::Result<()> {
+        let cut = seg.truncate(len).and_then(|()| seg.sync());
+        if cut.is_err() {
+            let _ = self.write_cut_marker(seg, len);
+        }
+        if let Ok(()) = &cut {
+            self.state.write().last_mut().file_len = len;
+        }
+        cut
     }
 
     fn poison_on_io(&self, w: &mut Writer, e: Error) -> Error {
@@ -427,18 +477,19 @@ impl Run {
         } else {
             known_len
         };
-        if let Err(e) = seg.append(buf, base.committed_len) {
-            // Nothing was acknowledged: take the partial bytes back so the file stays
-            // verifiable; if that fails too, only a reopen (recovery) may touch the run.
-            let err = io("appending to", e);
-            if let Err(e2) = seg.truncate(base.committed_len) {
-                w.poisoned = Some(format!("{err}; rollback failed: {e2}"));
+        let written = seg
+            .append(buf, base.committed_len)
+            .map_err(|e| io("appending to", e))
+            .and_then(|()| seg.sync().map_err(|e| io("syncing", e)));
+        if let Err(err) = written {
+            // Nothing is acknowledged, so nothing may come back: not from the page cache
+            // through the next opener's adoption, nor after a crash through writeback that
+            // raced the failure (SPEC §5). Cut back to the committed length and make the cut
+            // durable before the lock is released; where even that fails, leave a durable
+            // marker that makes every later writer cut there first, and refuse writes here.
+            if let Err(e2) = self.cut_back(seg, base.committed_len) {
+                w.poisoned = Some(format!("{err}; cutting back failed: {e2}"));
             }
-            return Err(err);
-        }
-        if let Err(e) = seg.sync() {
-            let err = io("syncing", e);
-            w.poisoned = Some(err.to_string());
             return Err(err);
         }
         let slot = CounterSlot {
@@ -699,6 +750,35 @@ fn encoded(e: &NewEvent, id: Ulid, now: u64) -> EncodedEvent<'_> {
         key: e.key.as_deref(),
         payload: &e.payload,
     }
+}
+
+/// Largest group one leader commits, in estimated encoded bytes (at least one request): a
+/// flood of appenders is committed in several groups, and the encode buffer stays bounded.
+pub(crate) const GROUP_LEN_BYTES_MAX: usize = 64 << 20;
+/// An encode buffer grown past this is released after its commit, not kept at its peak.
+const BUF_KEEP_BYTES_MAX: usize = 4 << 20;
+
+/// Takes the waiting requests for one group, oldest first, up to [`GROUP_LEN_BYTES_MAX`].
+fn take_group(pending: &mut Vec<Arc<Request>>) -> Vec<Arc<Request>> {
+    let mut bytes = 0usize;
+    let n = pending
+        .iter()
+        .take_while(|r| {
+            let first = bytes == 0;
+            bytes = bytes.saturating_add(r.len_estimate());
+            first || bytes <= GROUP_LEN_BYTES_MAX
+        })
+        .count();
+    pending.drain(..n).collect()
+}
+
+/// The message of a caught panic.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// The plan's results with every request that had something to write failed by `e`

@@ -197,6 +197,17 @@ impl Run {
             }
         }
         let cursor = next.expect - 1;
+        if let Some(d) = plan
+            .damage
+            .filter(|_| cursor == plan.last_seq && cursor - after < limit as u64)
+        {
+            // The page reached the damage: the events before it are returned; a read that
+            // starts there fails (rule 5: never a silently shorter log).
+            return match cursor == after {
+                true => Err(d.error(self.run_str())),
+                false => Ok((cursor, true)),
+            };
+        }
         Ok((cursor, cursor < plan.last_seq))
     }
 
@@ -259,6 +270,7 @@ impl Run {
             segments: Vec::new(),
             events: 0,
             last_seq: st.last_seq,
+            damage: st.damage.clone(),
         };
         let mut end = start;
         for loc in st.batches.get(start..).unwrap_or_default() {
@@ -328,12 +340,21 @@ impl Run {
             .map_err(|e| Error::io("checking", &self.lock_path, e))
     }
 
-    pub(crate) fn lock_path(&self) -> &Path {
-        &self.lock_path
-    }
-
-    pub(crate) fn lock_file(&self) -> &Arc<dyn FsFile> {
-        &self.lock_file
+    /// Runs `f` with this run's writer excluded — the group-commit serializer held, so no
+    /// commit of this process is in flight — and the run's kernel lock held (the same order
+    /// as a commit takes them). For delete and repair.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] when another process holds the lock past the timeout; `f`'s errors.
+    pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let _writer = self.writer.lock();
+        let _lock = crate::lock::acquire(
+            self.run_str(),
+            &self.lock_file,
+            &self.lock_path,
+            self.config.lock_timeout,
+        )?;
+        f()
     }
 
     /// Segment files of the run, in chain order (for delete and verify).
@@ -347,6 +368,8 @@ impl Run {
 struct ReadPlan {
     /// The batches to decode, in seq order.
     batches: Vec<BatchLoc>,
+    /// Where the readable log ends early, if it does.
+    damage: Option<state::Damage>,
     /// The segments holding `batches`, in order, each with its share of them.
     segments: Vec<SegmentPart>,
     /// Events with seq > `after` in `batches` (at least the page's size unless the run ends).

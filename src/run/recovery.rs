@@ -2,16 +2,73 @@
 //! and under the lock before every group commit. The counter says what is committed; what
 //! lies past it in the last segment is adopted (complete valid batches continuing the seq
 //! chain, written by a process that died before publishing them), kept (preallocated zeros),
-//! or cut (a torn tail).
+//! cut (a torn tail: nothing valid follows the first bad byte), or reported (a bad batch
+//! with a valid batch after it is corruption: the run keeps serving the events before it and
+//! refuses writes; nothing is cut).
 
 use super::Run;
-use super::state::RunState;
+use super::state::{Damage, RunState};
 use crate::error::{Error, Result};
-use crate::format::{BATCH_LEN_READ_MAX, CounterSlot, decode_batch, next_header_generation};
+use crate::format::{
+    BATCH_LEN_READ_MAX, CounterSlot, decode_batch, find_batch_after, next_header_generation,
+};
+use crate::io::OpenMode;
 use crate::lock;
+use crate::segment::Segment;
 use crate::types::now_ms;
 
+/// Name of the cut marker in a run directory: written (and synced) when a group's write or
+/// fdatasync failed and cutting its bytes back failed too. It holds `<segment name> <length>`;
+/// the next writer cuts that segment to that length before anything else, so bytes whose sync
+/// failed are never adopted (SPEC §5, §6).
+pub(crate) const CUT_MARKER: &str = "cut-pending";
+
 impl Run {
+    /// Writes the cut marker durably (file synced, directory synced).
+    pub(super) fn write_cut_marker(&self, seg: &Segment, len: u64) -> std::io::Result<()> {
+        let path = self.dir.join(CUT_MARKER);
+        let f = self.fs.open(&path, OpenMode::CreateTruncate)?;
+        f.write_all_at(format!("{} {len}\n", seg.name).as_bytes(), 0)?;
+        f.sync_all()?;
+        self.fs.sync_dir(&self.dir)
+    }
+
+    /// Applies a pending cut marker (under the run lock): cuts the named segment, if it is the
+    /// last one and longer, syncs, then removes the marker. Fails (refusing the write) while
+    /// the cut cannot be made.
+    fn apply_cut_marker(&self, st: &mut RunState) -> Result<()> {
+        let path = self.dir.join(CUT_MARKER);
+        let f = match self.fs.open(&path, OpenMode::Read) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io("opening", &path, e)),
+        };
+        let mut buf = [0u8; 64];
+        let n = crate::io::read_up_to(f.as_ref(), &mut buf, 0)
+            .map_err(|e| Error::io("reading", &path, e))?;
+        let text = String::from_utf8_lossy(&buf[..n]);
+        let mut parts = text.split_whitespace();
+        let (name, len) = (
+            parts.next(),
+            parts.next().and_then(|l| l.parse::<u64>().ok()),
+        );
+        let seg = st.last().seg.clone();
+        if let (Some(name), Some(len)) = (name, len)
+            && name == seg.name
+            && len >= st.last().counter.committed_len
+            && seg.len()? > len
+        {
+            seg.truncate(len)
+                .and_then(|()| seg.sync())
+                .map_err(|e| Error::io("cutting back (cut marker) ", &seg.path, e))?;
+            st.last_mut().file_len = len;
+        }
+        self.fs
+            .remove_file(&path)
+            .and_then(|()| self.fs.sync_dir(&self.dir))
+            .map_err(|e| Error::io("removing", &path, e))
+    }
+
     /// Recovery at open (SPEC §6) when no live process holds the run lock: after a crash the
     /// newest counter slot may be lost while the batches it counted are durable, and an
     /// acknowledged event must be readable at once, not after the next write (rule 4).
@@ -44,10 +101,18 @@ impl Run {
             self.run_str(),
             len_max,
         )?;
-        if st.last().counter.sealed {
+        // A damaged run is never cut or adopted by a writer: only an explicit repair cuts.
+        if st.last().counter.sealed || st.damage.is_some() {
             return Ok(());
         }
-        if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), full)? {
+        // Between live processes a write that died part-way leaves a prefix of its bytes (the
+        // batch magic first): zero at the committed length means nothing lies past it.
+        let committed = st.last().counter.committed_len;
+        let dirty = full || !st.last().seg.magic_is_zero(committed)?;
+        if dirty {
+            self.apply_cut_marker(st)?;
+        }
+        if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), dirty)? {
             let seg = st.last().seg.clone();
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
@@ -64,19 +129,18 @@ impl RunState {
     /// Writer-side recovery of the last segment's tail (under the run lock, after
     /// `catch_up`; SPEC §6): valid batches past the counter are adopted (synced, then
     /// counted); what follows them must be zeros (preallocated space, kept), else it is a torn
-    /// tail: truncated and synced (rule 11). Returns the counter to write, if it changed.
+    /// tail: truncated and synced (rule 11) — unless a valid batch follows the bad bytes, which
+    /// is corruption ([`Damage`], nothing cut). Returns the counter to write, if it changed.
     ///
-    /// `full` scans the whole tail; it is needed once per process and run (at open, under the
-    /// lock), because after a power loss unsynced sectors may hold garbage behind a zero
-    /// sector. Otherwise (every commit) only the 4 bytes at the committed length are read:
-    /// between live processes a write that died part-way leaves a prefix of its bytes, so a
-    /// zero magic there means nothing was written past the counter.
+    /// `scan` examines the whole tail; the caller asks for it once per process and run (after
+    /// a power loss unsynced sectors may hold garbage behind a zero sector) and whenever the
+    /// magic at the committed length is not zero. Otherwise only the file length is recorded.
     pub(crate) fn recover_tail(
         &mut self,
         run: &str,
         len_max: u32,
         now_ms: u64,
-        full: bool,
+        scan: bool,
     ) -> Result<Option<CounterSlot>> {
         let seg = self.last().seg.clone();
         let slot = self.last().counter;
@@ -93,13 +157,13 @@ impl RunState {
             );
             return Err(Error::corrupt(run, &seg.name, file_len, detail));
         }
-        if !full && seg.magic_is_zero(slot.committed_len)? {
+        if !scan {
             return Ok(None);
         }
         let pos = self.segments.len() - 1;
         let mut at = slot.committed_len;
         let mut adopted = Vec::new();
-        let clean = {
+        let (clean, damage) = {
             // An uncached view: it reaches past the committed length and is dropped before
             // the truncation below.
             let view = seg.map_uncached(file_len)?;
@@ -110,13 +174,32 @@ impl RunState {
                 adopted.push((at, b));
                 at += len;
             }
-            view.get(at as usize..)
-                .is_some_and(|rest| rest.iter().all(|&b| b == 0))
+            let clean = view
+                .get(at as usize..)
+                .is_some_and(|rest| rest.iter().all(|&b| b == 0));
+            // A bad batch with a valid batch of this segment after it is not a torn tail: a
+            // torn write leaves nothing valid behind its first bad byte, so whatever follows
+            // was written (and possibly acknowledged) after it. Corrupt, nothing cut (§6).
+            let later = (!clean)
+                .then(|| find_batch_after(&view, at as usize + 1, seg.header.salt, next_seq))
+                .flatten();
+            let damage = later.map(|(offset, seq)| Damage {
+                segment: seg.name.clone(),
+                offset: at,
+                detail: format!(
+                    "bad batch past the counter, but a valid batch (seq {seq}) follows at \
+                     offset {offset}: corruption, not a torn tail; nothing truncated \
+                     (`runlog repair` cuts the run here, keeping the cut bytes)"
+                ),
+            });
+            (clean, damage)
         };
         if adopted.is_empty() && clean {
             return Ok(None);
         }
-        if !clean {
+        if let Some(d) = damage {
+            self.damage = Some(d);
+        } else if !clean {
             seg.truncate(at)
                 .map_err(|e| io("truncating torn tail of", e))?;
             self.last_mut().file_len = at;

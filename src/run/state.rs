@@ -41,6 +41,23 @@ pub(crate) struct SegState {
     pub(crate) file_len: u64,
 }
 
+/// Where a run's readable log ends early: a batch failed its checks inside the committed
+/// region, or a bad batch past the counter has a valid batch after it (format/SPEC.md §6).
+/// The events before it stay readable; a read that reaches it, and every write, fail with
+/// [`Error::Corrupt`] naming it (rule 5: never a silently shorter log).
+#[derive(Clone, Debug)]
+pub(crate) struct Damage {
+    pub(crate) segment: String,
+    pub(crate) offset: u64,
+    pub(crate) detail: String,
+}
+
+impl Damage {
+    pub(crate) fn error(&self, run: &str) -> Error {
+        Error::corrupt(run, &self.segment, self.offset, self.detail.clone())
+    }
+}
+
 /// The derived state of a run.
 #[derive(Debug)]
 pub(crate) struct RunState {
@@ -50,6 +67,8 @@ pub(crate) struct RunState {
     pub(crate) ids: HashMap<Ulid, Seq>,
     pub(crate) last_seq: Seq,
     pub(crate) last_event_id: Ulid,
+    /// Set once the log cannot be followed past `last_seq` (see [`Damage`]).
+    pub(crate) damage: Option<Damage>,
 }
 
 /// What a newly applied batch contributes to the dedupe maps.
@@ -75,6 +94,7 @@ impl RunState {
             ids: HashMap::new(),
             last_seq: 0,
             last_event_id: Ulid::nil(),
+            damage: None,
         }
     }
 
@@ -147,7 +167,7 @@ impl RunState {
         run: &str,
         len_max: u32,
     ) -> Result<()> {
-        loop {
+        while self.damage.is_none() {
             let Counter {
                 newest: disk,
                 header_generation,
@@ -167,6 +187,7 @@ impl RunState {
                 return Ok(());
             }
         }
+        Ok(())
     }
 
     fn advance_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
@@ -180,18 +201,31 @@ impl RunState {
             return Err(Error::corrupt(run, &seg.name, disk.offset(), detail));
         }
         if disk.committed_len > cur.committed_len {
-            let view = seg.view(run, disk.committed_len)?;
+            let view = match seg.view(run, disk.committed_len) {
+                Ok(v) => v,
+                Err(Error::Corrupt { offset, detail, .. }) => {
+                    self.stop_at(cur.committed_len, &seg.name, offset, detail);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             let pos = self.segments.len() - 1;
             let mut at = cur.committed_len;
             while at < disk.committed_len {
-                let b = decode_batch(
+                let decoded = decode_batch(
                     &view,
                     at as usize,
                     seg.header.salt,
                     self.last_seq + 1,
                     len_max,
-                )
-                .map_err(|e| format_to_corrupt(run, &seg, e))?;
+                );
+                let b = match decoded {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.stop_at(at, &seg.name, e.offset, e.detail);
+                        return Ok(());
+                    }
+                };
                 self.apply_view(pos, at, &b);
                 at += u64::from(b.header.len);
             }
@@ -200,7 +234,8 @@ impl RunState {
                     "last batch ends at {at}, counter says {}",
                     disk.committed_len
                 );
-                return Err(Error::corrupt(run, &seg.name, disk.committed_len, detail));
+                self.stop_at(at, &seg.name, disk.committed_len, detail);
+                return Ok(());
             }
         }
         if self.last_seq != disk.last_seq {
@@ -208,10 +243,27 @@ impl RunState {
                 "counter says last seq {}, batches end at {}",
                 disk.last_seq, self.last_seq
             );
-            return Err(Error::corrupt(run, &seg.name, disk.offset(), detail));
+            let at = disk.committed_len;
+            self.stop_at(at, &seg.name, disk.offset(), detail);
+            return Ok(());
         }
         self.last_mut().counter = disk;
         Ok(())
+    }
+
+    /// Records damage in the last segment: the view ends at `good_len` (the end of the last
+    /// batch that checked), and nothing past it is applied, followed or written (rule 5).
+    fn stop_at(&mut self, good_len: u64, segment: &str, offset: u64, detail: String) {
+        let last_seq = self.last_seq;
+        let c = &mut self.last_mut().counter;
+        c.committed_len = good_len;
+        c.last_seq = last_seq;
+        c.sealed = false;
+        self.damage = Some(Damage {
+            segment: segment.to_string(),
+            offset,
+            detail,
+        });
     }
 
     /// Opens the segment after a sealed one, if it exists; checks the chain.
