@@ -197,13 +197,10 @@ impl Run {
             }
         }
         let cursor = next.expect - 1;
-        if let Some(d) = plan
-            .damage
-            .filter(|_| cursor == plan.last_seq && cursor - after < limit as u64)
-        {
-            // The page reached the damage: the events before it are returned; a read that
-            // starts there fails (rule 5: never a silently shorter log).
-            return match cursor == after {
+        if let Some(d) = plan.damage.filter(|_| cursor == plan.last_seq) {
+            // The page reached the damage: the events before it are returned with `has_more`;
+            // a read that starts there fails (rule 5: never a silently shorter log).
+            return match cursor == after && limit > 0 {
                 true => Err(d.error(self.run_str())),
                 false => Ok((cursor, true)),
             };

@@ -1,0 +1,163 @@
+//! Torn tail vs corruption, and damage contained to where it is (format/SPEC.md §6; rules 5
+//! and 11 of INVARIANTS.md): only a tail with nothing valid after its first bad byte may be
+//! cut; a bad batch followed by a valid one is `Corrupt`, nothing is truncated, the events
+//! before it stay readable and a read fails only when it reaches it.
+
+use std::path::{Path, PathBuf};
+
+use runlog::{Config, Error, NewEvent, RunId, Store};
+
+fn seg(dir: &Path, run: &str) -> PathBuf {
+    dir.join("runs").join(run).join("seg-00000001.log")
+}
+
+fn lock(dir: &Path, run: &str) -> PathBuf {
+    dir.join("runs").join(run).join("lock")
+}
+
+/// A run of `n` single-event facts appended and acknowledged one by one; returns the offset
+/// of each batch (they are all the same length).
+fn run_of_single_facts(dir: &Path, run: &RunId, n: usize) -> Vec<u64> {
+    let store = Store::open(dir, Config::default()).unwrap();
+    store.create_run(run).unwrap();
+    let mut offsets = Vec::new();
+    let mut before = store.run_info(run).unwrap().committed_bytes;
+    for i in 0..n {
+        offsets.push(4096 + before);
+        let e = NewEvent::new("step_completed", format!("{{\"i\":{i:04}}}"));
+        assert_eq!(
+            store.append_facts(run, vec![e]).unwrap()[0].seq,
+            i as u64 + 1
+        );
+        before = store.run_info(run).unwrap().committed_bytes;
+    }
+    offsets
+}
+
+fn flip(path: &Path, at: u64) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[at as usize] ^= 0x20;
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn all_kinds(store: &Store, run: &RunId) -> Result<Vec<u64>, Error> {
+    let mut seqs = Vec::new();
+    loop {
+        let page = store.read(run, seqs.len() as u64, 5)?;
+        seqs.extend(page.events.iter().map(|e| e.seq));
+        if !page.has_more {
+            return Ok(seqs);
+        }
+    }
+}
+
+#[test]
+fn a_lost_counter_and_a_flipped_byte_past_it_is_corrupt_not_a_shorter_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("r1").unwrap();
+    let offsets = run_of_single_facts(dir.path(), &run, 20);
+    // Power loss as it may leave things: the unsynced commit slots of the lock file are gone
+    // (the header checkpoint lags: it counts no batch), and one payload byte of batch 13 is bad.
+    std::fs::write(lock(dir.path(), "r1"), b"").unwrap();
+    flip(&seg(dir.path(), "r1"), offsets[12] + 80);
+    let len_before = std::fs::metadata(seg(dir.path(), "r1")).unwrap().len();
+
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    let first = store.read(&run, 0, 100).unwrap();
+    assert_eq!(first.events.len(), 12, "the valid prefix is readable");
+    assert!(
+        first.has_more,
+        "a read that stops at damage says more follows"
+    );
+    match store.read(&run, 12, 100) {
+        Err(Error::Corrupt {
+            run,
+            segment,
+            offset,
+            ..
+        }) => {
+            assert_eq!((run.as_str(), segment.as_str()), ("r1", "seg-00000001.log"));
+            assert_eq!(offset, offsets[12]);
+        }
+        other => panic!("expected Corrupt at batch 13, got {other:?}"),
+    }
+    assert!(matches!(
+        store.append_facts(&run, vec![NewEvent::new("k", "x")]),
+        Err(Error::Corrupt { .. })
+    ));
+    assert_eq!(
+        std::fs::metadata(seg(dir.path(), "r1")).unwrap().len(),
+        len_before,
+        "nothing truncated"
+    );
+    let report = store.verify_run(&run).unwrap();
+    assert!(
+        !report.problems.is_empty() || !report.notes.is_empty(),
+        "verify says something"
+    );
+}
+
+#[test]
+fn a_bad_batch_inside_the_committed_region_keeps_the_events_before_it_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("r2").unwrap();
+    let offsets = run_of_single_facts(dir.path(), &run, 10);
+    flip(&seg(dir.path(), "r2"), offsets[5] + 80);
+    let bytes_before = std::fs::read(seg(dir.path(), "r2")).unwrap();
+
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    let head = store.read(&run, 0, 3).unwrap();
+    assert_eq!(
+        head.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(head.has_more);
+    let page = store.read(&run, 3, 100).unwrap();
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [4, 5]
+    );
+    assert!(page.has_more);
+    assert!(
+        matches!(all_kinds(&store, &run), Err(Error::Corrupt { offset, .. }) if offset == offsets[5])
+    );
+    assert!(matches!(
+        store.append_decisions(&run, 5, vec![NewEvent::new("k", "x")]),
+        Err(Error::Corrupt { .. })
+    ));
+    assert_eq!(
+        std::fs::read(seg(dir.path(), "r2")).unwrap(),
+        bytes_before,
+        "no byte changed"
+    );
+}
+
+#[test]
+fn a_torn_tail_with_nothing_valid_after_it_is_still_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("r3").unwrap();
+    run_of_single_facts(dir.path(), &run, 5);
+    let path = seg(dir.path(), "r3");
+    let len = std::fs::metadata(&path).unwrap().len();
+    // A torn write: the start of a batch (its magic) and garbage, nothing valid after it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"RLBT");
+    bytes.extend((0..300u32).map(|i| (i * 7 + 3) as u8));
+    std::fs::write(&path, bytes).unwrap();
+
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    assert_eq!(all_kinds(&store, &run).unwrap(), [1, 2, 3, 4, 5]);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        len,
+        "the torn tail was cut"
+    );
+    assert_eq!(
+        store
+            .append_facts(&run, vec![NewEvent::new("k", "x")])
+            .unwrap()[0]
+            .seq,
+        6
+    );
+    assert!(store.verify_run(&run).unwrap().problems.is_empty());
+}
