@@ -203,10 +203,9 @@ fn repeated_crashes_in_one_workload() {
     assert_eq!(h.counts.crashes_checked, scenario().len() as u64);
 }
 
-/// Found by the `crash_recovery` fuzz target (input kept in
-/// `fuzz/regressions/crash_recovery/facts-duplicate-key-before-id.bin`): a fact repeating the
-/// key of an earlier event of its own batch and the caller id of a committed event is a
-/// duplicate of the former (key first, like the store), and the crash checks agree.
+/// A fact repeating the key of an earlier event of its own batch and the caller id of a
+/// committed event is a duplicate of the former (key first, like the store), and the crash
+/// checks agree. Input: `fuzz/regressions/crash_recovery/facts-duplicate-key-before-id.bin`.
 #[test]
 fn fact_repeating_a_batch_key_and_a_logged_caller_id_is_a_duplicate_by_key() {
     let mut h = Harness::start(1, None);
@@ -331,10 +330,11 @@ fn store_init_interrupted_by_power_loss_leaves_a_usable_store() {
     }
 }
 
-/// Found by the `crash_recovery` fuzz target (input kept in
-/// `fuzz/regressions/crash_recovery/open-after-failed-format-sync.bin`).
+/// Rule 4 for the store layout: when the first `Store::open` fails at the sync of the store
+/// directory, the next open makes the layout durable before it creates runs, so a run created
+/// then survives power loss. Input:
+/// `fuzz/regressions/crash_recovery/open-after-failed-format-sync.bin`.
 #[test]
-
 fn open_after_a_failed_format_sync_makes_the_layout_durable() {
     let fs = SimFs::new(14);
     harness::prepare_root(&fs);
@@ -470,8 +470,10 @@ fn forge_slot(fs: &SimFs, path: &str, sealed: bool, committed_len: u64) {
     f.write_all_at(&slot.encode(salt), slot.offset()).unwrap();
 }
 
-/// Found by the `decode` fuzz target (input kept in
-/// `fuzz/regressions/decode/list-runs-committed-bytes-overflow.bin`).
+/// No panic on forged counters: sealed and live segments whose counter slots claim a committed
+/// length of `u64::MAX` give `list_runs` either a typed `Corrupt` or counters no larger than
+/// the files, and reads a typed `Corrupt` (no overflow in the sums). Input:
+/// `fuzz/regressions/decode/list-runs-committed-bytes-overflow.bin`.
 #[test]
 fn list_runs_over_forged_huge_counters_does_not_panic() {
     let (fs, store) = fresh_store(15);

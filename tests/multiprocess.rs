@@ -1,5 +1,7 @@
-//! Cross-process rules with real OS processes: dense seqs across writers (rule 8 via the
-//! header counter refresh) and kernel advisory locks that are never stolen (rule 9).
+//! Cross-process rules with real OS processes: two writer processes get dense seqs with no
+//! duplicate (each sees the other's commits through the run's shared counters, rule 6),
+//! listing and reads do not wait for a lock holder (rule 8), and kernel advisory locks are
+//! never stolen from a live holder and are free the moment it dies (rule 9).
 //!
 //! Child processes are this test binary re-executed on the ignored `child_entry` test with
 //! `RUNLOG_CHILD_MODE` set.

@@ -7,9 +7,8 @@
 //! uncommitted tail allowed before recovery, none after), and appends continue at last + 1.
 //!
 //! `RUNLOG_KILL_ITERATIONS` sets the number of kills (default 50; use ≥ 1000 locally).
-//! Child processes are this test binary re-executed on the ignored `child_entry` test.
-
-mod common;
+//! The appender is this test binary re-executed on its ignored `child_entry` test (in
+//! `main.rs`), which calls [`child`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -107,13 +106,9 @@ fn parse_id(payload: &[u8]) -> Option<Id> {
     }
 }
 
-/// The child side. Does nothing unless started by `spawn_appender`.
-#[test]
-#[ignore = "entry point of child processes"]
-fn child_entry() {
-    let Ok(store_dir) = std::env::var("RUNLOG_KILL_STORE") else {
-        return;
-    };
+/// The child side, started by `spawn_appender` (through `child_entry`).
+pub fn child() {
+    let store_dir = std::env::var("RUNLOG_KILL_STORE").unwrap();
     let iter: usize = std::env::var("RUNLOG_KILL_ITER").unwrap().parse().unwrap();
     let store = Store::open(store_dir, config()).unwrap();
     say("@ready".to_string());
@@ -148,7 +143,8 @@ fn say(line: String) {
 }
 
 fn spawn_appender(store: &Path, iter: usize) -> Child {
-    common::child_command()
+    crate::common::child_command()
+        .env(crate::CHILD, "random_moments")
         .env("RUNLOG_KILL_STORE", store)
         .env("RUNLOG_KILL_ITER", iter.to_string())
         .stdout(Stdio::piped())

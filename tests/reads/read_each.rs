@@ -1,8 +1,7 @@
-//! Breaker round 3: `Store::read_each` callbacks that call back into the store, panic, or
-//! delete the run they are reading. Pins what happens (all pass on the current code): no
-//! lock of the store or the run is held while the callback runs (the page is planned, and
-//! each segment's view taken, before events are handed over), so re-entry neither deadlocks
-//! nor changes the page being read.
+//! `Store::read_each` callbacks that call back into the store, panic, or delete the run they
+//! are reading. No lock of the store or the run is held while the callback runs (the page is
+//! planned, and each segment's view taken, before events are handed over), so re-entry
+//! neither deadlocks nor changes the page being read.
 
 use std::panic::AssertUnwindSafe;
 
@@ -46,7 +45,7 @@ fn check_dense(store: &Store, run: &RunId, n: u64) {
 /// deadlock; the page holds exactly the events committed when it was planned, with the
 /// cursor and `has_more` of that moment; the appends land densely after them.
 #[test]
-fn callback_appending_and_reading_the_same_run() {
+fn callback_appending_and_reading_the_same_run_neither_deadlocks_nor_changes_its_page() {
     let (_dir, store, run) = setup(6);
     let mut seen = Vec::new();
     let mut next_new = 7;
@@ -98,7 +97,7 @@ fn callback_panic_leaves_the_run_usable() {
 /// The callback deletes the run it is reading: the page already planned is handed over
 /// whole from the (unlinked, still mapped) segments; afterwards the run is gone.
 #[test]
-fn callback_deleting_the_run_it_reads() {
+fn callback_deleting_the_run_it_reads_still_gets_the_whole_planned_page() {
     let (_dir, store, run) = setup(5);
     let mut seen = Vec::new();
     let got = store.read_each(&run, 0, 10, |e| {

@@ -1,10 +1,13 @@
 //! Bad input from callers and from the disk (issue 4 §4): path-traversal and oversized run
 //! ids, out-of-bounds events and batches, truncated segment files, files of another format
-//! version, and a directory that is not a store. Each gives its typed error, writes nothing,
-//! and never panics.
+//! version, a directory that is not a store, and arguments at the edge of their types
+//! (`u64::MAX` cursors, `Duration::MAX` timeouts, `usize::MAX` limits). Each gives its typed
+//! error or a well-defined answer, writes nothing, and never panics (the library never panics
+//! on any input).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
@@ -357,4 +360,47 @@ fn a_directory_that_is_not_a_store_is_refused_untouched() {
         Err(Error::NotAStore { .. })
     ));
     assert_eq!(snapshot(dir.path()), before);
+}
+
+/// A store with run `r1` holding one event.
+fn store_with_one_event() -> (tempfile::TempDir, Store, RunId) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s"), Config::default()).unwrap();
+    let run = RunId::new("r1").unwrap();
+    store.create_run(&run).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("k", "p")])
+        .unwrap();
+    (dir, store, run)
+}
+
+/// A read after `u64::MAX` (no `after + 1` overflow) is an empty last page at that cursor.
+#[test]
+fn read_after_u64_max_returns_an_empty_page() {
+    let (_dir, store, run) = store_with_one_event();
+    let page = store.read(&run, u64::MAX, 10).unwrap();
+    assert!(page.events.is_empty());
+    assert_eq!(page.next, u64::MAX);
+    assert!(!page.has_more);
+}
+
+/// A wait with `Duration::MAX` (no `Instant + Duration` overflow) answers the last seq when the
+/// log is already past `after`.
+#[test]
+fn wait_with_duration_max_returns_the_last_seq() {
+    let (_dir, store, run) = store_with_one_event();
+    assert_eq!(store.wait(&run, 0, Duration::MAX).unwrap(), 1);
+}
+
+/// A payload limit of `usize::MAX` (no `limit + overhead` overflow, no wrap) is refused with
+/// `InvalidConfig`.
+#[test]
+fn open_with_usize_max_payload_limit_is_invalid_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        payload_len_bytes_max: usize::MAX,
+        ..Config::default()
+    };
+    let got = Store::open(dir.path(), config);
+    assert!(matches!(got, Err(Error::InvalidConfig(_))));
 }

@@ -1,5 +1,6 @@
-//! Paged reads through multi-event batches: which seqs a page holds, its cursor, and that
-//! a page checks every batch it touches in full (rule 5), not only the events it returns.
+//! Pages: reads through multi-event batches (which seqs a page holds, its cursor, and that a
+//! page checks every batch it touches in full, rule 5, not only the events it returns), and
+//! pages of `list_runs`.
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
@@ -127,5 +128,32 @@ fn read_each_borrows_exactly_what_read_returns() {
             (6, "k6".to_string(), b"p6".to_vec()),
             (7, "k7".to_string(), b"p7".to_vec())
         ]
+    );
+}
+
+/// `list_runs(after, 0)` consumes nothing and reports `next: None` with `has_more: true` when
+/// runs exist after the cursor (a pager asking for 0 must not conclude the store is empty);
+/// pages of 1 then walk the runs in id order to `has_more: false`.
+#[test]
+fn list_runs_with_limit_zero_still_reports_a_next_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    store.create_run(&RunId::new("a").unwrap()).unwrap();
+    store.create_run(&RunId::new("b").unwrap()).unwrap();
+
+    let page = store.list_runs(None, 0).unwrap();
+
+    assert!(page.runs.is_empty());
+    assert_eq!(page.next, None);
+    assert!(page.has_more, "limit 0 claims the last page");
+    let first = store.list_runs(None, 1).unwrap();
+    assert_eq!(
+        (first.next.as_ref().map(RunId::as_str), first.has_more),
+        (Some("a"), true)
+    );
+    let last = store.list_runs(first.next.as_ref(), 1).unwrap();
+    assert_eq!(
+        (last.next.as_ref().map(RunId::as_str), last.has_more),
+        (Some("b"), false)
     );
 }

@@ -1,16 +1,18 @@
-//! Breaker round 2: kill -9 of real writer processes while preallocation is active
-//! (`preallocate_from_bytes: 0`, small segments so rolls and seal-time truncations happen),
-//! two processes writing the same run at once, batches larger than a page.
+//! kill -9 of two writer processes appending to the same run at once, with preallocation
+//! from the first byte (`preallocate_from_bytes: 0`) and 48 KiB segments, so kills land in
+//! preallocated space, in rolls and in seal-time truncations, and batches (up to ~15 KiB)
+//! span pages.
 //!
 //! After each round (and at the end): every acknowledged event is at its acknowledged seq with
 //! its payload (rules 4, 11), seqs are dense, `verify_run` reports no problem, appends go on at
-//! last + 1, and another process's open handle saw every acknowledged event (rule 6).
-
-mod common;
+//! last + 1, and a handle of the parent process that stayed open throughout sees every
+//! acknowledged event (rule 6). The writers are this test binary re-executed on its ignored
+//! `child_entry` test (in `main.rs`), which calls [`child`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::common::Piped;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use runlog::{Config, NewEvent, RunId, Store};
@@ -29,14 +31,13 @@ fn run_id() -> RunId {
     RunId::new("wrun_kill9").unwrap()
 }
 
-/// The child side. Does nothing unless started by the parent.
-#[test]
-#[ignore = "entry point of child processes"]
-fn child_entry() {
-    let Ok(store_dir) = std::env::var("BREAKER2_STORE") else {
-        return;
-    };
-    let seed: u64 = std::env::var("BREAKER2_SEED").unwrap().parse().unwrap();
+/// The child side, started by `spawn` (through `child_entry`).
+pub fn child() {
+    let store_dir = std::env::var("RUNLOG_TWO_WRITERS_STORE").unwrap();
+    let seed: u64 = std::env::var("RUNLOG_TWO_WRITERS_SEED")
+        .unwrap()
+        .parse()
+        .unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     let store = Store::open(&store_dir, config()).unwrap();
     let run = run_id();
@@ -59,11 +60,12 @@ fn child_entry() {
     }
 }
 
-fn spawn(dir: &std::path::Path, seed: u64) -> common::Piped {
-    common::spawn_piped(
-        common::child_command()
-            .env("BREAKER2_STORE", dir)
-            .env("BREAKER2_SEED", seed.to_string()),
+fn spawn(dir: &std::path::Path, seed: u64) -> Piped {
+    crate::common::spawn_piped(
+        crate::common::child_command()
+            .env(crate::CHILD, "two_writers")
+            .env("RUNLOG_TWO_WRITERS_STORE", dir)
+            .env("RUNLOG_TWO_WRITERS_SEED", seed.to_string()),
     )
 }
 
@@ -110,7 +112,7 @@ fn kill_nine_with_preallocation_keeps_every_acked_event() {
     let mut rng = StdRng::seed_from_u64(0xb2ea_4e12);
     let mut acked: BTreeMap<u64, String> = BTreeMap::new();
     for round in 0..ROUNDS {
-        let mut kids: Vec<common::Piped> = (0..2)
+        let mut kids: Vec<Piped> = (0..2)
             .map(|k| spawn(dir.path(), (round * 2 + k) as u64))
             .collect();
         let want = rng.random_range(5..60);

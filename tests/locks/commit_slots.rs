@@ -1,17 +1,15 @@
-//! Breaker round 2: the lock file's commit slots (SPEC §3) as seen by handles that are
-//! already open.
+//! The lock file's commit slots (SPEC §3) when they are lost, stale or forged, as seen by
+//! fresh openers and by handles that are already open (rules 4, 6, 7, 10, 11).
 //!
 //! Several `Store` handles on one directory stand in for several processes: each handle opens
 //! its own descriptor of the run's `lock` file, so `flock` excludes them from each other
 //! exactly as it excludes processes, and each keeps its own cached view of the run.
 //!
-//! SPEC §3 says a lock file that is "missing, short or stale (a crash can lose its unsynced
-//! page) only makes the header the newest counter". That holds for a fresh opener, but a fresh
-//! opener that recovers from the header then numbers its counters from the header's
-//! generation, *below* the generation an already-open handle has cached. The open handle's
-//! `refresh`/`catch_up` only move on a higher generation, so it stops seeing commits (rules
-//! 6, 7), and as a writer it misses the other handle's seal and re-creates the next segment
-//! over acknowledged events (rules 4, 11).
+//! SPEC §3: a lock file that is "missing, short or stale (a crash can lose its unsynced page)
+//! only makes the header the newest counter". A fresh opener that recovers from the header
+//! numbers its counters from the header's generation, possibly *below* the generation an open
+//! handle has cached; open handles therefore judge a counter by its content (committed length,
+//! sealed) before its generation, so they keep seeing every commit and seal of the others.
 
 use std::path::{Path, PathBuf};
 
@@ -65,10 +63,10 @@ fn setup(n: usize) -> (tempfile::TempDir, RunId, u64) {
     (dir, run, bytes)
 }
 
-/// Regression (failed before `disk_is_ahead` judged counters by content). Rules 6/7: an open handle must see what another handle committed and
-/// acknowledged. After the lock file is truncated (same inode), a fresh writer recovers from
-/// the header (generation 2), writes generation 3, commits generation 4; the open handle has
-/// generation 8 cached and `Run::refresh` returns early (`disk.generation <= cached`).
+/// Rules 6, 7: an open handle sees what another handle committed and acknowledged. After the
+/// lock file is truncated (same inode), a fresh writer recovers from the header (generation
+/// 2) and commits seq 7 at generation 4, below the generation 8 the open handle has cached;
+/// the open handle still sees seq 7.
 #[test]
 fn open_handle_sees_commits_made_after_the_lock_file_was_truncated() {
     let (dir, run, _) = setup(6);
@@ -91,9 +89,9 @@ fn open_handle_sees_commits_made_after_the_lock_file_was_truncated() {
     );
 }
 
-/// Regression (same fix). Same as above with an *old copy* of the lock file written back over it
-/// (`cp lock.bak lock`: same inode, same salt, older generations): SPEC §3 calls a stale lock
-/// file harmless.
+/// Rules 6, 7 with an *old copy* of the lock file written back over it (`cp lock.bak lock`:
+/// same inode, same salt, older generations), which SPEC §3 calls harmless: a fresh opener
+/// adopts the events past the stale counter, and the open handles see its next commit.
 #[test]
 fn open_handle_sees_commits_made_after_an_old_lock_file_was_copied_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,19 +123,14 @@ fn open_handle_sees_commits_made_after_an_old_lock_file_was_copied_back() {
     );
 }
 
-/// Regression (failed before seals outranked commit slots and `Segment::create` refused to
-/// rename over an existing segment), and lost an acknowledged event. Rules 4 and 11 (and the dense-seq
-/// invariant: seq 7 is handed out twice). With the lock file truncated:
-/// - handle C recovers (header generation 3), its append rolls: seg 1 is sealed at
+/// Rules 4, 11 and density: a writer whose cached view is stale never replaces a segment that
+/// holds acknowledged events, and never hands out a seq twice. With the lock file truncated:
+/// - handle C recovers (header generation 3) and its append rolls: seg 1 is sealed at
 ///   generation 4, seg 2 is created and holds C's acknowledged `e7` at seq 7;
-/// - handle B (seg 1 cached at generation 8) appends: `catch_up` ignores the sealed slot
-///   (generation 4 < 8), B sees seg 1 unsealed and full, seals it again and
-///   `create_next_segment` renames a fresh seg 2 over C's, then writes its own event as seq 7.
-///
-/// A fix at either place holds: `catch_up` must follow a sealed header slot whatever its
-/// generation (or compare progress by last seq / sealed, not generation), and segment creation
-/// must not replace an existing segment (e.g. `renameat2(RENAME_NOREPLACE)` / `link`, failing
-/// with a typed error that sends the writer back to refresh).
+/// - handle B (seg 1 cached unsealed at generation 8) appends: it follows the seal although
+///   its generation is lower (a seal outranks an unsealed counter), and segment creation
+///   never renames over an existing segment; so `e7` stays at seq 7 and B's event, if
+///   accepted, is seq 8.
 #[test]
 fn a_stale_cached_writer_never_replaces_a_segment_holding_acked_events() {
     let (dir, run, bytes) = setup(6);
@@ -198,11 +191,10 @@ fn forge_commit_slot(dir: &Path, run: &RunId, slot: CounterSlot) {
     std::os::unix::fs::FileExt::write_all_at(&f, &slot.encode(salt), slot.offset()).unwrap();
 }
 
-/// Regression (panicked before slots above `GENERATION_MAX` were invalid; was: `attempt to add with overflow` at
-/// `src/run/commit.rs` `generation: base.generation + 1`; in release the generation wraps to
-/// 0, an invalid slot, so the commit is never published to other handles). A correctly salted
-/// commit slot with generation `u64::MAX` and an otherwise true counter must give a typed
-/// error or a working append, never a panic ("no panics in library code on any input").
+/// No panic on any input: a correctly salted commit slot with generation `u64::MAX` (above
+/// `GENERATION_MAX`, so invalid) and an otherwise true counter gives either a typed `Corrupt`
+/// or a working append at seq 3 that another handle sees, never a panic or a wrapped
+/// generation.
 #[test]
 fn commit_slot_with_generation_u64_max_gives_no_panic() {
     let (dir, run, bytes) = setup(2);
@@ -232,10 +224,11 @@ fn commit_slot_with_generation_u64_max_gives_no_panic() {
     }
 }
 
-/// Pins ( a property of the new commit slots): a correctly salted commit slot with a
-/// higher generation whose committed length lies past the end of the file, or inside a
-/// batch, is a typed `Corrupt` for a fresh opener's reads and writes, and nothing is
-/// truncated or overwritten: once the lock file is emptied again, every acked event reads back.
+/// Rule 5 and rule 11 for forged counters: a correctly salted commit slot with a higher
+/// generation whose committed length lies past the end of the file, or inside a batch, is a
+/// typed `Corrupt` for a fresh opener's reads and writes and a problem for `verify_run`, and
+/// nothing is truncated or overwritten: once the lock file is emptied again, every acked event
+/// reads back.
 #[test]
 fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
     let (dir, run, bytes) = setup(3);
@@ -284,10 +277,10 @@ fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
     assert_eq!(payload_of(&store, &run, 3), "e3");
 }
 
-/// Pins (): the lock file deleted, or replaced by a fresh empty file (a new inode),
-/// while handles are open: `Store::cached` sees the old lock file unlinked and reopens, so
-/// the open handles see the other's acknowledged commits (rule 6), keep appending densely,
-/// and `verify_run` is clean.
+/// Rule 6 with the lock file deleted, or replaced by a fresh empty file (a new inode), while
+/// handles are open: each handle sees its old lock file unlinked and reopens the run, so the
+/// open handles see each other's acknowledged commits, keep appending densely, and
+/// `verify_run` is clean.
 #[test]
 fn lock_file_deleted_or_replaced_while_open_keeps_handles_in_step() {
     for replace in [false, true] {
@@ -314,11 +307,11 @@ fn lock_file_deleted_or_replaced_while_open_keeps_handles_in_step() {
     }
 }
 
-/// Pins ( SPEC §3/§5 checkpoints for a fresh opener): 200 commits (three header
-/// checkpoints), then the lock file emptied with no handle open, as a power loss that lost its
-/// unsynced page would leave it: `verify_run` reports no problem (only a note on the batches
-/// past the checkpoint), a fresh opener sees all 200 events and appends at 201, and another
-/// fresh opener then agrees.
+/// Rules 10, 11 with SPEC §3/§5 header checkpoints: 200 commits (three checkpoints), then the
+/// lock file emptied with no handle open, as a power loss that lost its unsynced page would
+/// leave it: `verify_run` reports no problem (only a note on the batches past the
+/// checkpoint), a fresh opener sees all 200 events and appends at 201, and another fresh
+/// opener then agrees.
 #[test]
 fn lost_commit_slots_fall_back_to_the_header_checkpoint() {
     let (dir, run, _) = setup(200);

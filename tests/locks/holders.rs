@@ -1,4 +1,4 @@
-//! Run locks across real processes (issue 4 §4, rule 9 of INVARIANTS.md).
+//! Run locks held by real processes (issue 4 §4, rule 9 of INVARIANTS.md).
 //!
 //! The holder is a child process that writes through runlog: it appends (which records its
 //! pid in the run's lock file), then takes the run's kernel lock on a second descriptor of the
@@ -6,13 +6,14 @@
 //! contenders get `Busy` naming it after their timeout, write nothing, and readers are not
 //! blocked. After it lets go it appends again through runlog, and those appends are valid.
 //! When a holder is killed instead, contenders already blocked in `append` (with a long
-//! timeout) proceed at once.
+//! timeout) proceed at once. `Busy` names the process the kernel says holds the lock, not the
+//! last writer recorded in the lock file.
 //!
-//! Child processes are this test binary re-executed on the ignored `child_entry` test.
-
-mod common;
+//! The holder is this test binary re-executed on its ignored `child_entry` test (in
+//! `main.rs`), which calls [`child`].
 
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin};
 use std::sync::mpsc::Receiver;
@@ -26,17 +27,13 @@ fn lock_path(store: &Path, run: &RunId) -> PathBuf {
     store.join("runs").join(run.as_str()).join("lock")
 }
 
-/// The child side. Does nothing unless started by `spawn_holder`.
+/// The child side, started by `spawn_holder` (through `child_entry`).
 ///
 /// Appends one fact, locks the run, prints `@locked`, and then either waits for a line on
 /// stdin, unlocks and appends [`LATER_APPENDS`] facts (mode `release`), or holds until killed
 /// (mode `forever`).
-#[test]
-#[ignore = "entry point of child processes"]
-fn child_entry() {
-    let Ok(mode) = std::env::var("RUNLOG_LOCKS_MODE") else {
-        return;
-    };
+pub fn child() {
+    let mode = std::env::var("RUNLOG_LOCKS_MODE").unwrap();
     let store_dir = PathBuf::from(std::env::var("RUNLOG_LOCKS_STORE").unwrap());
     let run = RunId::new(std::env::var("RUNLOG_LOCKS_RUN").unwrap()).unwrap();
     let store = Store::open(&store_dir, Config::default()).unwrap();
@@ -108,15 +105,16 @@ impl Holder {
 }
 
 fn spawn_holder(mode: &str, store: &Path, run: &RunId) -> Holder {
-    let mut cmd = common::child_command();
-    cmd.env("RUNLOG_LOCKS_MODE", mode)
+    let mut cmd = crate::common::child_command();
+    cmd.env(crate::CHILD, "holder")
+        .env("RUNLOG_LOCKS_MODE", mode)
         .env("RUNLOG_LOCKS_STORE", store)
         .env("RUNLOG_LOCKS_RUN", run.as_str());
-    let common::Piped {
+    let crate::common::Piped {
         child,
         stdin,
         lines,
-    } = common::spawn_piped(&mut cmd);
+    } = crate::common::spawn_piped(&mut cmd);
     Holder {
         child,
         stdin,
@@ -254,4 +252,44 @@ fn contenders_blocked_in_append_proceed_at_once_when_the_holder_is_killed() {
         report.problems.is_empty() && report.notes.is_empty(),
         "{report:?}"
     );
+}
+
+/// Rule 9's "typed error naming the holder": the lock file records the last process that
+/// *wrote* (here a forged, long-gone pid), but `Busy` names the process that holds the kernel
+/// lock (this one, through a plain `flock`), whoever wrote last.
+#[test]
+fn busy_error_names_the_process_that_holds_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("s");
+    {
+        let store = Store::open(&store_dir, Config::default()).unwrap();
+        let run = RunId::new("r1").unwrap();
+        store.create_run(&run).unwrap();
+        store
+            .append_facts(&run, vec![NewEvent::new("k", "p")])
+            .unwrap();
+    }
+    let record = format!("pid {:<16}\n", 999_999_999u64);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(store_dir.join("runs/r1/lock"))
+        .and_then(|f| std::os::unix::fs::FileExt::write_all_at(&f, record.as_bytes(), 0))
+        .unwrap();
+
+    // This process now holds the run lock (flock, as runlog's own holders do).
+    let lock = std::fs::File::open(store_dir.join("runs/r1/lock")).unwrap();
+    // SAFETY: flock on a valid, open file descriptor owned by `lock`.
+    let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(rc, 0);
+
+    let store = Store::open(&store_dir, with_timeout(Duration::from_millis(100))).unwrap();
+    let run = RunId::new("r1").unwrap();
+    let got = store.append_facts(&run, vec![NewEvent::new("k", "q")]);
+
+    match got {
+        Err(Error::Busy { holder, .. }) => {
+            assert_eq!(holder, format!("pid {}", std::process::id()))
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
 }

@@ -1,4 +1,7 @@
-//! The rules of INVARIANTS.md, one test (or more) each, on real files with real fsync.
+//! The rules of INVARIANTS.md, one test (or more) each, on real files with real fdatasync:
+//! the fence (rules 1, 2), atomic batches (3), idempotent facts by key and by event id, dense
+//! reads after a cursor (6), segment rolls, `wait`, `list_runs` and delete, several handles on
+//! one store, and the per-run state kept in the run's files (10).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +42,69 @@ fn seqs(store: &Store, run: &RunId) -> Vec<u64> {
     page.events.iter().map(|e| e.seq).collect()
 }
 
+/// The core API end to end on a real directory: a keyed fact, a fenced two-event decision, a
+/// stale decision rejected with `Fenced { expected, actual }` (rule 1), a repeated key answered
+/// with the original seq, a read after a cursor, and the same answers after a reopen with
+/// `verify_run` clean.
+#[test]
+fn append_read_fence_roundtrip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s"), Config::default()).unwrap();
+    let run = RunId::new("wrun_1").unwrap();
+    store.create_run(&run).unwrap();
+    let a = store
+        .append_facts(&run, vec![NewEvent::new("run_created", "{}").key("k1")])
+        .unwrap();
+    assert_eq!(a[0].seq, 1);
+    let seqs = store
+        .append_decisions(
+            &run,
+            1,
+            vec![
+                NewEvent::new("step_created", "a"),
+                NewEvent::new("step_created", "b"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(seqs, vec![2, 3]);
+    let err = store
+        .append_decisions(&run, 1, vec![NewEvent::new("x", "")])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Fenced {
+                expected: 1,
+                actual: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let dup = store
+        .append_facts(&run, vec![NewEvent::new("run_created", "{}").key("k1")])
+        .unwrap();
+    assert_eq!((dup[0].seq, dup[0].duplicate), (1, true));
+    let page = store.read(&run, 1, 10).unwrap();
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    assert_eq!(&page.events[1].payload[..], b"b");
+    drop(store);
+    let store = Store::open(dir.path().join("s"), Config::default()).unwrap();
+    assert_eq!(store.last_seq(&run).unwrap(), 3);
+    let dup = store
+        .append_facts(&run, vec![NewEvent::new("run_created", "{}").key("k1")])
+        .unwrap();
+    assert!(dup[0].duplicate);
+    let report = store.verify_run(&run).unwrap();
+    assert!(report.problems.is_empty(), "{report:?}");
+    assert_eq!(report.events, 3);
+}
+
+/// Rule 2: a decision fenced at 1 after the log grew to 2 is rejected with
+/// `Fenced { expected: 1, actual: 2 }` and every file of the store is byte-identical.
 #[test]
 fn fenced_append_after_log_grew_is_rejected_and_run_dir_is_byte_identical() {
     let (dir, store, run) = setup(Config::default());
@@ -70,6 +136,7 @@ fn fenced_append_after_log_grew_is_rejected_and_run_dir_is_byte_identical() {
     assert_eq!(seqs(&store, &run), vec![1, 2]);
 }
 
+/// Rule 2: a rejected terminal decision leaves the run exactly as it was (`run_info` equal).
 #[test]
 fn rejected_terminal_decision_leaves_run_info_unchanged() {
     let (_dir, store, run) = setup(Config::default());
@@ -85,6 +152,8 @@ fn rejected_terminal_decision_leaves_run_info_unchanged() {
     assert_eq!(store.run_info(&run).unwrap(), info);
 }
 
+/// Rule 3: a decision batch whose third event repeats a stored key is refused whole; the same
+/// batch without the repeat is appended whole at consecutive seqs.
 #[test]
 fn decision_batch_is_all_or_nothing() {
     let (_dir, store, run) = setup(Config::default());
@@ -122,6 +191,8 @@ fn decision_batch_is_all_or_nothing() {
     assert_eq!(kinds, ["hook_created", "step_created", "wait_created"]);
 }
 
+/// Facts are idempotent by key and by caller-supplied event id, also after a reopen: a repeat
+/// answers the original seq with `duplicate`, appends nothing, and the original is kept.
 #[test]
 fn idempotent_facts_by_key_and_by_event_id_survive_reopen() {
     let (dir, store, run) = setup(Config::default());
@@ -167,6 +238,25 @@ fn idempotent_facts_by_key_and_by_event_id_survive_reopen() {
     assert_eq!(events[1].event_id, id);
 }
 
+/// An event id is an event's identity whoever minted it (`eventId` in `runlog export`): a fact
+/// carrying the id the store minted for an existing event is a duplicate of that event, not a
+/// second event with the same id.
+#[test]
+fn fact_with_event_id_of_a_stored_minted_event_appends_nothing() {
+    let (_dir, store, run) = setup(Config::default());
+    store.append_facts(&run, vec![ev("a", "p")]).unwrap();
+    let minted = store.read(&run, 0, 1).unwrap().events[0].event_id;
+
+    let got = store
+        .append_facts(&run, vec![ev("b", "q").event_id(minted)])
+        .unwrap();
+
+    assert_eq!(got[0].seq, 1);
+    assert!(got[0].duplicate);
+    assert_eq!(store.last_seq(&run).unwrap(), 1);
+}
+
+/// A key repeated inside one fact batch is appended once; the repeat answers its seq.
 #[test]
 fn duplicate_keys_within_one_fact_batch_append_once() {
     let (_dir, store, run) = setup(Config::default());
@@ -182,6 +272,9 @@ fn duplicate_keys_within_one_fact_batch_append_once() {
     );
 }
 
+/// Dense seqs under concurrency: 8 threads × 2,000 appends give exactly seqs 1..=16,000, each
+/// read back equal to what its appender was acknowledged for, with store-minted ids monotonic
+/// and fewer group commits than appends.
 #[test]
 fn eight_threads_two_thousand_appends_each_are_dense_and_read_back_equal() {
     let (_dir, store, run) = setup(Config::default());
@@ -228,6 +321,8 @@ fn eight_threads_two_thousand_appends_each_are_dense_and_read_back_equal() {
     );
 }
 
+/// Rule 6: a read after seq N returns everything above N in seq order, pages through
+/// three-event batches with the cursor (`next`) and `has_more`, and ends with an empty page.
 #[test]
 fn read_after_n_is_complete_by_density_with_cursor_and_has_more() {
     let (_dir, store, run) = setup(Config::default());
@@ -251,6 +346,8 @@ fn read_after_n_is_complete_by_density_with_cursor_and_has_more() {
     );
 }
 
+/// Segments roll at `segment_len_bytes_max`; reads cross segments, `run_info` and `verify_run`
+/// agree after a reopen, and appends continue at last + 1.
 #[test]
 fn segments_roll_at_the_threshold_and_reads_cross_them() {
     let config = Config {
@@ -282,6 +379,8 @@ fn segments_roll_at_the_threshold_and_reads_cross_them() {
     );
 }
 
+/// `wait` answers the last seq at its timeout when nothing is committed, and is woken by a
+/// commit of another thread before its timeout.
 #[test]
 fn wait_is_woken_by_an_in_process_commit_and_times_out_otherwise() {
     let (_dir, store, run) = setup(Config::default());
@@ -293,6 +392,9 @@ fn wait_is_woken_by_an_in_process_commit_and_times_out_otherwise() {
     assert_eq!(waiter.join().unwrap(), 1);
 }
 
+/// `list_runs` pages in run id order with `next`/`has_more`; `create_run` of an existing id is
+/// `RunExists`; `delete_run` removes the run and its directory (no tombstone), and the id can
+/// be created again empty.
 #[test]
 fn list_runs_pages_in_id_order_and_delete_removes() {
     let dir = tempfile::tempdir().unwrap();
@@ -344,6 +446,7 @@ fn list_runs_pages_in_id_order_and_delete_removes() {
     assert_eq!(store.last_seq(&r3).unwrap(), 0);
 }
 
+/// Two handles on one store (rules 1, 6): each sees the other's commits, keys and fence.
 #[test]
 fn a_second_store_handle_sees_and_continues_the_first_ones_appends() {
     let (dir, a, run) = setup(Config::default());
@@ -360,6 +463,8 @@ fn a_second_store_handle_sees_and_continues_the_first_ones_appends() {
     assert_eq!(a.wait(&run, 1, Duration::from_millis(1)).unwrap(), 2);
 }
 
+/// Rule 1: 8 threads deciding at the last seq they read; exactly one decision wins each
+/// position, every loser gets `Fenced` with `actual > expected`, and the log is dense.
 #[test]
 fn concurrent_deciders_exactly_one_wins_each_position() {
     let (_dir, store, run) = setup(Config::default());
@@ -395,6 +500,8 @@ fn concurrent_deciders_exactly_one_wins_each_position() {
     assert_eq!(seqs(&store, &run), (1..=wins).collect::<Vec<_>>());
 }
 
+/// Rule 10: 20 runs through a cache of 4 open runs; runs closed and reopened keep their seqs
+/// and their key index (state rebuilt from the run's files).
 #[test]
 fn runs_closed_past_open_runs_max_reopen_with_their_state() {
     let dir = tempfile::tempdir().unwrap();

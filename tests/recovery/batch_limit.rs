@@ -1,21 +1,12 @@
-//! Breaker round 3: `Config::batch_len_bytes_max` is a *write* limit ("every limit is checked
-//! before anything is written"), but the read, verify and recovery paths use it as a bound
-//! on batches that are already committed.
-//!
-//! `Config` is given per `Store::open` and not stored in the files, so a store reopened with
-//! a smaller limit (or a second process configured differently) meets batches longer than its
-//! own limit. `check_batch` rejects them ("batch length N out of range"), and:
-//! - in a committed region that is a false `Corrupt` (reads, `last_seq`) and false
-//!   `problems` from `verify_run`;
-//! - past the counter, `RunState::recover_tail` takes the rejection for a torn tail and
-//!   **truncates** it. After a power loss the lock file's commit slots (never synced) are gone
-//!   and the header checkpoint is older, so acknowledged, fdatasync'd batches lie past the
-//!   counter: the reopened store silently cuts them away (rules 4, 11).
-//!
-//! Fix: decode existing data against the format's own bound (SPEC §4 says
-//! `len <= Config::batch_len_bytes_max`, which only works if the limit never shrinks), e.g.
-//! `u32::MAX`/a format constant on the read and recovery paths, keeping the configured limit
-//! for `validate` only; or refuse to open with a smaller limit than the data needs.
+//! `Config::batch_len_bytes_max` limits what is *written*. `Config` is given per
+//! `Store::open` and not stored in the files, so a store reopened with a smaller limit (or a
+//! second process configured differently) meets committed batches longer than its own limit.
+//! Those batches are decoded against the format's own bound (`BATCH_LEN_READ_MAX`), so:
+//! - recovery past the counter never takes them for a torn tail and never truncates them
+//!   (rules 4, 11), even when the lock file's unsynced commit slots were lost and the header
+//!   checkpoint is older;
+//! - in the committed region they read back and `verify_run` reports no problem (rule 5 is
+//!   for real damage only).
 
 use std::path::{Path, PathBuf};
 
@@ -54,13 +45,11 @@ fn setup() -> (tempfile::TempDir, RunId) {
     (dir, run)
 }
 
-/// Regression (failed before readers bounded stored batches by `BATCH_LEN_READ_MAX` instead
-/// of their own config): acknowledged events were truncated away (rules 4, 11). The lock file's commit
-/// slots are lost (as after a power loss: they are never synced; SPEC §3 says this "only
-/// makes the header the newest counter"), and the store is reopened with a smaller
-/// `batch_len_bytes_max`. Recovery at open scans past the header's counter (4096), fails
-/// to decode the 200 KiB batch against the 128 KiB limit, and truncates the segment there:
-/// only `e1` survives, for every later opener too.
+/// Rules 4 and 11: the lock file's commit slots are lost (as after a power loss: they are
+/// never synced; SPEC §3 says this "only makes the header the newest counter") and the store
+/// is reopened with a 128 KiB `batch_len_bytes_max`. Recovery at open scans past the header's
+/// counter (4096) over the 200 KiB batch and keeps it: a store with the default limits then
+/// reads all three events.
 #[test]
 fn reopening_with_a_smaller_batch_limit_never_truncates_acknowledged_events() {
     let (dir, run) = setup();
@@ -85,10 +74,9 @@ fn reopening_with_a_smaller_batch_limit_never_truncates_acknowledged_events() {
     );
 }
 
-/// Regression (same fix): valid committed data was reported as corruption. Without any loss of counters, a
-/// store opened with a smaller `batch_len_bytes_max` reads the run as `Corrupt` at the big
-/// batch ("batch length ... out of range"), and `verify_run` lists it in `problems`, though
-/// every checksum and seq is right (rule 5 is for real damage).
+/// Rule 5 is for real damage: a store opened with a smaller `batch_len_bytes_max` reads a run
+/// holding a longer committed batch (every checksum and seq right) in full, and `verify_run`
+/// lists no problem.
 #[test]
 fn a_smaller_batch_limit_does_not_make_committed_batches_corrupt() {
     let (dir, run) = setup();

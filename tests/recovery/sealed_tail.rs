@@ -1,21 +1,17 @@
-//! Breaker round 3: a segment sealed (and truncated: preallocation on) whose successor was
-//! never created — the state a writer killed between seal and next-segment creation leaves
-//! (SPEC §5 step 3). Made deterministic with an `Fs` wrapper that fails the creation of
-//! `seg-00000002.log.tmp` once, in handle A; handle B (another "process", own lock-file
-//! descriptor, seg 1 cached as unsealed) then continues.
+//! A run left mid-roll: its last segment sealed (and, with preallocation, cut to its committed
+//! length) but its successor never created, the state a writer killed between the seal and
+//! the next segment's creation leaves (SPEC §5 step 3).
 //!
-//! Pins (passes on the current code): while seg 1 is sealed without successor, a fenced
-//! rejection creates no file and changes no byte (rule 2) and readers see the full log; the
-//! next accepted append (from B, whose cached view predates the seal) re-seals, creates seg 2
-//! and continues the seqs densely; A, which failed mid-roll, continues afterwards too.
+//! In that state a rejected fenced append creates no file and changes no byte (rule 2),
+//! readers see the whole log, and the next accepted append, from any handle, re-seals, creates
+//! the next segment and continues the seqs densely.
 
-mod common;
-
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::OpenHookFs;
+use crate::common::OpenHookFs;
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
 fn cfg() -> Config {
@@ -58,6 +54,11 @@ fn seqs(store: &Store, run: &RunId) -> Vec<u64> {
     page.events.iter().map(|e| e.seq).collect()
 }
 
+/// Made deterministic with `OpenHookFs`: handle A fails to create `seg-00000002.log.tmp` once,
+/// after sealing segment 1. Handle B (its own lock-file descriptor, segment 1 cached as
+/// unsealed, as another process would have it) is fenced without a byte changed, then
+/// continues at `n + 1`; A continues after its failed roll too, and every handle and a fresh
+/// one read `1..=n + 3` with `verify_run` clean.
 #[test]
 fn a_seal_without_successor_is_continued_by_another_handle() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,4 +111,67 @@ fn a_seal_without_successor_is_continued_by_another_handle() {
     let fresh = Store::open(dir.path(), cfg()).unwrap();
     assert_eq!(seqs(&fresh, &run), want);
     assert_eq!(fresh.verify_run(&run).unwrap().problems, vec![]);
+}
+
+/// Every file of `dir` with its bytes, the lock file included.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
+/// Rule 2 on a sealed tail without successor, left on disk by removing segment 3 after three
+/// rolls (segment 2 sealed at seq 2): a fenced append that is rejected neither re-seals segment
+/// 2 nor creates segment 3, and leaves the lock file as it was.
+#[test]
+fn rejected_fenced_append_on_sealed_tail_without_successor_changes_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let config = Config {
+        segment_len_bytes_max: 4096 + 10,
+        ..Config::default()
+    };
+    let run = RunId::new("r").unwrap();
+    {
+        let store = Store::open(&path, config.clone()).unwrap();
+        store.create_run(&run).unwrap();
+        for kind in ["a", "b", "c"] {
+            // Each append after the first rolls: seals the full segment, starts the next.
+            store
+                .append_facts(&run, vec![NewEvent::new(kind, "p")])
+                .unwrap();
+        }
+    }
+    let run_dir = path.join("runs/r");
+    std::fs::remove_file(run_dir.join("seg-00000003.log")).unwrap();
+
+    let store = Store::open(&path, config).unwrap();
+    assert_eq!(store.last_seq(&run).unwrap(), 2);
+    let before = files(&run_dir);
+
+    let got = store.append_decisions(&run, 0, vec![NewEvent::new("d", "p")]);
+
+    assert!(matches!(
+        got,
+        Err(Error::Fenced {
+            expected: 0,
+            actual: 2,
+            ..
+        })
+    ));
+    let after = files(&run_dir);
+    let changed: BTreeSet<&String> = after
+        .keys()
+        .chain(before.keys())
+        .filter(|name| after.get(*name) != before.get(*name))
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "files changed by a rejected append: {changed:?}"
+    );
 }
