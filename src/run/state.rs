@@ -201,17 +201,14 @@ impl RunState {
             return Err(Error::corrupt(run, &seg.name, disk.offset(), detail));
         }
         if disk.committed_len > cur.committed_len {
-            let view = match seg.view(run, disk.committed_len) {
-                Ok(v) => v,
-                Err(Error::Corrupt { offset, detail, .. }) => {
-                    self.stop_at(cur.committed_len, &seg.name, offset, detail);
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            };
+            // A file shorter than its counter (cut by an outside hand) is read as far as it
+            // goes: the events before the cut stay readable.
+            let file_len = seg.len()?;
+            let end = disk.committed_len.min(file_len);
+            let view = seg.view(run, end)?;
             let pos = self.segments.len() - 1;
             let mut at = cur.committed_len;
-            while at < disk.committed_len {
+            while at < end {
                 let decoded = decode_batch(
                     &view,
                     at as usize,
@@ -221,6 +218,7 @@ impl RunState {
                 );
                 let b = match decoded {
                     Ok(b) => b,
+                    Err(e) if e.incomplete && file_len < disk.committed_len => break,
                     Err(e) => {
                         self.stop_at(at, &seg.name, e.offset, e.detail);
                         return Ok(());
@@ -228,6 +226,14 @@ impl RunState {
                 };
                 self.apply_view(pos, at, &b);
                 at += u64::from(b.header.len);
+            }
+            if file_len < disk.committed_len {
+                let detail = format!(
+                    "file is {file_len} bytes, committed length is {}",
+                    disk.committed_len
+                );
+                self.stop_at(at, &seg.name, file_len, detail);
+                return Ok(());
             }
             if at != disk.committed_len {
                 let detail = format!(

@@ -251,7 +251,15 @@ fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
             Ok(s) => s,
             Err(e) => panic!("Store::open is lazy: {e:?}"),
         };
-        let read = store.read(&run, 0, 10);
+        // The events before the bad counter's claim stay readable; the read that reaches it
+        // fails (rule 5).
+        let head = store.read(&run, 0, 10).unwrap();
+        // Every batch wholly inside the claimed committed length (two of three when it ends
+        // mid-batch).
+        let whole = if committed_len < end { 2 } else { 3 };
+        assert_eq!(head.events.len(), whole, "committed_len {committed_len}");
+        assert!(head.has_more, "committed_len {committed_len}");
+        let read = store.read(&run, head.next, 10);
         assert!(
             matches!(read, Err(Error::Corrupt { .. })),
             "committed_len {committed_len}: {read:?}"
