@@ -84,6 +84,7 @@ pub mod replay;
 pub use backend::RunLog;
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
+pub use run::Repair;
 pub use store::Store;
 pub use store_stats::CommitStatsSnapshot;
 pub use types::{Appended, Config, ReadPage, RunInfo, RunPage};

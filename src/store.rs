@@ -25,6 +25,8 @@ use crate::types::{Appended, Config, ReadPage, RunInfo, RunPage, now_ms};
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
+/// Directory where `repair_run` keeps the bytes it cut away.
+pub const REPAIR_DIR: &str = "repair";
 /// Directory holding one directory per run.
 pub const RUNS_DIR: &str = "runs";
 const FORMAT_PREFIX: &str = "runlog-store format ";
@@ -432,6 +434,25 @@ impl Store {
         Ok(())
     }
 
+    /// Repairs a damaged run, only when asked: cuts it at its first bad batch so that it holds
+    /// exactly the events before the damage and takes writes again. The bytes cut away are
+    /// first kept, synced, in `<store>/repair/<run>-<ulid>.cut` (named in the result; never
+    /// deleted). Returns `Ok(None)` when the run is not damaged (nothing changed).
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Corrupt`] when the damage cannot be
+    /// cut (in a sealed segment, or the run's first segment), [`Error::Io`].
+    pub fn repair_run(&self, run: &RunId) -> Result<Option<crate::run::Repair>> {
+        let dir = self.inner.root.join(REPAIR_DIR);
+        create_dir_racing(self.inner.fs.as_ref(), &dir)?;
+        let saved = dir.join(format!("{run}-{}.cut", ulid::Ulid::generate()));
+        let handle = self.run(run)?;
+        let done = handle.exclusive(|| handle.repair(&saved))?;
+        // Readers of this process reopen the run from its files.
+        self.inner.runs.lock().remove(run);
+        Ok(done)
+    }
+
     /// Checks every byte of a run's files independently of the cache: header and counter
     /// checksums, every batch checksum, density, the segment chain, counters vs content.
     ///
@@ -499,7 +520,7 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
         .map_err(|e| Error::io("listing", root, e))?;
     if entries
         .iter()
-        .any(|n| n != RUNS_DIR && !n.starts_with(FORMAT_FILE))
+        .any(|n| n != RUNS_DIR && n != REPAIR_DIR && !n.starts_with(FORMAT_FILE))
     {
         return Err(Error::NotAStore {
             path: root.to_path_buf(),

@@ -161,3 +161,54 @@ fn a_torn_tail_with_nothing_valid_after_it_is_still_cut() {
     );
     assert!(store.verify_run(&run).unwrap().problems.is_empty());
 }
+
+#[test]
+fn repair_cuts_at_the_first_bad_batch_only_when_asked_and_keeps_the_cut_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("r4").unwrap();
+    let offsets = run_of_single_facts(dir.path(), &run, 20);
+    std::fs::write(lock(dir.path(), "r4"), b"").unwrap();
+    let path = seg(dir.path(), "r4");
+    flip(&path, offsets[12] + 80);
+    let original = std::fs::read(&path).unwrap();
+
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    let healthy = RunId::new("ok").unwrap();
+    store.create_run(&healthy).unwrap();
+    assert_eq!(
+        store.repair_run(&healthy).unwrap(),
+        None,
+        "nothing to repair"
+    );
+    let done = store
+        .repair_run(&run)
+        .unwrap()
+        .expect("the run was damaged");
+    assert_eq!(
+        (done.segment.as_str(), done.offset, done.last_seq),
+        ("seg-00000001.log", offsets[12], 12)
+    );
+    let kept = std::fs::read(&done.saved).unwrap();
+    assert_eq!(
+        kept,
+        original[offsets[12] as usize..],
+        "the cut bytes are kept whole"
+    );
+    assert_eq!(done.saved_bytes, kept.len() as u64);
+    assert!(done.saved.starts_with(dir.path().join("repair")));
+
+    assert_eq!(
+        all_kinds(&store, &run).unwrap(),
+        (1..=12).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        store
+            .append_facts(&run, vec![NewEvent::new("k", "x")])
+            .unwrap()[0]
+            .seq,
+        13
+    );
+    let fresh = Store::open(dir.path(), Config::default()).unwrap();
+    assert_eq!(fresh.last_seq(&run).unwrap(), 13);
+    assert!(fresh.verify_run(&run).unwrap().problems.is_empty());
+}

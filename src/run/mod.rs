@@ -23,6 +23,7 @@ use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use commit::{Outcome, ReqKind};
+pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
 
 /// Everything shared by the readers and the writer of one run in this process.

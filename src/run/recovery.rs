@@ -224,3 +224,93 @@ impl RunState {
         Ok(Some(next))
     }
 }
+
+/// What [`Run::repair`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repair {
+    /// The segment cut, and the byte offset it was cut at (its first bad batch).
+    pub segment: String,
+    /// Byte offset of the cut.
+    pub offset: u64,
+    /// The run's last seq after the cut: every event before the damage.
+    pub last_seq: u64,
+    /// Where the bytes cut away were kept (never deleted): the tail of the cut segment.
+    pub saved: std::path::PathBuf,
+    /// Bytes kept in `saved`.
+    pub saved_bytes: u64,
+}
+
+impl Run {
+    /// Cuts a damaged run at its first bad batch (explicit repair, never automatic): the
+    /// bytes from there to the end of that segment are first written to `saved` and synced,
+    /// then the segment is truncated, its counter rewritten (header and lock file) and synced.
+    /// `Ok(None)` when the run is not damaged. Only damage in the last segment is cut (a bad
+    /// batch in a sealed segment would orphan the segments after it): that is refused.
+    ///
+    /// Call with the writer excluded and the run lock held ([`Run::exclusive`]).
+    pub(crate) fn repair(&self, saved: &std::path::Path) -> Result<Option<Repair>> {
+        let mut st = self.state.write();
+        st.catch_up(
+            self.fs.as_ref(),
+            self.lock_file.as_ref(),
+            self.run_str(),
+            BATCH_LEN_READ_MAX,
+        )?;
+        self.recover_locked(&mut st, true)?;
+        let Some(damage) = st.damage.clone() else {
+            return Ok(None);
+        };
+        let seg = st.last().seg.clone();
+        if damage.segment != seg.name || st.last().counter.sealed {
+            let detail = format!(
+                "{} (damage in a sealed segment: not repaired automatically)",
+                damage.detail
+            );
+            return Err(Error::corrupt(
+                self.run_str(),
+                &damage.segment,
+                damage.offset,
+                detail,
+            ));
+        }
+        let cut_at = st.last().counter.committed_len;
+        let file_len = seg.len()?;
+        let tail_len = file_len.saturating_sub(cut_at);
+        let mut tail = vec![0u8; tail_len as usize];
+        let n = seg
+            .read_up_to(&mut tail, cut_at)
+            .map_err(|e| Error::io("reading", &seg.path, e))?;
+        tail.truncate(n);
+        let keep = || -> std::io::Result<()> {
+            let f = self.fs.open(saved, OpenMode::CreateNew)?;
+            f.write_all_at(&tail, 0)?;
+            f.sync_all()?;
+            if let Some(parent) = saved.parent() {
+                self.fs.sync_dir(parent)?;
+            }
+            Ok(())
+        };
+        keep().map_err(|e| Error::io("keeping the cut bytes in", saved, e))?;
+        let old = st.last().counter;
+        let slot = CounterSlot {
+            generation: next_header_generation(old.generation, st.last().header_generation),
+            last_seq: st.last_seq,
+            committed_len: cut_at,
+            updated_at_ms: now_ms(),
+            sealed: false,
+        };
+        seg.truncate(cut_at)
+            .and_then(|()| seg.write_slot(&slot))
+            .and_then(|()| seg.sync())
+            .map_err(|e| Error::io("cutting", &seg.path, e))?;
+        seg.write_commit_slot(self.lock_file.as_ref(), &slot)
+            .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
+        Ok(Some(Repair {
+            segment: seg.name.clone(),
+            offset: cut_at,
+            last_seq: st.last_seq,
+            saved: saved.to_path_buf(),
+            saved_bytes: n as u64,
+        }))
+    }
+}
