@@ -174,6 +174,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether this is a fault of the environment rather than of the stored bytes: an I/O
+    /// error (permission denied, read-only file system, EIO, …), a full disk, or a run that
+    /// refuses writes after one. Corruption (`Corrupt`, `UnsupportedVersion`, `NotAStore`)
+    /// and bad input are not.
+    pub fn is_environment(&self) -> bool {
+        matches!(
+            self,
+            Error::Io { .. } | Error::DiskFull { .. } | Error::Poisoned { .. }
+        )
+    }
+
     /// Wraps an `io::Error` with context, mapping ENOSPC/EDQUOT to [`Error::DiskFull`].
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
         let path = path.into();

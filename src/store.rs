@@ -21,7 +21,7 @@ use crate::lock::LOCK_FILE;
 use crate::run::{Outcome, ReqKind, Run};
 use crate::segment::{NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
-use crate::types::{Appended, Config, ReadPage, RunInfo, RunPage, now_ms};
+use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now_ms};
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
@@ -195,18 +195,47 @@ impl Store {
         Ok(None)
     }
 
+    /// Why a run cannot be opened when its first segment is absent: `RunNotFound` when its
+    /// directory is gone too (deleted, or never created), else `Corrupt`: creation renames a
+    /// whole directory with segment 1 into place and deletion renames it away first, so a run
+    /// directory without segment 1 was damaged by an outside hand, and is reported, never
+    /// hidden (rule 5).
+    fn missing_first_segment(&self, run: &RunId) -> Result<Error> {
+        let dir = self.run_dir(run);
+        let exists = self
+            .inner
+            .fs
+            .is_dir(&dir)
+            .map_err(|e| Error::io("checking", &dir, e))?;
+        Ok(match exists {
+            true => Error::corrupt(
+                run.as_str(),
+                &crate::segment::segment_name(1),
+                0,
+                "the run directory exists but its first segment is missing",
+            ),
+            false => Error::RunNotFound {
+                run: run.to_string(),
+            },
+        })
+    }
+
     /// The open run, from the cache or loaded from disk.
     fn run(&self, run: &RunId) -> Result<Arc<Run>> {
         if let Some(r) = self.cached(run)? {
             return Ok(r);
         }
-        let loaded = Arc::new(Run::open(
+        let opened = Run::open(
             self.inner.fs.clone(),
             self.run_dir(run),
             run.clone(),
             self.inner.config.clone(),
             self.inner.stats.clone(),
-        )?);
+        );
+        let loaded = Arc::new(match opened {
+            Err(Error::RunNotFound { .. }) => return Err(self.missing_first_segment(run)?),
+            other => other?,
+        });
         let mut runs = self.inner.runs.lock();
         let handle = runs.entry(run.clone()).or_insert(loaded).clone();
         if runs.len() > self.inner.config.open_runs_max {
@@ -317,10 +346,13 @@ impl Store {
     }
 
     /// Lists runs in id order after `after` (exclusive), at most `limit`. Takes no run lock
-    /// (rule 8); runs created or deleted concurrently may or may not appear.
+    /// (rule 8); runs created or deleted concurrently may or may not appear. A run whose files
+    /// cannot be read (damaged, its first segment missing, unreadable) does not hide the
+    /// others: it is listed in [`RunPage::damaged`] with its error, in id order, and counts
+    /// toward `limit`.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] when a listed run's files are, [`Error::Io`].
+    /// [`Error::Io`] when the runs directory cannot be listed.
     pub fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage> {
         let dir = &self.inner.runs_dir;
         let names = self
@@ -331,20 +363,26 @@ impl Store {
         let mut ids: Vec<RunId> = names.iter().filter_map(|n| RunId::new(n).ok()).collect();
         ids.sort();
         let start = after.map_or(0, |a| ids.partition_point(|id| id <= a));
-        let mut runs = Vec::new();
+        let (mut runs, mut damaged, mut next) = (Vec::new(), Vec::new(), None);
         let mut rest = ids[start..].iter();
-        while runs.len() < limit {
+        while runs.len() + damaged.len() < limit {
             let Some(id) = rest.next() else { break };
             match self.peek_info(id) {
                 Ok(info) => runs.push(info),
-                Err(Error::RunNotFound { .. }) => {}
-                Err(e) => return Err(e),
+                Err(Error::RunNotFound { .. }) => continue,
+                Err(e) => damaged.push(DamagedRun {
+                    run: id.clone(),
+                    error: e.to_string(),
+                    corrupt: !e.is_environment(),
+                }),
             }
+            next = Some(id.clone());
         }
         Ok(RunPage {
-            next: runs.last().map(|r| r.run.clone()),
+            next,
             has_more: rest.len() > 0,
             runs,
+            damaged,
         })
     }
 
@@ -357,10 +395,10 @@ impl Store {
         }
         let fs = self.inner.fs.as_ref();
         let dir = self.run_dir(run);
-        let not_found = || Error::RunNotFound {
-            run: run.to_string(),
+        let mut seg = match Segment::open(fs, &dir, run.as_str(), 1)? {
+            Some(seg) => seg,
+            None => return Err(self.missing_first_segment(run)?),
         };
-        let mut seg = Segment::open(fs, &dir, run.as_str(), 1)?.ok_or_else(not_found)?;
         let created_at_ms = seg.header.run_created_at_ms;
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
         let lock = lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;

@@ -113,11 +113,27 @@ pub struct RunInfo {
 pub struct RunPage {
     /// Runs in id order.
     pub runs: Vec<RunInfo>,
-    /// Cursor for the next page: the last returned id (`None` when nothing was returned).
+    /// Cursor for the next page: the last id returned in `runs` or `damaged` (`None` when
+    /// nothing was returned).
     pub next: Option<RunId>,
     /// Whether runs exist after this page (pass `next`, or the same `after` when `next` is
     /// `None`, to continue).
     pub has_more: bool,
+    /// Runs of this page whose files could not be read, in id order, with their error: one
+    /// damaged run never hides the others.
+    pub damaged: Vec<DamagedRun>,
+}
+
+/// A run that `list_runs` could not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamagedRun {
+    /// The run.
+    pub run: RunId,
+    /// The error, as text (run, segment file and byte offset for corruption).
+    pub error: String,
+    /// True for corruption (`Corrupt`, `UnsupportedVersion`), false for an environment error
+    /// (I/O, permission, full or read-only file system).
+    pub corrupt: bool,
 }
 
 /// Milliseconds since the Unix epoch, now.

@@ -146,7 +146,10 @@ fn a_panic_in_the_group_commit_leader_fails_its_group_and_hangs_nobody() {
     let again = Store::open(dir.path(), Config::default()).unwrap();
     let ok = results.iter().filter(|r| r.is_ok()).count() as u64;
     let last = again.last_seq(&run).unwrap();
-    assert!(last > ok, "every acknowledged append (and the first) is there");
+    assert!(
+        last > ok,
+        "every acknowledged append (and the first) is there"
+    );
     assert_eq!(
         again
             .append_facts(&run, vec![NewEvent::new("k", "y")])

@@ -212,3 +212,50 @@ fn repair_cuts_at_the_first_bad_batch_only_when_asked_and_keeps_the_cut_bytes() 
     assert_eq!(fresh.last_seq(&run).unwrap(), 13);
     assert!(fresh.verify_run(&run).unwrap().problems.is_empty());
 }
+
+#[test]
+fn a_damaged_run_is_listed_with_its_error_and_hides_no_other_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        let run = RunId::new(name).unwrap();
+        store.create_run(&run).unwrap();
+        store
+            .append_facts(&run, vec![NewEvent::new("k", name)])
+            .unwrap();
+    }
+    drop(store);
+    // b: its first segment is gone; c: a flipped byte in its segment header.
+    std::fs::remove_file(seg(dir.path(), "b")).unwrap();
+    flip(&seg(dir.path(), "c"), 100);
+
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    let page = store.list_runs(None, 10).unwrap();
+    let healthy: Vec<&str> = page.runs.iter().map(|r| r.run.as_str()).collect();
+    assert_eq!(healthy, ["a", "d"]);
+    let damaged: Vec<(&str, bool)> = page
+        .damaged
+        .iter()
+        .map(|d| (d.run.as_str(), d.corrupt))
+        .collect();
+    assert_eq!(damaged, [("b", true), ("c", true)]);
+    assert!(
+        page.damaged[0].error.contains("first segment is missing"),
+        "{}",
+        page.damaged[0].error
+    );
+    let small = store.list_runs(None, 2).unwrap();
+    assert_eq!(
+        (small.runs.len(), small.damaged.len(), small.has_more),
+        (1, 1, true)
+    );
+    assert_eq!(small.next.as_ref().map(RunId::as_str), Some("b"));
+
+    let b = RunId::new("b").unwrap();
+    assert!(matches!(store.read(&b, 0, 10), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        store.append_facts(&b, vec![NewEvent::new("k", "x")]),
+        Err(Error::Corrupt { .. })
+    ));
+    assert!(matches!(store.create_run(&b), Err(Error::RunExists { .. })));
+}
