@@ -200,13 +200,23 @@ impl Store {
     /// whole directory with segment 1 into place and deletion renames it away first, so a run
     /// directory without segment 1 was damaged by an outside hand, and is reported, never
     /// hidden (rule 5).
+    ///
+    /// Concurrent delete and re-create swap whole directories, so "segment 1 absent, directory
+    /// present, segment 1 still absent", checked in that order, is damage and not a race.
     fn missing_first_segment(&self, run: &RunId) -> Result<Error> {
         let dir = self.run_dir(run);
-        let exists = self
-            .inner
-            .fs
-            .is_dir(&dir)
-            .map_err(|e| Error::io("checking", &dir, e))?;
+        let fs = self.inner.fs.as_ref();
+        let first = dir.join(crate::segment::segment_name(1));
+        let absent = || match fs.open(&first, OpenMode::Read) {
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(Error::io("opening segment", &first, e)),
+        };
+        let exists = absent()?
+            && fs
+                .is_dir(&dir)
+                .map_err(|e| Error::io("checking", &dir, e))?
+            && absent()?;
         Ok(match exists {
             true => Error::corrupt(
                 run.as_str(),
