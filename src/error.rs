@@ -160,6 +160,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// A write (create, append, delete, repair) on a store opened with [`crate::Store::open_read_only`].
+    /// Refused before anything is touched: nothing was written, no lock was taken.
+    #[error(
+        "cannot {op}: store {path} is open read-only (Store::open_read_only); nothing was written"
+    )]
+    ReadOnly {
+        /// The refused operation (`append to run wrun_1`, `create run wrun_1`, ...).
+        op: String,
+        /// The store directory.
+        path: PathBuf,
+    },
+
     /// Any other I/O error, with what we were doing and on which path.
     #[error("I/O error while {op} {path}: {source}")]
     Io {
@@ -285,6 +297,10 @@ impl Error {
             Error::Panicked { run, detail } => Error::Panicked {
                 run: run.clone(),
                 detail: detail.clone(),
+            },
+            Error::ReadOnly { op, path } => Error::ReadOnly {
+                op: op.clone(),
+                path: path.clone(),
             },
         }
     }

@@ -23,6 +23,28 @@ pub(crate) fn segment_name(index: u32) -> String {
     format!("seg-{index:08}.log")
 }
 
+/// How a run and its segment files are opened: to be written (a writable [`crate::Store`]),
+/// or only read ([`crate::Store::open_read_only`], and every reader that never writes: run
+/// listing and verify). A read-only open uses [`OpenMode::Read`] for every file, so it works
+/// on files it may not write (another user's store, a read-only mount).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Files opened read-write (the run may be recovered and appended to).
+    Write,
+    /// Files opened read-only; nothing is ever written, truncated or locked.
+    Read,
+}
+
+impl Access {
+    /// The mode existing files are opened with.
+    pub(crate) fn open_mode(self) -> OpenMode {
+        match self {
+            Access::Write => OpenMode::ReadWrite,
+            Access::Read => OpenMode::Read,
+        }
+    }
+}
+
 /// A segment's counter as read from disk.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Counter {
@@ -121,14 +143,23 @@ impl Segment {
     }
 
     /// Opens segment `index` of `run` in `dir`; `Ok(None)` when the file does not exist.
+    /// `access` decides the open mode: [`Access::Read`] opens the file read-only (every write
+    /// method then fails), for readers that never write.
     ///
     /// # Errors
     /// [`Error::UnsupportedVersion`] for a foreign format version, [`Error::Corrupt`] for a
-    /// bad header or one that names another run or position, [`Error::Io`].
-    pub(crate) fn open(fs: &dyn Fs, dir: &Path, run: &str, index: u32) -> Result<Option<Segment>> {
+    /// bad header or one that names another run or position, [`Error::Io`] (e.g. `EACCES` for
+    /// [`Access::Write`] on a file this user may only read).
+    pub(crate) fn open(
+        fs: &dyn Fs,
+        dir: &Path,
+        run: &str,
+        index: u32,
+        access: Access,
+    ) -> Result<Option<Segment>> {
         let name = segment_name(index);
         let path = dir.join(&name);
-        let file = match fs.open(&path, OpenMode::ReadWrite) {
+        let file = match fs.open(&path, access.open_mode()) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("opening segment", &path, e)),
@@ -287,6 +318,14 @@ impl Segment {
             .map_err(|e| Error::io("mapping", &self.path, e))?;
         *cached = view.clone();
         Ok(view)
+    }
+
+    /// Whether the file has been unlinked (its run was deleted: segments are only ever
+    /// unlinked by deletion, never replaced).
+    pub(crate) fn is_unlinked(&self) -> Result<bool> {
+        self.file
+            .is_unlinked()
+            .map_err(|e| Error::io("checking", &self.path, e))
     }
 
     /// Current file length in bytes.

@@ -19,7 +19,7 @@ use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
 use crate::lock::LOCK_FILE;
 use crate::run::{Outcome, ReqKind, Run};
-use crate::segment::{NewSegment, Segment, segment_name};
+use crate::segment::{Access, NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
 use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now_ms};
 
@@ -34,7 +34,8 @@ const FORMAT_PREFIX: &str = "runlog-store format ";
 /// An embedded runlog store. Cheap to clone; `Send + Sync`; share it across threads.
 ///
 /// Several `Store`s (in one or many processes) may open the same directory: every write
-/// takes the run's kernel advisory lock and refreshes from disk first.
+/// takes the run's kernel advisory lock and refreshes from disk first. A store opened with
+/// [`Store::open_read_only`] reads beside them without ever writing, locking or recovering.
 #[derive(Clone, Debug)]
 pub struct Store {
     inner: Arc<Inner>,
@@ -48,6 +49,8 @@ struct Inner {
     config: Arc<Config>,
     runs: Mutex<HashMap<RunId, Arc<Run>>>,
     stats: Arc<CommitStats>,
+    /// [`Access::Read`] for a store opened with [`Store::open_read_only`].
+    access: Access,
 }
 
 impl Store {
@@ -66,7 +69,52 @@ impl Store {
         config.check()?;
         let root = dir.as_ref().to_path_buf();
         init_or_check(fs.as_ref(), &root)?;
-        Ok(Store {
+        Ok(Store::with_access(fs, root, config, Access::Write))
+    }
+
+    /// Opens the existing store at `dir` for reading only, on the real file system.
+    ///
+    /// Rules (`format/SPEC.md` §8): takes no lock; creates, writes and truncates nothing (no
+    /// `FORMAT`, no `runs/`, no lock file, no holder record, no recovery); opens every file
+    /// read-only, so it works on a store this user may only read or on a read-only mount.
+    /// Each run shows exactly its committed view: what the counters say (the segment headers'
+    /// slots and the lock file's commit slots, SPEC §3; a missing lock file leaves the header's
+    /// counter as the newest). Bytes past the counter — a torn tail, or batches written but
+    /// not yet counted (a process killed between its write and its sync) — are not shown;
+    /// adopting or cutting them is the next writer's job (SPEC §6). Reads, `wait` (counter
+    /// polling), `run_info`, `list_runs` and `verify_run` work as on a writable store; every
+    /// write (`create_run*`, `append_*`, `delete_run`, `repair_run`) fails with
+    /// [`Error::ReadOnly`] before anything is touched.
+    ///
+    /// An empty directory (or one holding only what an interrupted [`Store::open`] leaves:
+    /// `runs/`, `FORMAT.tmp`) is an empty store.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::NotAStore`] when `dir` is not an existing directory
+    /// (nothing is created) or is a non-empty directory without a `FORMAT` file;
+    /// [`Error::UnsupportedVersion`] for another format version; [`Error::Io`] (e.g. `EACCES`
+    /// when `FORMAT` cannot be read).
+    pub fn open_read_only(dir: impl AsRef<Path>, config: Config) -> Result<Store> {
+        Store::open_read_only_with_fs(Arc::new(StdFs), dir, config)
+    }
+
+    /// [`Store::open_read_only`] over any [`Fs`] (the simulated one in crash tests).
+    ///
+    /// # Errors
+    /// As [`Store::open_read_only`].
+    pub fn open_read_only_with_fs(
+        fs: Arc<dyn Fs>,
+        dir: impl AsRef<Path>,
+        config: Config,
+    ) -> Result<Store> {
+        config.check()?;
+        let root = dir.as_ref().to_path_buf();
+        check_read_only(fs.as_ref(), &root)?;
+        Ok(Store::with_access(fs, root, config, Access::Read))
+    }
+
+    fn with_access(fs: Arc<dyn Fs>, root: PathBuf, config: Config, access: Access) -> Store {
+        Store {
             inner: Arc::new(Inner {
                 runs_dir: root.join(RUNS_DIR),
                 fs,
@@ -74,8 +122,26 @@ impl Store {
                 config: Arc::new(config),
                 runs: Mutex::new(HashMap::new()),
                 stats: Arc::new(CommitStats::default()),
+                access,
             }),
-        })
+        }
+    }
+
+    /// Whether this store was opened with [`Store::open_read_only`] (every write fails with
+    /// [`Error::ReadOnly`]).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.access == Access::Read
+    }
+
+    /// Refuses `op` on a read-only store, before anything is touched.
+    fn check_writable(&self, op: impl FnOnce() -> String) -> Result<()> {
+        match self.inner.access {
+            Access::Write => Ok(()),
+            Access::Read => Err(Error::ReadOnly {
+                op: op(),
+                path: self.inner.root.clone(),
+            }),
+        }
     }
 
     /// The store directory.
@@ -101,7 +167,8 @@ impl Store {
     /// temporary directory, renamed into place, parent synced; rule 4).
     ///
     /// # Errors
-    /// [`Error::RunExists`], [`Error::DiskFull`], [`Error::Io`].
+    /// [`Error::RunExists`], [`Error::DiskFull`], [`Error::Io`]; [`Error::ReadOnly`] on a
+    /// read-only store.
     pub fn create_run(&self, run: &RunId) -> Result<()> {
         self.create_run_with_meta(run, &[])
     }
@@ -112,6 +179,7 @@ impl Store {
     /// # Errors
     /// As `create_run`, plus [`Error::InvalidEvent`] (field `meta`) when `meta` is too long.
     pub fn create_run_with_meta(&self, run: &RunId, meta: &[u8]) -> Result<()> {
+        self.check_writable(|| format!("create run {run}"))?;
         if meta.len() > META_LEN_MAX {
             return Err(Error::InvalidEvent {
                 field: "meta",
@@ -241,6 +309,7 @@ impl Store {
             run.clone(),
             self.inner.config.clone(),
             self.inner.stats.clone(),
+            self.inner.access,
         );
         let loaded = Arc::new(match opened {
             Err(Error::RunNotFound { .. }) => return Err(self.missing_first_segment(run)?),
@@ -261,8 +330,10 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::InvalidEvent`] (bounds; nothing written), [`Error::RunNotFound`],
-    /// [`Error::Busy`], [`Error::Corrupt`], [`Error::DiskFull`], [`Error::Poisoned`], [`Error::Io`].
+    /// [`Error::Busy`], [`Error::Corrupt`], [`Error::DiskFull`], [`Error::Poisoned`], [`Error::Io`];
+    /// [`Error::ReadOnly`] on a read-only store (checked first; nothing opened or written).
     pub fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
+        self.check_writable(|| format!("append to run {run}"))?;
         match self.run(run)?.submit(ReqKind::Facts, events)? {
             Outcome::Facts(a) => Ok(a),
             Outcome::Decisions(s) => Ok(s
@@ -289,6 +360,7 @@ impl Store {
         expected_seq: Seq,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Seq>> {
+        self.check_writable(|| format!("append to run {run}"))?;
         let kind = ReqKind::Decisions {
             expected: expected_seq,
         };
@@ -365,11 +437,13 @@ impl Store {
     /// [`Error::Io`] when the runs directory cannot be listed.
     pub fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage> {
         let dir = &self.inner.runs_dir;
-        let names = self
-            .inner
-            .fs
-            .read_dir(dir)
-            .map_err(|e| Error::io("listing", dir, e))?;
+        let names = match self.inner.fs.read_dir(dir) {
+            Ok(names) => names,
+            // A read-only open does not create `runs/` (a writable open makes sure it exists):
+            // a store without it has no runs.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.is_read_only() => Vec::new(),
+            Err(e) => return Err(Error::io("listing", dir, e)),
+        };
         let mut ids: Vec<RunId> = names.iter().filter_map(|n| RunId::new(n).ok()).collect();
         ids.sort();
         let start = after.map_or(0, |a| ids.partition_point(|id| id <= a));
@@ -398,14 +472,14 @@ impl Store {
 
     /// Run info for listing: from the open run when cached, else from the segment headers and
     /// counters alone — no lock, no batch scan, no caching (rule 8; and listing 100k runs does
-    /// not load 100k runs). Reflects the counters on disk.
+    /// not load 100k runs). Reflects the counters on disk. Opens every file read-only.
     fn peek_info(&self, run: &RunId) -> Result<RunInfo> {
         if let Some(r) = self.cached(run)? {
             return r.info();
         }
         let fs = self.inner.fs.as_ref();
         let dir = self.run_dir(run);
-        let mut seg = match Segment::open(fs, &dir, run.as_str(), 1)? {
+        let mut seg = match Segment::open(fs, &dir, run.as_str(), 1, Access::Read)? {
             Some(seg) => seg,
             None => return Err(self.missing_first_segment(run)?),
         };
@@ -424,7 +498,8 @@ impl Store {
             }
             committed_bytes = committed_bytes.saturating_add(slot.committed_len - HEADER_LEN);
             let next = if slot.sealed {
-                Segment::open(fs, &dir, run.as_str(), seg.header.segment_index + 1)?
+                let index = seg.header.segment_index + 1;
+                Segment::open(fs, &dir, run.as_str(), index, Access::Read)?
             } else {
                 None
             };
@@ -453,8 +528,10 @@ impl Store {
     /// the lock file last so a waiting writer sees the run is gone.
     ///
     /// # Errors
-    /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Io`].
+    /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Io`]; [`Error::ReadOnly`] on a
+    /// read-only store.
     pub fn delete_run(&self, run: &RunId) -> Result<()> {
+        self.check_writable(|| format!("delete run {run}"))?;
         let handle = self.run(run)?;
         handle.exclusive(|| self.delete_locked(run, &handle))
     }
@@ -489,8 +566,10 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Corrupt`] when the damage cannot be
-    /// cut (in a sealed segment, or the run's first segment), [`Error::Io`].
+    /// cut (in a sealed segment, or the run's first segment), [`Error::Io`];
+    /// [`Error::ReadOnly`] on a read-only store.
     pub fn repair_run(&self, run: &RunId) -> Result<Option<crate::run::Repair>> {
+        self.check_writable(|| format!("repair run {run}"))?;
         let dir = self.inner.root.join(REPAIR_DIR);
         create_dir_racing(self.inner.fs.as_ref(), &dir)?;
         let saved = dir.join(format!("{run}-{}.cut", ulid::Ulid::generate()));
@@ -542,6 +621,41 @@ fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
     }
     let _ = fs.remove_file(&dir.join(LOCK_FILE));
     let _ = fs.remove_dir(dir);
+}
+
+/// The read-only counterpart of [`init_or_check`]: checks that `root` is a store (or an empty
+/// or half-created one, which a writable open would initialize) and creates nothing.
+fn check_read_only(fs: &dyn Fs, root: &Path) -> Result<()> {
+    if !fs
+        .is_dir(root)
+        .map_err(|e| Error::io("checking", root, e))?
+    {
+        return Err(Error::NotAStore {
+            path: root.to_path_buf(),
+            detail: "not an existing directory (a read-only open creates nothing)".to_string(),
+        });
+    }
+    let format = root.join(FORMAT_FILE);
+    match read_small(fs, &format) {
+        Ok(text) => return check_format(&format, &text),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(Error::io("reading", &format, e));
+        }
+        Err(_) => {}
+    }
+    let entries = fs
+        .read_dir(root)
+        .map_err(|e| Error::io("listing", root, e))?;
+    if entries
+        .iter()
+        .any(|n| n != RUNS_DIR && n != REPAIR_DIR && !n.starts_with(FORMAT_FILE))
+    {
+        return Err(Error::NotAStore {
+            path: root.to_path_buf(),
+            detail: format!("directory is not empty and has no {FORMAT_FILE} file"),
+        });
+    }
+    Ok(())
 }
 
 /// Creates the store layout in an empty or missing directory, or checks the `FORMAT` file.

@@ -1,5 +1,8 @@
 //! `verify`: an independent, read-only check of every byte of a run's files.
 //!
+//! Read-only in the strict sense too: every file is opened with [`crate::io::OpenMode::Read`],
+//! no lock is taken and nothing is written, so a store this user may only read verifies.
+//!
 //! Unlike the read path it does not trust the cache or stop at the first failure of the
 //! whole run: it reports each problem with segment file and byte offset, and notes recoverable
 //! states (an unadopted tail after a crash) separately from corruption.
@@ -10,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::event::{RunId, Seq};
 use crate::format::{HEADER_LEN, decode_batch};
 use crate::io::{Fs, FsFile};
-use crate::segment::Segment;
+use crate::segment::{Access, Segment};
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +64,7 @@ pub(crate) fn verify_run(
     // The lock file's commit slots hold the newest counter of the last segment (SPEC §3).
     let lock = crate::lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;
     for index in 1.. {
-        let seg = match Segment::open(fs, dir, run.as_str(), index) {
+        let seg = match Segment::open(fs, dir, run.as_str(), index, Access::Read) {
             Ok(Some(seg)) => seg,
             Ok(None) if index == 1 => {
                 report.problem(&crate::segment::segment_name(1), 0, "first segment missing");

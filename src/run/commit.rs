@@ -121,6 +121,8 @@ impl Run {
     /// Appends through the group-commit queue. Blocks until the request is durable or
     /// rejected.
     pub(crate) fn submit(&self, kind: ReqKind, events: Vec<NewEvent>) -> Result<Outcome> {
+        // A read-only run refuses before validating or queueing anything.
+        self.write_lock()?;
         self.validate(&events)?;
         let req = Arc::new(Request {
             kind,
@@ -209,9 +211,13 @@ impl Run {
         if let Some(cause) = &w.poisoned {
             return fail_all(self.poisoned(cause));
         }
+        let lock_file = match self.write_lock() {
+            Ok(f) => f,
+            Err(e) => return fail_all(e),
+        };
         let guard = match lock::acquire(
             self.run_str(),
-            &self.lock_file,
+            lock_file,
             &self.lock_path,
             self.config.lock_timeout,
         ) {
@@ -249,7 +255,7 @@ impl Run {
             // Once per handle: the kernel's lock table names the live holder (lock.rs); the
             // file's pid is a fallback, not worth a write on every commit.
             if !w.holder_recorded {
-                lock::record_holder(&self.lock_file);
+                lock::record_holder(lock_file);
                 w.holder_recorded = true;
             }
             if let Err(e) = self.write_group(&mut w, &seg, &at, &buf, &plan, now) {
@@ -343,9 +349,10 @@ impl Run {
         let next = self.create_next_segment(&seg, st.last_seq)?;
         w.durable_segment = next.header.segment_index;
         st.push_segment(self.run_str(), next)?;
+        let lock_file = self.write_lock()?;
         st.catch_up(
             self.fs.as_ref(),
-            self.lock_file.as_ref(),
+            Some(lock_file.as_ref()),
             self.run_str(),
             BATCH_LEN_READ_MAX,
         )
@@ -500,9 +507,12 @@ impl Run {
             sealed: false,
         };
         let checkpoint = checkpoint_due(at.header_generation, slot.generation);
-        let published = seg
-            .write_commit_slot(self.lock_file.as_ref(), &slot)
-            .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))
+        let published = self
+            .write_lock()
+            .and_then(|lock_file| {
+                seg.write_commit_slot(lock_file.as_ref(), &slot)
+                    .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))
+            })
             .and_then(|()| {
                 if checkpoint {
                     seg.write_slot(&slot)

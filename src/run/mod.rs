@@ -6,7 +6,7 @@ mod state;
 
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -17,8 +17,8 @@ use crate::format::{
     BATCH_LEN_READ_MAX, BatchHeader, FormatError, decode_batch_each, decode_batch_into,
 };
 use crate::io::{Fs, FsFile, OpenMode};
-use crate::lock::LOCK_FILE;
-use crate::segment::Segment;
+use crate::lock::{self, LOCK_FILE};
+use crate::segment::{Access, Segment};
 use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
@@ -34,7 +34,16 @@ pub(crate) struct Run {
     lock_path: PathBuf,
     fs: Arc<dyn Fs>,
     config: Arc<Config>,
-    lock_file: Arc<dyn FsFile>,
+    /// Writable, or read-only (files opened read-only; no lock, no recovery, no write).
+    access: Access,
+    /// The run's lock file. Always set for a writable run (opened read-write, created when
+    /// missing). A read-only run opens it read-only when it exists, and while it does not,
+    /// looks for it again at each refresh (a writer recreates a lost one; until then the
+    /// header's counter is the newest, SPEC §3).
+    lock_file: OnceLock<Arc<dyn FsFile>>,
+    /// Segment 1, whose unlinking tells a read-only run without a lock file that the run was
+    /// deleted (also `state.segments[0]`; kept here to ask without the state lock).
+    first_segment: Arc<Segment>,
     state: RwLock<RunState>,
     queue: Mutex<commit::Queue>,
     writer: Mutex<commit::Writer>,
@@ -45,7 +54,14 @@ pub(crate) struct Run {
 
 impl Run {
     /// Opens an existing run directory and loads its committed state (no lock taken: the
-    /// counters bound what is read; the first write recovers the tail under the lock).
+    /// counters bound what is read).
+    ///
+    /// [`Access::Write`]: the lock file is opened read-write (created when missing beside
+    /// segment 1), segments read-write, and when no live process holds the run lock the tail
+    /// is recovered at once (SPEC §6: may adopt or truncate). [`Access::Read`]: every file is
+    /// opened read-only, a missing lock file is fine, and nothing is locked, recovered or
+    /// written: the view is exactly what the counters say is committed, and bytes past them
+    /// (an unsynced or torn tail, or batches a writer would adopt) are not shown.
     ///
     /// # Errors
     /// [`Error::RunNotFound`] when the directory or its first segment is missing;
@@ -56,6 +72,7 @@ impl Run {
         id: RunId,
         config: Arc<Config>,
         stats: Arc<CommitStats>,
+        access: Access,
     ) -> Result<Run> {
         let not_found = || Error::RunNotFound {
             run: id.to_string(),
@@ -64,28 +81,38 @@ impl Run {
         // belongs to the same run, or the lock file shows the run deleted (a delete and
         // re-create between the two opens must not pair a new lock with an old segment).
         let lock_path = dir.join(LOCK_FILE);
-        let lock_file = open_lock_file(fs.as_ref(), &dir, &lock_path)?.ok_or_else(not_found)?;
-        let first = Segment::open(fs.as_ref(), &dir, id.as_str(), 1)?.ok_or_else(not_found)?;
-        if lock_file
-            .is_unlinked()
-            .map_err(|e| Error::io("checking", &lock_path, e))?
-        {
+        let lock_file = match access {
+            Access::Write => {
+                Some(open_lock_file(fs.as_ref(), &dir, &lock_path)?.ok_or_else(not_found)?)
+            }
+            Access::Read => lock::open_for_counters(fs.as_ref(), &lock_path)?,
+        };
+        let first =
+            Segment::open(fs.as_ref(), &dir, id.as_str(), 1, access)?.ok_or_else(not_found)?;
+        let first = Arc::new(first);
+        if files_unlinked(access, lock_file.as_deref(), &first, &lock_path)? {
             return Err(not_found());
         }
-        let mut state = RunState::new(Arc::new(first));
+        let mut state = RunState::new(first.clone(), access);
         state.catch_up(
             fs.as_ref(),
-            lock_file.as_ref(),
+            lock_file.as_deref(),
             id.as_str(),
             BATCH_LEN_READ_MAX,
         )?;
+        let lock_cell = OnceLock::new();
+        if let Some(f) = lock_file {
+            let _ = lock_cell.set(f);
+        }
         let run = Run {
             id,
             dir,
             lock_path,
             fs,
             config,
-            lock_file,
+            access,
+            lock_file: lock_cell,
+            first_segment: first,
             state: RwLock::new(state),
             queue: Mutex::new(commit::Queue::default()),
             writer: Mutex::new(commit::Writer::default()),
@@ -93,7 +120,9 @@ impl Run {
             grown: Condvar::new(),
             stats,
         };
-        run.recover_if_idle()?;
+        if access == Access::Write {
+            run.recover_if_idle()?;
+        }
         Ok(run)
     }
 
@@ -104,24 +133,47 @@ impl Run {
     /// Brings the view up to the on-disk counters when another process (or our own commit
     /// that is not yet applied) moved them. One read of the counter slots when nothing moved.
     pub(crate) fn refresh(&self) -> Result<()> {
+        let lock = self.counter_lock()?;
         {
             let st = self.state.read();
             let last = st.last();
-            let disk = last
-                .seg
-                .read_counter(self.run_str(), Some(self.lock_file.as_ref()))?
-                .newest;
+            let disk = last.seg.read_counter(self.run_str(), lock)?.newest;
             if !state::disk_is_ahead(&last.counter, &disk) && !last.counter.sealed {
                 return Ok(());
             }
         }
         let mut st = self.state.write();
-        st.catch_up(
-            self.fs.as_ref(),
-            self.lock_file.as_ref(),
-            self.run_str(),
-            BATCH_LEN_READ_MAX,
-        )
+        st.catch_up(self.fs.as_ref(), lock, self.run_str(), BATCH_LEN_READ_MAX)
+    }
+
+    /// The lock file whose commit slots count (SPEC §3), for reading counters. A read-only run
+    /// without one looks for it again (one failed open while it stays missing).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the lock file exists but cannot be opened.
+    fn counter_lock(&self) -> Result<Option<&dyn FsFile>> {
+        if self.lock_file.get().is_none() && self.access == Access::Read {
+            if let Some(f) = lock::open_for_counters(self.fs.as_ref(), &self.lock_path)? {
+                // Another thread may have set it first: either handle reads the same file.
+                let _ = self.lock_file.set(f);
+            }
+        }
+        Ok(self.lock_file.get().map(|f| f.as_ref()))
+    }
+
+    /// The lock file, for a writer (locking, holder record, commit slots, recovery).
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] on a read-only run: the store refuses every write before it gets
+    /// here; this keeps the run layer from ever writing through a read-only handle.
+    pub(crate) fn write_lock(&self) -> Result<&Arc<dyn FsFile>> {
+        match (self.access, self.lock_file.get()) {
+            (Access::Write, Some(f)) => Ok(f),
+            _ => Err(Error::ReadOnly {
+                op: format!("write to run {}", self.id),
+                path: self.dir.clone(),
+            }),
+        }
     }
 
     /// Last committed seq (0 for an empty run).
@@ -333,9 +385,12 @@ impl Run {
 
     /// Whether the run was deleted (by any handle or process) since this handle opened it.
     pub(crate) fn is_deleted(&self) -> Result<bool> {
-        self.lock_file
-            .is_unlinked()
-            .map_err(|e| Error::io("checking", &self.lock_path, e))
+        files_unlinked(
+            self.access,
+            self.lock_file.get().map(|f| f.as_ref()),
+            &self.first_segment,
+            &self.lock_path,
+        )
     }
 
     /// Runs `f` with this run's writer excluded — the group-commit serializer held, so no
@@ -348,7 +403,7 @@ impl Run {
         let _writer = self.writer.lock();
         let _lock = crate::lock::acquire(
             self.run_str(),
-            &self.lock_file,
+            self.write_lock()?,
             &self.lock_path,
             self.config.lock_timeout,
         )?;
@@ -462,6 +517,27 @@ fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, got: Seq) -
     }
     let detail = format!("density: read seq {got}, expected {expect}");
     Err(Error::corrupt(run, &seg.name, offset, detail))
+}
+
+/// Whether the run whose files these are was deleted. A writable run asks its lock file
+/// (deletion unlinks it last, under the lock). A read-only run may have no lock file, so it
+/// also asks segment 1 (deletion unlinks segments before the lock file; nothing else ever
+/// unlinks a segment).
+fn files_unlinked(
+    access: Access,
+    lock: Option<&dyn FsFile>,
+    first: &Segment,
+    lock_path: &Path,
+) -> Result<bool> {
+    if let Some(lock) = lock {
+        let gone = lock
+            .is_unlinked()
+            .map_err(|e| Error::io("checking", lock_path, e))?;
+        if gone || access == Access::Write {
+            return Ok(gone);
+        }
+    }
+    first.is_unlinked()
 }
 
 /// Opens the run's lock file; `Ok(None)` when the run is gone. A lock file missing beside an

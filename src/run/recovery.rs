@@ -72,9 +72,10 @@ impl Run {
     /// Recovery at open (SPEC §6) when no live process holds the run lock: after a crash the
     /// newest counter slot may be lost while the batches it counted are durable, and an
     /// acknowledged event must be readable at once, not after the next write (rule 4).
-    /// When the lock is held, its holder recovers before its own write.
+    /// When the lock is held, its holder recovers before its own write. Never called for a
+    /// read-only run (`Run::open`); [`Error::ReadOnly`] if it were.
     pub(super) fn recover_if_idle(&self) -> Result<()> {
-        let Some(_guard) = lock::try_acquire(&self.lock_file, &self.lock_path)? else {
+        let Some(_guard) = lock::try_acquire(self.write_lock()?, &self.lock_path)? else {
             return Ok(());
         };
         if self.is_deleted()? {
@@ -92,12 +93,13 @@ impl Run {
     /// nothing, rule 2).
     ///
     /// `full`: scan the whole tail for garbage (once per process and run, see
-    /// `RunState::recover_tail`).
+    /// `RunState::recover_tail`). [`Error::ReadOnly`] for a read-only run.
     pub(super) fn recover_locked(&self, st: &mut RunState, full: bool) -> Result<()> {
         let len_max = BATCH_LEN_READ_MAX;
+        let lock_file = self.write_lock()?;
         st.catch_up(
             self.fs.as_ref(),
-            self.lock_file.as_ref(),
+            Some(lock_file.as_ref()),
             self.run_str(),
             len_max,
         )?;
@@ -116,7 +118,7 @@ impl Run {
             let seg = st.last().seg.clone();
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
-            seg.write_commit_slot(self.lock_file.as_ref(), &slot)
+            seg.write_commit_slot(lock_file.as_ref(), &slot)
                 .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
             let n = st.segments.len() - 1;
             st.segments[n].header_generation = slot.generation;
@@ -249,10 +251,11 @@ impl Run {
     ///
     /// Call with the writer excluded and the run lock held ([`Run::exclusive`]).
     pub(crate) fn repair(&self, saved: &std::path::Path) -> Result<Option<Repair>> {
+        let lock_file = self.write_lock()?;
         let mut st = self.state.write();
         st.catch_up(
             self.fs.as_ref(),
-            self.lock_file.as_ref(),
+            Some(lock_file.as_ref()),
             self.run_str(),
             BATCH_LEN_READ_MAX,
         )?;
@@ -303,7 +306,7 @@ impl Run {
             .and_then(|()| seg.write_slot(&slot))
             .and_then(|()| seg.sync())
             .map_err(|e| Error::io("cutting", &seg.path, e))?;
-        seg.write_commit_slot(self.lock_file.as_ref(), &slot)
+        seg.write_commit_slot(lock_file.as_ref(), &slot)
             .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
         Ok(Some(Repair {
             segment: seg.name.clone(),

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch};
 use crate::io::{Fs, FsFile};
-use crate::segment::{Counter, Segment};
+use crate::segment::{Access, Counter, Segment};
 
 /// Where one committed batch lives.
 #[derive(Clone, Copy, Debug)]
@@ -69,6 +69,8 @@ pub(crate) struct RunState {
     pub(crate) last_event_id: Ulid,
     /// Set once the log cannot be followed past `last_seq` (see [`Damage`]).
     pub(crate) damage: Option<Damage>,
+    /// How segments found later in the chain are opened (read-only for a read-only run).
+    pub(crate) access: Access,
 }
 
 /// What a newly applied batch contributes to the dedupe maps.
@@ -80,8 +82,9 @@ pub(crate) struct Applied<'a> {
 }
 
 impl RunState {
-    /// An empty view holding only segment 1 (nothing applied yet).
-    pub(crate) fn new(first: Arc<Segment>) -> RunState {
+    /// An empty view holding only segment 1 (nothing applied yet); later segments are opened
+    /// with `access`.
+    pub(crate) fn new(first: Arc<Segment>, access: Access) -> RunState {
         RunState {
             segments: vec![SegState {
                 counter: empty_slot(&first),
@@ -95,6 +98,7 @@ impl RunState {
             last_seq: 0,
             last_event_id: Ulid::nil(),
             damage: None,
+            access,
         }
     }
 
@@ -157,13 +161,14 @@ impl RunState {
     }
 
     /// Brings the view up to the counters on disk (header and the lock file's commit slots,
-    /// `lock`): scans batches committed by others (another process, or our own commit not yet
+    /// `lock`; `None` when a read-only run has no lock file, then the header's counter is the
+    /// newest): scans batches committed by others (another process, or our own commit not yet
     /// applied) and follows sealed segments. Never reads past a counter (rule 7). Any failure
-    /// inside a committed region is `Corrupt` (rule 5).
+    /// inside a committed region is `Corrupt` (rule 5). Writes nothing.
     pub(crate) fn catch_up(
         &mut self,
         fs: &dyn Fs,
-        lock: &dyn FsFile,
+        lock: Option<&dyn FsFile>,
         run: &str,
         len_max: u32,
     ) -> Result<()> {
@@ -171,7 +176,7 @@ impl RunState {
             let Counter {
                 newest: disk,
                 header_generation,
-            } = self.last().seg.read_counter(run, Some(lock))?;
+            } = self.last().seg.read_counter(run, lock)?;
             self.last_mut().header_generation = header_generation;
             if disk_is_ahead(&self.last().counter, &disk) {
                 self.advance_to(run, disk, len_max)?;
@@ -277,7 +282,7 @@ impl RunState {
         let cur = self.last();
         let dir = cur.seg.path.parent().unwrap_or(std::path::Path::new("."));
         let index = cur.seg.header.segment_index + 1;
-        let Some(next) = Segment::open(fs, dir, run, index)? else {
+        let Some(next) = Segment::open(fs, dir, run, index, self.access)? else {
             return Ok(false);
         };
         self.push_segment(run, Arc::new(next))?;

@@ -1,4 +1,5 @@
-//! Checking commands: `verify` (storage invariants) and `audit` (workflow anomalies).
+//! Checking commands: `verify` (storage invariants) and `audit` (workflow anomalies). Both
+//! open the store read-only (`support::open_for_reading`).
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -9,7 +10,7 @@ use runlog_cli::audit::audit_run;
 use serde_json::json;
 
 use crate::output::{Table, json_line};
-use crate::support::{CliError, open_existing, read_all, selected_runs};
+use crate::support::{CliError, open_for_reading, read_all, selected_runs};
 
 /// Extra `--help` text of `verify`.
 pub const VERIFY_HELP: &str = "\
@@ -46,7 +47,7 @@ pub struct AuditArgs {
 
 /// `runlog verify`: exit 1 when any run has a problem.
 pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
-    let store = open_existing(store_dir)?;
+    let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "SEGMENTS", "EVENTS", "SEGMENT", "OFFSET", "PROBLEM"]);
     let mut bad_runs = 0;
@@ -108,7 +109,7 @@ fn report_rows(r: &VerifyReport, table: &mut Table) {
 
 /// `runlog audit`: exit 1 when anything is found.
 pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
-    let store = open_existing(store_dir)?;
+    let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "CLASS", "SEQS", "DETAIL"]);
     let runs = selected_runs(&store, args.run)?;

@@ -1,4 +1,5 @@
-//! Read commands: `runs`, `events`, `tail`, `export`.
+//! Read commands: `runs`, `events`, `tail`, `export`. Each opens the store read-only
+//! (`support::open_for_reading`): no lock, nothing written, the committed view only.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::output::{EVENT_HEADERS, Table, event_cells, event_json, json_line, payload_value};
 use crate::support::{
-    CliError, all_runs, for_each_event, open_existing, order_of, selected_runs, stamp_of,
+    CliError, all_runs, for_each_event, open_for_reading, order_of, selected_runs, stamp_of,
 };
 
 /// How long one `wait` call of `tail --follow` blocks before checking for Ctrl-C.
@@ -73,7 +74,7 @@ pub struct ExportArgs {
 
 /// `runlog runs`.
 pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
-    let store = open_existing(store_dir)?;
+    let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "LAST_SEQ", "EVENTS", "STATUS", "CREATED", "UPDATED"]);
     for info in all_runs(&store)? {
@@ -110,13 +111,15 @@ struct Summary {
     updated_at: String,
 }
 
-/// Reads the whole log: event count, status, and the times of its first and last events
-/// (the store's own times for an empty run).
+/// Reads the log up to `info.last_seq`: event count, status, and the times of its first and
+/// last events (the store's own times for an empty run). Bounded by the listed last seq, so a
+/// row's columns describe one view even while a writer appends.
 fn summarize(store: &Store, info: &RunInfo) -> Result<Summary, CliError> {
     let mut events = 0;
     let mut status = RunStatus::Pending;
     let (mut first_ms, mut last_ms) = (None, info.updated_at_ms);
-    for_each_event(store, &info.run, 0, None, |e| {
+    let limit = usize::try_from(info.last_seq).unwrap_or(usize::MAX);
+    for_each_event(store, &info.run, 0, Some(limit), |e| {
         events += 1;
         status = status.after(&e.kind);
         first_ms.get_or_insert(e.created_at_ms);
@@ -133,7 +136,7 @@ fn summarize(store: &Store, info: &RunInfo) -> Result<Summary, CliError> {
 
 /// `runlog events`.
 pub fn events(store_dir: &Path, args: EventsArgs) -> Result<bool, CliError> {
-    let store = open_existing(store_dir)?;
+    let store = open_for_reading(store_dir)?;
     let order = order_of(stamp_of(&store, &args.run)?.as_ref());
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&EVENT_HEADERS);
@@ -154,7 +157,7 @@ pub fn events(store_dir: &Path, args: EventsArgs) -> Result<bool, CliError> {
 
 /// `runlog tail`.
 pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
-    let store = open_existing(store_dir)?;
+    let store = open_for_reading(store_dir)?;
     let order = order_of(stamp_of(&store, &args.run)?.as_ref());
     let start = match args.after {
         Some(after) => after,
@@ -211,7 +214,7 @@ struct WorldLocalEvent<'a> {
 
 /// `runlog export`.
 pub fn export(store_dir: &Path, args: ExportArgs) -> Result<bool, CliError> {
-    let store = open_existing(store_dir)?;
+    let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     for run in selected_runs(&store, args.run)? {
         let stamp = stamp_of(&store, &run)?;

@@ -74,16 +74,30 @@ pub fn open_store(dir: &Path) -> Result<Store, CliError> {
     Ok(Store::open(dir, Config::default())?)
 }
 
-/// Opens an existing store for a reading command; a missing directory is bad input rather
-/// than a reason to create an empty store.
+/// Opens an existing store for a writing command that must not create it (`append` without
+/// `--create`); a missing directory is bad input rather than a reason to create a store.
 pub fn open_existing(dir: &Path) -> Result<Store, CliError> {
-    if !dir.is_dir() {
-        return Err(CliError::Input(format!(
-            "no store at {} (pass --store DIR or set RUNLOG_STORE; `runlog import` creates one)",
-            dir.display()
-        )));
-    }
+    require_dir(dir)?;
     open_store(dir)
+}
+
+/// Opens an existing store for a reading command with [`Store::open_read_only`]: no lock taken,
+/// nothing created, written, truncated or recovered, every file opened read-only (so another
+/// user's store or a read-only mount reads), and every command sees the same committed view.
+/// A missing directory is bad input.
+pub fn open_for_reading(dir: &Path) -> Result<Store, CliError> {
+    require_dir(dir)?;
+    Ok(Store::open_read_only(dir, Config::default())?)
+}
+
+fn require_dir(dir: &Path) -> Result<(), CliError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(CliError::Input(format!(
+        "no store at {} (pass --store DIR or set RUNLOG_STORE; `runlog import` creates one)",
+        dir.display()
+    )))
 }
 
 /// Every run of the store, sorted by id.
