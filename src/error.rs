@@ -171,6 +171,18 @@ impl Error {
         }
     }
 
+    /// Whether the operating system refused or failed an operation (permission denied, a
+    /// read-only or full file system, an I/O error, an earlier failed fsync), as opposed to
+    /// stored bytes that failed validation ([`Error::Corrupt`], [`Error::UnsupportedVersion`],
+    /// [`Error::NotAStore`]). An environment error says nothing about the stored data; the
+    /// same call may succeed once the environment is fixed.
+    pub fn is_environment(&self) -> bool {
+        matches!(
+            self,
+            Error::Io { .. } | Error::DiskFull { .. } | Error::Poisoned { .. }
+        )
+    }
+
     /// Shorthand for [`Error::Corrupt`].
     pub fn corrupt(
         run: &str,

@@ -23,7 +23,10 @@ Exit codes:
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
   4  run busy (another process held the run's lock past the timeout)
-  5  store corrupt or unreadable";
+  5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
+     newer format
+  6  environment: permission denied, read-only or full file system, I/O error (the message
+     names the path and the OS error; the stored bytes are not known to be bad)";
 
 /// Inspect and fill a runlog store: per-run, append-only event logs with dense seqs.
 #[derive(Debug, Parser)]

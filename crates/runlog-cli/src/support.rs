@@ -55,7 +55,12 @@ impl CliError {
     }
 }
 
-/// 2 bad input · 3 fenced append rejected · 4 busy · 5 corrupt or unreadable store.
+/// Exit code of an environment error: the operating system refused or failed (permission,
+/// read-only or full file system, I/O error); the stored bytes are not known to be bad.
+pub const EXIT_ENVIRONMENT: u8 = 6;
+
+/// 2 bad input · 3 fenced append rejected · 4 busy · 5 corrupt or foreign store ·
+/// 6 environment (see [`Error::is_environment`]).
 pub fn store_exit_code(e: &Error) -> u8 {
     match e {
         Error::InvalidRunId { .. }
@@ -65,6 +70,9 @@ pub fn store_exit_code(e: &Error) -> u8 {
         | Error::RunExists { .. } => 2,
         Error::Fenced { .. } | Error::DuplicateDecision { .. } => 3,
         Error::Busy { .. } => 4,
+        e if e.is_environment() => EXIT_ENVIRONMENT,
+        // Corrupt, UnsupportedVersion, NotAStore, and variants added later: the safe reading
+        // of an unknown failure is that the store cannot be trusted.
         _ => 5,
     }
 }
@@ -155,4 +163,45 @@ pub fn stamp_of(store: &Store, run: &RunId) -> Result<Option<RunStamp>, CliError
 /// The id scheme to render `run`'s event ids with.
 pub fn order_of(stamp: Option<&RunStamp>) -> Option<OrderScheme> {
     stamp.map(|s| s.order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_errors_exit_6_and_corruption_exits_5() {
+        let path = Path::new("/store/runs/r/lock");
+        for errno in [
+            libc::EACCES,
+            libc::EPERM,
+            libc::EROFS,
+            libc::EIO,
+            libc::ENOSPC,
+            libc::EDQUOT,
+        ] {
+            let e = Error::io("opening", path, io::Error::from_raw_os_error(errno));
+            assert_eq!(store_exit_code(&e), EXIT_ENVIRONMENT, "errno {errno}: {e}");
+            let message = CliError::Store(e).message().unwrap_or_default();
+            assert!(message.contains("/store/runs/r/lock"), "{message}");
+        }
+        let poisoned = Error::Poisoned {
+            run: "r".into(),
+            cause: "fdatasync: EIO".into(),
+        };
+        assert_eq!(store_exit_code(&poisoned), EXIT_ENVIRONMENT);
+        let corrupt = Error::corrupt("r", "seg-00000001.log", 4096, "batch checksum mismatch");
+        let foreign = Error::NotAStore {
+            path: path.into(),
+            detail: "no FORMAT".into(),
+        };
+        let newer = Error::UnsupportedVersion {
+            path: path.into(),
+            found: 9,
+            supported: 1,
+        };
+        for e in [corrupt, foreign, newer] {
+            assert_eq!(store_exit_code(&e), 5, "{e}");
+        }
+    }
 }
