@@ -186,17 +186,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether this is a fault of the environment rather than of the stored bytes: an I/O
-    /// error (permission denied, read-only file system, EIO, …), a full disk, or a run that
-    /// refuses writes after one. Corruption (`Corrupt`, `UnsupportedVersion`, `NotAStore`)
-    /// and bad input are not.
-    pub fn is_environment(&self) -> bool {
-        matches!(
-            self,
-            Error::Io { .. } | Error::DiskFull { .. } | Error::Poisoned { .. }
-        )
-    }
-
     /// Wraps an `io::Error` with context, mapping ENOSPC/EDQUOT to [`Error::DiskFull`].
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
         let path = path.into();
@@ -205,6 +194,18 @@ impl Error {
             _ if source.kind() == io::ErrorKind::StorageFull => Error::DiskFull { op, path },
             _ => Error::Io { op, path, source },
         }
+    }
+
+    /// Whether the operating system refused or failed an operation (permission denied, a
+    /// read-only or full file system, an I/O error, an earlier failed fsync), as opposed to
+    /// stored bytes that failed validation ([`Error::Corrupt`], [`Error::UnsupportedVersion`],
+    /// [`Error::NotAStore`]). An environment error says nothing about the stored data; the
+    /// same call may succeed once the environment is fixed.
+    pub fn is_environment(&self) -> bool {
+        matches!(
+            self,
+            Error::Io { .. } | Error::DiskFull { .. } | Error::Poisoned { .. }
+        )
     }
 
     /// Shorthand for [`Error::Corrupt`].

@@ -12,6 +12,7 @@
 //! | `creation_later` | a step/hook/wait event that precedes its entity's creation event | this one, the creation |
 //! | `creation_missing` | a step/hook/wait event whose entity is never created (or that has no correlation id) | this one |
 //! | `run_created_not_first` | a `run_created` at a seq other than 1, or none in a non-empty log | each misplaced `run_created` (empty when there is none) |
+//! | `missing_slots` | the import found slot numbers missing in the source run (recorded in its stamp, see [`crate::import`]) | the first event after each gap |
 //!
 //! Entity events are recognized by kind prefix: `step_*` belongs to `step_created`,
 //! `hook_*` to `hook_created`, `wait_*` to `wait_created`, matched by correlation id.
@@ -20,6 +21,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use runlog::{Event, RunId, Seq};
+
+use crate::import::{OrderScheme, RunStamp};
 
 /// Kinds that end a run.
 pub const TERMINAL_KINDS: [&str; 3] = ["run_completed", "run_failed", "run_cancelled"];
@@ -42,6 +45,8 @@ pub enum AnomalyClass {
     CreationMissing,
     /// `run_created` not at seq 1 (or absent).
     RunCreatedNotFirst,
+    /// The source run of an import lacked slot numbers (its events skip a slot).
+    MissingSlots,
 }
 
 impl AnomalyClass {
@@ -54,6 +59,7 @@ impl AnomalyClass {
             AnomalyClass::CreationLater => "creation_later",
             AnomalyClass::CreationMissing => "creation_missing",
             AnomalyClass::RunCreatedNotFirst => "run_created_not_first",
+            AnomalyClass::MissingSlots => "missing_slots",
         }
     }
 }
@@ -154,6 +160,52 @@ pub fn audit_run(run: &RunId, events: &[Event]) -> Vec<Finding> {
             detail,
         })
         .collect()
+}
+
+/// [`audit_run`], plus the holes that the import of `run` recorded in its `stamp`: a
+/// `missing_slots` finding, first, whose seqs are the first event after each listed gap.
+pub fn audit_imported_run(run: &RunId, stamp: Option<&RunStamp>, events: &[Event]) -> Vec<Finding> {
+    let mut found: Vec<Finding> = stamp
+        .and_then(|s| missing_slots_finding(run, s, events))
+        .into_iter()
+        .collect();
+    found.extend(audit_run(run, events));
+    found
+}
+
+fn missing_slots_finding(run: &RunId, stamp: &RunStamp, events: &[Event]) -> Option<Finding> {
+    if stamp.order != OrderScheme::Slot || stamp.missing_slot_count == 0 {
+        return None;
+    }
+    // An imported slot event's id is the ULID whose value is its slot number.
+    let mut seqs: Vec<Seq> = Vec::new();
+    for missing in &stamp.missing_slots {
+        let after = events
+            .iter()
+            .find(|e| e.event_id.0 > *missing)
+            .map(|e| e.seq);
+        if let Some(seq) = after.filter(|s| seqs.last() != Some(s)) {
+            seqs.push(seq);
+        }
+    }
+    let listed: Vec<String> = stamp.missing_slots.iter().map(u128::to_string).collect();
+    let more = if stamp.missing_slot_count > stamp.missing_slots.len() as u128 {
+        ", …"
+    } else {
+        ""
+    };
+    let detail = format!(
+        "the source run lacked {} slot(s): {}{more}; imported with dense seqs, so every event \
+         after a gap has a seq below its slot",
+        stamp.missing_slot_count,
+        listed.join(","),
+    );
+    Some(Finding {
+        run: run.clone(),
+        class: AnomalyClass::MissingSlots,
+        seqs,
+        detail,
+    })
 }
 
 type Found = Vec<(Seq, AnomalyClass, Vec<Seq>, String)>;
@@ -328,6 +380,38 @@ mod tests {
                 (MultipleTerminal, vec![8, 10]),
             ]
         );
+    }
+
+    #[test]
+    fn recorded_holes_become_one_missing_slots_finding() {
+        let run = RunId::new("wrun_t").expect("valid");
+        let mut events = log(&[
+            ("run_created", None),
+            ("run_started", None),
+            ("step_created", Some("s")),
+        ]);
+        // Slots 1, 2 and 5: 3 and 4 are missing, slot 5 is seq 3.
+        events[2].event_id = Ulid(5);
+        let mut stamp = RunStamp {
+            source: crate::import::STAMP_SOURCE.into(),
+            order: OrderScheme::Slot,
+            spec_version: None,
+            missing_slots: vec![3, 4],
+            missing_slot_count: 2,
+        };
+        let found = audit_imported_run(&run, Some(&stamp), &events);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].class, AnomalyClass::MissingSlots);
+        assert_eq!(found[0].seqs, vec![3]);
+        assert!(
+            found[0].detail.contains("lacked 2 slot(s): 3,4;"),
+            "{}",
+            found[0].detail
+        );
+        stamp.missing_slots.clear();
+        stamp.missing_slot_count = 0;
+        assert_eq!(audit_imported_run(&run, Some(&stamp), &events), vec![]);
+        assert_eq!(audit_imported_run(&run, None, &events), vec![]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `runlog append`: one fact, or one fenced decision.
 
-use std::fs;
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -29,7 +30,8 @@ pub struct AppendArgs {
     /// Payload text (stored as its UTF-8 bytes).
     #[arg(long, conflicts_with = "payload_file")]
     payload: Option<String>,
-    /// Read the payload bytes from this file.
+    /// Read the payload bytes from this file (`-`: standard input). At most the payload limit
+    /// (16 MiB) is read: a larger file is refused (exit 2) without reading the rest.
     #[arg(long, value_name = "FILE")]
     payload_file: Option<PathBuf>,
     /// Create the run (and the store) if missing.
@@ -40,8 +42,9 @@ pub struct AppendArgs {
 /// `runlog append`: prints the assigned seq (the original seq for a duplicate fact).
 pub fn run(store_dir: &Path, args: AppendArgs) -> Result<bool, CliError> {
     // Bad input is refused before any store or run is created.
-    let event = build_event(&args)?;
-    event.validate(Config::default().payload_len_bytes_max)?;
+    let limit = Config::default().payload_len_bytes_max;
+    let event = build_event(&args, limit)?;
+    event.validate(limit)?;
     let store = if args.create {
         open_store(store_dir)?
     } else {
@@ -77,11 +80,10 @@ pub fn run(store_dir: &Path, args: AppendArgs) -> Result<bool, CliError> {
     Ok(false)
 }
 
-fn build_event(args: &AppendArgs) -> Result<NewEvent, CliError> {
+fn build_event(args: &AppendArgs, payload_limit: usize) -> Result<NewEvent, CliError> {
     let payload = match (&args.payload, &args.payload_file) {
         (Some(text), _) => text.clone().into_bytes(),
-        (None, Some(path)) => fs::read(path)
-            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))?,
+        (None, Some(path)) => read_payload_file(path, payload_limit)?,
         (None, None) => Vec::new(),
     };
     let mut event = NewEvent::new(args.kind.clone(), payload);
@@ -92,4 +94,26 @@ fn build_event(args: &AppendArgs) -> Result<NewEvent, CliError> {
         event = event.key(k.clone());
     }
     Ok(event)
+}
+
+/// The bytes of `path` (`-`: standard input), reading at most `limit` + 1 bytes: a larger
+/// input is refused after that many, so `/dev/zero` or a huge file costs bounded time and
+/// memory.
+fn read_payload_file(path: &Path, limit: usize) -> Result<Vec<u8>, CliError> {
+    let unreadable = |e: io::Error| CliError::Input(format!("cannot read {}: {e}", path.display()));
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    let mut payload = Vec::new();
+    if path == Path::new("-") {
+        io::stdin().lock().take(cap).read_to_end(&mut payload)
+    } else {
+        File::open(path).and_then(|f| f.take(cap).read_to_end(&mut payload))
+    }
+    .map_err(unreadable)?;
+    if payload.len() > limit {
+        return Err(CliError::Input(format!(
+            "payload file {} is larger than the payload limit of {limit} bytes",
+            path.display()
+        )));
+    }
+    Ok(payload)
 }

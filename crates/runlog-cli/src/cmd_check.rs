@@ -5,25 +5,31 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use clap::Args;
-use runlog::{Problem, RunId, VerifyReport};
-use runlog_cli::audit::audit_run;
+use runlog::{Problem, RunId, Store, VerifyReport};
+use runlog_cli::audit::{Finding, audit_imported_run};
 use serde_json::json;
 
-use crate::output::{Table, json_line};
-use crate::support::{CliError, open_for_reading, read_all, selected_runs};
+use crate::output::{Table, error_json, json_line};
+use crate::support::{
+    CliError, RunFailures, open_for_reading, per_run, read_all, selected_runs, stamp_of,
+};
 
 /// Extra `--help` text of `verify`.
 pub const VERIFY_HELP: &str = "\
 A storage fault: bytes on disk that break runlog's own invariants (a bad checksum, a gap or
 duplicate seq, counter slots that disagree with the content, a broken segment chain). Each is
-reported with run, segment file and byte offset. Exit 1 when any is found.";
+reported with run, segment file and byte offset. Exit 1 when any is found. A run that cannot
+be verified at all (e.g. permission denied) gets a row with its error, and the exit code of that
+error (6 for an environment error) after all runs.";
 
 /// Extra `--help` text of `audit`.
 pub const AUDIT_HELP: &str = "\
 A workflow anomaly: an intact log whose events say something impossible about the workflow.
 Classes: multiple_terminal, event_after_terminal, duplicate_creation, creation_later,
-creation_missing, run_created_not_first (see the README). Exit 1 when any is found; exit 5 when
-a log cannot be read (a storage fault: run `runlog verify`).";
+creation_missing, run_created_not_first, missing_slots (an imported slot run whose source
+skipped slot numbers; see the README). Exit 1 when any is found. A log that cannot be read gets
+a row of class `error` (in --json: {\"run\", \"error\"}) and the audit goes on with the other runs,
+then exits 5 (a storage fault: run `runlog verify`) or 6 (an environment error).";
 
 /// Arguments of `runlog verify`.
 #[derive(Debug, Args)]
@@ -45,28 +51,56 @@ pub struct AuditArgs {
     json: bool,
 }
 
-/// `runlog verify`: exit 1 when any run has a problem.
+/// `runlog verify`: exit 1 when any run has a problem; a run that cannot be verified at all
+/// (e.g. permission denied) gets a row with its error, and the exit code of that error.
 pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "SEGMENTS", "EVENTS", "SEGMENT", "OFFSET", "PROBLEM"]);
     let mut bad_runs = 0;
+    let mut failures = RunFailures::default();
     let runs = selected_runs(&store, args.run)?;
-    for run in &runs {
-        let report = store.verify_run(run)?;
-        bad_runs += usize::from(!report.problems.is_empty());
-        if args.json {
-            json_line(&mut out, &report_json(&report))?;
-        } else {
-            report_rows(&report, &mut table);
+    let total = runs.len();
+    for entry in runs {
+        let verified = match entry {
+            Ok(run) => {
+                per_run(store.verify_run(&run).map_err(CliError::from))?.map_err(|e| (run, e))
+            }
+            Err(failed) => Err(failed),
+        };
+        match verified {
+            Ok(report) => {
+                bad_runs += usize::from(!report.problems.is_empty());
+                if args.json {
+                    json_line(&mut out, &report_json(&report))?;
+                } else {
+                    report_rows(&report, &mut table);
+                }
+            }
+            Err((run, e)) => {
+                if args.json {
+                    json_line(&mut out, &error_json(&run, &e))?;
+                } else {
+                    let dash = || "-".to_string();
+                    table.row(vec![
+                        run.to_string(),
+                        dash(),
+                        dash(),
+                        dash(),
+                        dash(),
+                        format!("error: {e}"),
+                    ]);
+                }
+                failures.record(e);
+            }
         }
     }
     if !args.json {
         table.print(&mut out)?;
     }
     out.flush()?;
-    eprintln!("verified {} runs: {bad_runs} with problems", runs.len());
-    Ok(bad_runs > 0)
+    eprintln!("verified {total} runs: {bad_runs} with problems");
+    failures.finish(total, bad_runs > 0)
 }
 
 fn report_json(r: &VerifyReport) -> serde_json::Value {
@@ -107,15 +141,34 @@ fn report_rows(r: &VerifyReport, table: &mut Table) {
     }
 }
 
-/// `runlog audit`: exit 1 when anything is found.
+/// `runlog audit`: exit 1 when anything is found; a run whose log cannot be read gets a row
+/// (class `error`) and the audit goes on, exiting with that run's error code at the end.
 pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "CLASS", "SEQS", "DETAIL"]);
+    let mut failures = RunFailures::default();
     let runs = selected_runs(&store, args.run)?;
+    let total = runs.len();
     let (mut findings, mut runs_with) = (0, 0);
-    for run in &runs {
-        let found = audit_run(run, &read_all(&store, run)?);
+    for entry in runs {
+        let audited = match entry {
+            Ok(run) => per_run(audit_one(&store, &run))?.map_err(|e| (run, e)),
+            Err(failed) => Err(failed),
+        };
+        let found = match audited {
+            Ok(found) => found,
+            Err((run, e)) => {
+                if args.json {
+                    json_line(&mut out, &error_json(&run, &e))?;
+                } else {
+                    let detail = format!("cannot read the log: {e}");
+                    table.row(vec![run.to_string(), "error".into(), "-".into(), detail]);
+                }
+                failures.record(e);
+                continue;
+            }
+        };
         findings += found.len();
         runs_with += usize::from(!found.is_empty());
         for f in found {
@@ -139,9 +192,13 @@ pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
         table.print(&mut out)?;
     }
     out.flush()?;
-    eprintln!(
-        "audited {} runs: {findings} findings in {runs_with} runs",
-        runs.len()
-    );
-    Ok(findings > 0)
+    eprintln!("audited {total} runs: {findings} findings in {runs_with} runs");
+    failures.finish(total, findings > 0)
+}
+
+/// The findings of one run: its events, and the holes its import recorded.
+fn audit_one(store: &Store, run: &RunId) -> Result<Vec<Finding>, CliError> {
+    let events = read_all(store, run)?;
+    let stamp = stamp_of(store, run)?;
+    Ok(audit_imported_run(run, stamp.as_ref(), &events))
 }

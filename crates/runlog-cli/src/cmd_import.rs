@@ -7,9 +7,10 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use runlog::Store;
 use runlog_cli::import::{BatchLimits, FileProblem, RunImport, discover, import_run, load_run};
+use serde::Serialize;
 use serde_json::json;
 
-use crate::output::{Table, json_line};
+use crate::output::{Table, escape_text, json_line};
 use crate::support::{CliError, open_store};
 
 /// Extra `--help` text of `import`.
@@ -21,7 +22,10 @@ SRC is the directory holding `events/`, in either layout: `events/<runId>-<event
 
 A run imports whole or not at all: one malformed file keeps its whole run out. Leftover temp
 files (`*.json.tmp.*`) and malformed files are reported with path and reason; the import goes
-on with the other runs and exits 1 at the end. Re-running an import is idempotent: runs already
+on with the other runs and exits 1 at the end. A slot run whose slots skip a number (1, 2, 4)
+is imported (slot 4 becomes seq 3), its missing slots are recorded in the run's stamp
+(`missing_slots`, `missing_slot_count`; `runlog audit` reports them as `missing_slots`), and
+the import names run and slots and exits 1. Re-running an import is idempotent: runs already
 imported are checked against the source and only missing events are appended.";
 
 /// Arguments of `runlog import`.
@@ -39,9 +43,29 @@ pub struct ImportArgs {
 
 /// How one run went.
 enum Outcome {
-    /// Imported; with the number of identical duplicate files collapsed into one event.
-    Imported(RunImport, usize),
+    /// Imported; with the number of identical duplicate files collapsed into one event, and
+    /// the source's missing slots (listed up to a cap, and counted).
+    Imported(RunImport, usize, Holes),
     Failed(Vec<FileProblem>),
+}
+
+/// Slot numbers a source run lacked: the first ones, and how many in all (0: none).
+struct Holes {
+    listed: Vec<u128>,
+    count: u128,
+}
+
+impl Holes {
+    /// `3,5,…` (the ellipsis when more are missing than listed).
+    fn text(&self) -> String {
+        let listed: Vec<String> = self.listed.iter().map(u128::to_string).collect();
+        let more = if self.count > self.listed.len() as u128 {
+            ",…"
+        } else {
+            ""
+        };
+        format!("{}{more}", listed.join(","))
+    }
 }
 
 /// `runlog import`: exit 1 when any file or run was left out.
@@ -65,10 +89,11 @@ pub fn run(store_dir: &Path, args: ImportArgs) -> Result<bool, CliError> {
         print_report(&mut out, &outcomes, &found.problems, found.skipped_tagged)?;
     }
     out.flush()?;
-    let failed = outcomes
-        .iter()
-        .any(|(_, o)| matches!(o, Outcome::Failed(_)));
-    Ok(failed || !found.problems.is_empty())
+    let incomplete = outcomes.iter().any(|(_, o)| match o {
+        Outcome::Failed(_) => true,
+        Outcome::Imported(_, _, holes) => holes.count > 0,
+    });
+    Ok(incomplete || !found.problems.is_empty())
 }
 
 /// Loads, validates and imports one run; every failure becomes problems of that run.
@@ -78,7 +103,13 @@ fn import_one(store: &Store, run: &str, files: &[PathBuf], bar: &ProgressBar) ->
         Err(problems) => return Outcome::Failed(problems),
     };
     match import_run(store, &source, BatchLimits::default(), &mut |n| bar.inc(n)) {
-        Ok(done) => Outcome::Imported(done, source.duplicate_copies.len()),
+        Ok(done) => {
+            let holes = Holes {
+                listed: source.stamp.missing_slots.clone(),
+                count: source.stamp.missing_slot_count,
+            };
+            Outcome::Imported(done, source.duplicate_copies.len(), holes)
+        }
         Err(e) => {
             let dir = files
                 .first()
@@ -105,8 +136,8 @@ fn progress_bar(files: u64) -> ProgressBar {
 
 fn result_name(o: &Outcome) -> &'static str {
     match o {
-        Outcome::Imported(r, _) if r.created => "created",
-        Outcome::Imported(r, _) if r.appended > 0 => "extended",
+        Outcome::Imported(r, ..) if r.created => "created",
+        Outcome::Imported(r, ..) if r.appended > 0 => "extended",
         Outcome::Imported(..) => "unchanged",
         Outcome::Failed(_) => "failed",
     }
@@ -114,9 +145,24 @@ fn result_name(o: &Outcome) -> &'static str {
 
 fn counts(o: &Outcome) -> (u64, u64) {
     match o {
-        Outcome::Imported(r, _) => (r.appended, r.already_present),
+        Outcome::Imported(r, ..) => (r.appended, r.already_present),
         Outcome::Failed(_) => (0, 0),
     }
+}
+
+/// The JSON line of one run. A struct rather than a `Value` because slot numbers can exceed
+/// `u64` (26 decimal digits), which a `serde_json::Value` cannot hold but a JSON number can.
+#[derive(Serialize)]
+struct RunLine<'a> {
+    run: &'a str,
+    result: &'static str,
+    appended: u64,
+    already_present: u64,
+    problems: Vec<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing_slots: Option<&'a [u128]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing_slot_count: Option<u128>,
 }
 
 fn print_json(
@@ -131,11 +177,21 @@ fn print_json(
             Outcome::Failed(ps) => ps.iter().map(|p| problem(p, Some(run))).collect(),
             Outcome::Imported(..) => Vec::new(),
         };
-        json_line(
-            out,
-            &json!({"run": run, "result": result_name(o), "appended": appended,
-                    "already_present": already, "problems": problems}),
-        )?;
+        let holes = match o {
+            Outcome::Imported(_, _, holes) if holes.count > 0 => Some(holes),
+            _ => None,
+        };
+        let line = RunLine {
+            run,
+            result: result_name(o),
+            appended,
+            already_present: already,
+            problems,
+            missing_slots: holes.map(|h| h.listed.as_slice()),
+            missing_slot_count: holes.map(|h| h.count),
+        };
+        serde_json::to_writer(&mut *out, &line)?;
+        writeln!(out)?;
     }
     for p in stray {
         json_line(out, &problem(p, None))?;
@@ -154,6 +210,7 @@ fn print_report(
         .iter()
         .map(|p| format!("{}: {}", p.path.display(), p.reason))
         .collect();
+    let mut holes = Vec::new();
     let (mut appended, mut already, mut imported, mut copies) = (0, 0, 0, 0);
     for (run, o) in outcomes {
         let (a, p) = counts(o);
@@ -165,7 +222,17 @@ fn print_report(
             p.to_string(),
         ]);
         match o {
-            Outcome::Imported(_, c) => (imported, copies) = (imported + 1, copies + c),
+            Outcome::Imported(_, c, h) => {
+                (imported, copies) = (imported + 1, copies + c);
+                if h.count > 0 {
+                    holes.push(format!(
+                        "run {run}: the source lacks {} slot(s): {} (imported with dense seqs; \
+                         recorded on the run, see `runlog audit`)",
+                        h.count,
+                        h.text()
+                    ));
+                }
+            }
             Outcome::Failed(ps) => problems.extend(ps.iter().map(|p| {
                 format!(
                     "{}: {} (run {run} not imported)",
@@ -193,10 +260,17 @@ fn print_report(
             "skipped {skipped_tagged} files tagged for another world (see --tag)"
         )?;
     }
+    if !holes.is_empty() {
+        writeln!(out, "imported with missing slots ({}):", holes.len())?;
+        for h in holes {
+            writeln!(out, "  {}", escape_text(&h))?;
+        }
+    }
     if !problems.is_empty() {
         writeln!(out, "not imported ({}):", problems.len())?;
         for p in problems {
-            writeln!(out, "  {p}")?;
+            // Paths and reasons come from the source directory: never raw to the terminal.
+            writeln!(out, "  {}", escape_text(&p))?;
         }
     }
     Ok(())

@@ -14,10 +14,34 @@ use runlog_cli::import::{RunStamp, event_id_text, format_created_at};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::output::{EVENT_HEADERS, Table, event_cells, event_json, json_line, payload_value};
-use crate::support::{
-    CliError, all_runs, for_each_event, open_for_reading, order_of, selected_runs, stamp_of,
+use crate::output::{
+    EVENT_HEADERS, Payload, Table, base64, error_json, escape_cells, event_cells, event_json,
+    json_line,
 };
+use crate::support::{
+    CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
+    selected_runs, stamp_of,
+};
+
+/// Extra `--help` text of `runs`.
+pub const RUNS_HELP: &str = "\
+A run that cannot be read (a bad checksum, a damaged header, a permission error) is a row with
+status `error` and its error (in --json: {\"run\", \"error\"}); the listing goes on with the
+other runs and then exits with that run's code (5 corrupt, 6 environment).";
+
+/// Extra `--help` text of `events` and `tail`.
+pub const EVENTS_HELP: &str = "\
+Tables show control characters escaped (\\n, \\t, \\x1b, \\u{9b}). With --json, `payload` is the
+payload's JSON value, its text when it is UTF-8 but not JSON, or null when empty; a payload that
+is not UTF-8 has `payload_base64` (its exact bytes, standard base64) instead of `payload`.";
+
+/// Extra `--help` text of `export`.
+pub const EXPORT_HELP: &str = "\
+`eventData` is the stored payload as a JSON value (every imported payload is JSON). A payload
+that is not JSON (text, or bytes that are not UTF-8) is carried as `eventDataBase64` (its exact
+bytes, standard base64) instead, never quoted or replaced. Without RUN, a run that cannot be read gets a line {\"run\", \"error\"} after the
+events it could read, the export goes on with the next run, and exits with that run's code (5
+corrupt, 6 environment).";
 
 /// How long one `wait` call of `tail --follow` blocks before checking for Ctrl-C.
 const FOLLOW_WAIT: Duration = Duration::from_millis(250);
@@ -72,35 +96,70 @@ pub struct ExportArgs {
     run: Option<RunId>,
 }
 
-/// `runlog runs`.
+/// Columns of `runs`; a store with runs that cannot be read gets a trailing `ERROR` column.
+const RUNS_HEADERS: [&str; 7] = [
+    "RUN", "LAST_SEQ", "EVENTS", "STATUS", "CREATED", "UPDATED", "ERROR",
+];
+
+/// `runlog runs`: a run that cannot be read gets a row with its error (status `error`) and the
+/// listing goes on; the exit code then is that of the first such run.
 pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    let mut table = Table::new(&["RUN", "LAST_SEQ", "EVENTS", "STATUS", "CREATED", "UPDATED"]);
-    for info in all_runs(&store)? {
-        let s = summarize(&store, &info)?;
-        if args.json {
-            json_line(
+    let mut rows = Vec::new();
+    let mut failures = RunFailures::default();
+    let listed = all_runs(&store)?;
+    let total = listed.len();
+    for entry in listed {
+        let summary = match entry {
+            Ok(info) => match per_run(summarize(&store, &info))? {
+                Ok(s) => Ok((info, s)),
+                Err(e) => Err((info.run, e)),
+            },
+            Err(failed) => Err(failed),
+        };
+        match summary {
+            Ok((info, s)) if args.json => json_line(
                 &mut out,
                 &json!({"run": info.run.as_str(), "last_seq": info.last_seq, "events": s.events,
                         "status": s.status.name(), "created_at": s.created_at, "updated_at": s.updated_at}),
-            )?;
-        } else {
-            table.row(vec![
+            )?,
+            Ok((info, s)) => rows.push(vec![
                 info.run.to_string(),
                 info.last_seq.to_string(),
                 s.events.to_string(),
                 s.status.name().to_string(),
                 s.created_at,
                 s.updated_at,
-            ]);
+            ]),
+            Err((run, e)) => {
+                if args.json {
+                    json_line(&mut out, &error_json(&run, &e))?;
+                } else {
+                    let dash = || "-".to_string();
+                    let status = "error".to_string();
+                    rows.push(vec![
+                        run.to_string(),
+                        dash(),
+                        dash(),
+                        status,
+                        dash(),
+                        dash(),
+                        e.to_string(),
+                    ]);
+                }
+                failures.record(e);
+            }
         }
     }
     if !args.json {
+        let columns = if failures.any() { 7 } else { 6 };
+        let mut table = Table::new(&RUNS_HEADERS[..columns]);
+        rows.into_iter().for_each(|row| table.row(row));
         table.print(&mut out)?;
     }
     out.flush()?;
-    Ok(false)
+    failures.finish(total, false)
 }
 
 /// What `runs` shows of one run, derived from its log.
@@ -173,7 +232,8 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
         if args.json {
             json_line(&mut out, &event_json(&args.run, order, e))?;
         } else {
-            writeln!(out, "{}", event_cells(order, e).join("  ").trim_end())?;
+            let cells = escape_cells(event_cells(order, e));
+            writeln!(out, "{}", cells.join("  ").trim_end())?;
         }
         Ok(())
     };
@@ -206,40 +266,72 @@ struct WorldLocalEvent<'a> {
     correlation_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     event_data: Option<Value>,
+    /// A payload that is not JSON (so cannot be `eventData` unaltered): its exact bytes,
+    /// standard base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_data_base64: Option<String>,
     created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     spec_version: Option<u64>,
     seq: Seq,
 }
 
-/// `runlog export`.
+/// `runlog export`: a run that cannot be read (or read to its end) gets a line
+/// `{"run", "error"}` after the events it could read, and the export goes on with the next.
 pub fn export(store_dir: &Path, args: ExportArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    for run in selected_runs(&store, args.run)? {
-        let stamp = stamp_of(&store, &run)?;
-        for_each_event(&store, &run, 0, None, |e| {
-            let line = world_local_event(&run, stamp.as_ref(), e);
-            serde_json::to_writer(&mut out, &line).map_err(io::Error::from)?;
-            writeln!(out)?;
-            Ok(())
-        })?;
+    let mut failures = RunFailures::default();
+    let selected = selected_runs(&store, args.run)?;
+    let total = selected.len();
+    for entry in selected {
+        let failed = match entry {
+            Ok(run) => per_run(export_run(&store, &run, &mut out))?
+                .err()
+                .map(|e| (run, e)),
+            Err(failed) => Some(failed),
+        };
+        if let Some((run, e)) = failed {
+            json_line(&mut out, &error_json(&run, &e))?;
+            failures.record(e);
+        }
     }
     out.flush()?;
-    Ok(false)
+    failures.finish(total, false)
 }
 
+/// Writes every event of `run` as a world-local JSON line.
+fn export_run(store: &Store, run: &RunId, out: &mut impl Write) -> Result<(), CliError> {
+    let stamp = stamp_of(store, run)?;
+    for_each_event(store, run, 0, None, |e| {
+        let line = world_local_event(run, stamp.as_ref(), e);
+        serde_json::to_writer(&mut *out, &line).map_err(io::Error::from)?;
+        writeln!(out)?;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The world-local shape of `e`. `eventData` is the payload's JSON value (every imported
+/// payload is JSON); a payload that is not JSON goes to `eventDataBase64` instead: quoting
+/// text into a JSON string, or replacing bytes that are not UTF-8, would change it.
 fn world_local_event<'a>(
     run: &'a RunId,
     stamp: Option<&RunStamp>,
     e: &'a Event,
 ) -> WorldLocalEvent<'a> {
+    let (event_data, event_data_base64) = match Payload::of(&e.payload) {
+        Payload::Empty => (None, None),
+        Payload::Json(v) => (Some(v), None),
+        Payload::Text(_) | Payload::Binary(_) => (None, Some(base64(&e.payload))),
+    };
     WorldLocalEvent {
         run_id: run.as_str(),
         event_id: event_id_text(order_of(stamp), e.event_id),
         event_type: &e.kind,
         correlation_id: e.correlation_id.as_deref(),
-        event_data: payload_value(&e.payload),
+        event_data,
+        event_data_base64,
         created_at: format_created_at(e.created_at_ms),
         spec_version: stamp.and_then(|s| s.spec_version),
         seq: e.seq,

@@ -30,6 +30,12 @@
 //!
 //! `specVersion` must be the same on every event of a run; it is kept in the stamp.
 //!
+//! # Holes
+//! The source store numbers a slot run's events 1, 2, 3, … and its own reader rejects a run
+//! whose slots skip a number. Such a run is still imported (its events are real data; slot 4
+//! after slots 1 and 2 becomes seq 3), and the slots it lacks are recorded in its stamp
+//! ([`RunStamp::missing_slots`], [`RunStamp::missing_slot_count`]) for the audit to report.
+//!
 //! # Whole runs, idempotent
 //! Every file of a run is read and validated before the run is created; a run with any bad
 //! file is not created at all. Events are appended as facts in batches, idempotent on their
@@ -80,8 +86,13 @@ pub enum OrderScheme {
     Slot,
 }
 
+/// Most missing slot numbers listed in a stamp; the count covers all of them. Keeps the stamp
+/// under the 2048-byte metadata limit (each number is at most 26 digits).
+pub const MISSING_SLOTS_LISTED_MAX: usize = 32;
+
 /// The per-run stamp an import stores as run metadata (compact JSON, well under the 2048-byte
-/// metadata limit): `{"source":"world-local","order":"ulid"|"slot","spec_version":5}`.
+/// metadata limit): `{"source":"world-local","order":"ulid"|"slot","spec_version":5}`, plus
+/// `"missing_slots":[3],"missing_slot_count":1` for a slot run with holes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunStamp {
     /// Always [`STAMP_SOURCE`] for stamps written here.
@@ -90,6 +101,17 @@ pub struct RunStamp {
     pub order: OrderScheme,
     /// The run's `specVersion`, when its events carried one.
     pub spec_version: Option<u64>,
+    /// The first [`MISSING_SLOTS_LISTED_MAX`] slot numbers below the run's highest slot that
+    /// the source lacked, ascending; empty for a run without holes (and for every ULID run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_slots: Vec<u128>,
+    /// How many slot numbers below the highest were missing in all (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missing_slot_count: u128,
+}
+
+fn is_zero(n: &u128) -> bool {
+    *n == 0
 }
 
 impl RunStamp {
@@ -399,10 +421,13 @@ fn assemble(run: RunId, parsed: Vec<Parsed>) -> Result<SourceRun, Vec<FileProble
     }
     let (mut unique, duplicate_copies) = collapse_copies(parsed)?;
     unique.sort_by(source_order);
+    let (missing_slots, missing_slot_count) = missing_slots(&unique);
     let stamp = RunStamp {
         source: STAMP_SOURCE.to_string(),
         order: scheme,
         spec_version,
+        missing_slots,
+        missing_slot_count,
     };
     Ok(SourceRun {
         run,
@@ -410,6 +435,22 @@ fn assemble(run: RunId, parsed: Vec<Parsed>) -> Result<SourceRun, Vec<FileProble
         events: unique.into_iter().map(|p| p.event).collect(),
         duplicate_copies,
     })
+}
+
+/// The slot numbers missing below the highest slot of `sorted` (events in source order) —
+/// the first [`MISSING_SLOTS_LISTED_MAX`] of them, and how many in all. Counted gap by gap,
+/// never enumerated, so a slot near 10^26 costs nothing. ULID events have no slots.
+fn missing_slots(sorted: &[Parsed]) -> (Vec<u128>, u128) {
+    let (mut listed, mut count, mut prev) = (Vec::new(), 0u128, 0u128);
+    for p in sorted {
+        let EventId::Slot(slot) = p.id else { continue };
+        let gap = prev.saturating_add(1)..slot;
+        count = count.saturating_add(slot.saturating_sub(prev.saturating_add(1)));
+        let room = MISSING_SLOTS_LISTED_MAX.saturating_sub(listed.len());
+        listed.extend(gap.take(room));
+        prev = slot;
+    }
+    (listed, count)
 }
 
 /// The source store's listing order: slot runs by slot, ULID runs by (createdAt, eventId).
@@ -907,6 +948,52 @@ mod tests {
             "evnt_01M8N4BFZHDQ44SDC6QMZD8ZQA"
         );
         assert!(parse_event_id("evnt_01m8n4bfzhdq44sdc6qmzd8zqa").is_err());
+    }
+
+    fn slot_events(slots: &[u128]) -> Vec<Parsed> {
+        slots
+            .iter()
+            .map(|&n| Parsed {
+                path: PathBuf::new(),
+                id: EventId::Slot(n),
+                spec_version: None,
+                event: NewEvent::new("k", Vec::new()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn missing_slots_are_listed_up_to_the_cap_and_counted_in_all() {
+        assert_eq!(missing_slots(&slot_events(&[1, 2, 3])), (vec![], 0));
+        assert_eq!(missing_slots(&slot_events(&[1, 2, 4])), (vec![3], 1));
+        assert_eq!(missing_slots(&slot_events(&[3, 5])), (vec![1, 2, 4], 3));
+        let far = 10u128.pow(25);
+        let (listed, count) = missing_slots(&slot_events(&[1, far]));
+        assert_eq!(count, far - 2);
+        assert_eq!(
+            listed,
+            (2..2 + MISSING_SLOTS_LISTED_MAX as u128).collect::<Vec<_>>()
+        );
+        let stamp = RunStamp {
+            source: STAMP_SOURCE.into(),
+            order: OrderScheme::Slot,
+            spec_version: Some(5),
+            missing_slots: vec![far; MISSING_SLOTS_LISTED_MAX],
+            missing_slot_count: far,
+        };
+        assert!(
+            stamp.to_bytes().len() <= 2048,
+            "fits the run metadata limit"
+        );
+        assert_eq!(RunStamp::from_bytes(&stamp.to_bytes()), Some(stamp));
+    }
+
+    #[test]
+    fn a_stamp_without_holes_keeps_its_old_bytes() {
+        let old = br#"{"source":"world-local","order":"slot","spec_version":5}"#;
+        let stamp = RunStamp::from_bytes(old).expect("parses");
+        assert_eq!(stamp.missing_slot_count, 0);
+        assert_eq!(stamp.to_bytes(), old.to_vec());
     }
 
     #[test]

@@ -19,11 +19,19 @@ use support::CliError;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
-  1  verify or audit found problems, or import left files or runs behind
+  1  verify or audit found problems, or import left files or runs behind (or imported a run
+     whose source lacks slots)
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
   4  run busy (another process held the run's lock past the timeout)
-  5  store corrupt or unreadable";
+  5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
+     newer format
+  6  environment: permission denied, read-only or full file system, I/O error (the message
+     names the path and the OS error; the stored bytes are not known to be bad)
+
+runs, audit, export and verify without RUN go on past a run they cannot read: it gets a row
+with its error (with --json, or in export, {\"run\": ..., \"error\": ...}), and the exit code is
+that of the first such run (5 or 6; 4 when busy).";
 
 /// Inspect and fill a runlog store: per-run, append-only event logs with dense seqs.
 #[derive(Debug, Parser)]
@@ -43,10 +51,13 @@ enum Command {
     #[command(after_help = cmd_import::AFTER_HELP)]
     Import(cmd_import::ImportArgs),
     /// List runs: last seq, event count, status derived from the log, first/last event time.
+    #[command(after_help = cmd_read::RUNS_HELP)]
     Runs(cmd_read::RunsArgs),
     /// Print a run's events in seq order.
+    #[command(after_help = cmd_read::EVENTS_HELP)]
     Events(cmd_read::EventsArgs),
     /// Print a run's last events; with --follow, keep printing new ones until Ctrl-C.
+    #[command(after_help = cmd_read::EVENTS_HELP)]
     Tail(cmd_read::TailArgs),
     /// Append one event: a fact, or a fenced decision when --expected-seq is given.
     #[command(after_help = EXIT_CODES)]
@@ -58,6 +69,7 @@ enum Command {
     #[command(after_help = cmd_check::AUDIT_HELP)]
     Audit(cmd_check::AuditArgs),
     /// Print events as world-local JSON lines (runId, eventId, eventType, ..., seq).
+    #[command(after_help = cmd_read::EXPORT_HELP)]
     Export(cmd_read::ExportArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
     Storm(storm_cmd::StormArgs),
@@ -84,7 +96,8 @@ fn main() -> ExitCode {
 
 fn exit_with(e: CliError) -> ExitCode {
     if let Some(message) = e.message() {
-        eprintln!("runlog: error: {message}");
+        // Messages can quote stored or source text (kinds, keys, file names).
+        eprintln!("runlog: error: {}", output::escape_text(&message));
     }
     ExitCode::from(e.exit_code())
 }

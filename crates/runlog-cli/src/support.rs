@@ -19,6 +19,16 @@ pub enum CliError {
     Input(String),
     /// Writing to stdout failed (a closed pipe ends the command quietly).
     Output(io::Error),
+    /// A store-wide command printed every run it could read and a row for each it could not;
+    /// `first` is the error of the first run that failed, and sets the exit code.
+    RunsFailed {
+        /// Runs that failed.
+        failed: usize,
+        /// Runs the command went through.
+        total: usize,
+        /// The first failure.
+        first: Error,
+    },
 }
 
 impl From<Error> for CliError {
@@ -41,6 +51,7 @@ impl CliError {
             CliError::Input(_) => 2,
             CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
             CliError::Output(_) => 2,
+            CliError::RunsFailed { first, .. } => store_exit_code(first),
         }
     }
 
@@ -51,11 +62,23 @@ impl CliError {
             CliError::Input(m) => Some(m.clone()),
             CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => None,
             CliError::Output(e) => Some(format!("writing output: {e}")),
+            CliError::RunsFailed {
+                failed,
+                total,
+                first,
+            } => Some(format!(
+                "{failed} of {total} runs could not be read (each has a row above); first: {first}"
+            )),
         }
     }
 }
 
-/// 2 bad input · 3 fenced append rejected · 4 busy · 5 corrupt or unreadable store.
+/// Exit code of an environment error: the operating system refused or failed (permission,
+/// read-only or full file system, I/O error); the stored bytes are not known to be bad.
+pub const EXIT_ENVIRONMENT: u8 = 6;
+
+/// 2 bad input · 3 fenced append rejected · 4 busy · 5 corrupt or foreign store ·
+/// 6 environment (see [`Error::is_environment`]).
 pub fn store_exit_code(e: &Error) -> u8 {
     match e {
         Error::InvalidRunId { .. }
@@ -65,6 +88,9 @@ pub fn store_exit_code(e: &Error) -> u8 {
         | Error::RunExists { .. } => 2,
         Error::Fenced { .. } | Error::DuplicateDecision { .. } => 3,
         Error::Busy { .. } => 4,
+        e if e.is_environment() => EXIT_ENVIRONMENT,
+        // Corrupt, UnsupportedVersion, NotAStore, and variants added later: the safe reading
+        // of an unknown failure is that the store cannot be trusted.
         _ => 5,
     }
 }
@@ -100,29 +126,142 @@ fn require_dir(dir: &Path) -> Result<(), CliError> {
     )))
 }
 
-/// Every run of the store, sorted by id.
-pub fn all_runs(store: &Store) -> Result<Vec<RunInfo>, CliError> {
+/// The directory under the store root holding one directory per run (`format/SPEC.md` §1).
+const RUNS_DIR: &str = "runs";
+
+/// One run of a store-wide command: listed with its info, or named by the error that kept it
+/// from being listed.
+pub type Listed = Result<RunInfo, (RunId, Error)>;
+
+/// Every run of the store, sorted by id. A run that cannot be listed (a damaged header, a
+/// permission error) becomes an `Err` entry naming it, and the listing goes on past it, so one
+/// damaged run never hides the others. Fails only when the failing run cannot be told from
+/// the error, or for a store-level error (the runs directory cannot be listed).
+pub fn all_runs(store: &Store) -> Result<Vec<Listed>, CliError> {
     let mut runs = Vec::new();
     let mut after: Option<RunId> = None;
+    // A failed page returns none of its healthy runs: retry it one run at a time, where a
+    // failure belongs to the next run after the cursor.
+    let mut page_len = PAGE_LEN;
     loop {
-        let page = store.list_runs(after.as_ref(), PAGE_LEN)?;
-        runs.extend(page.runs);
-        match page.next {
-            Some(next) if page.has_more => after = Some(next),
-            _ => return Ok(runs),
+        match store.list_runs(after.as_ref(), page_len) {
+            Ok(page) => {
+                let mut listed: Vec<Listed> = page.runs.into_iter().map(Ok).collect();
+                // A damaged run comes back beside the healthy ones: its typed error is the
+                // one opening it gives.
+                for d in page.damaged {
+                    listed.push(match store.run_info(&d.run) {
+                        Ok(info) => Ok(info),
+                        Err(e) => Err((d.run, e)),
+                    });
+                }
+                listed.sort_by(|a, b| listed_id(a).cmp(listed_id(b)));
+                runs.extend(listed);
+                match page.next {
+                    Some(next) if page.has_more => after = Some(next),
+                    _ => return Ok(runs),
+                }
+            }
+            Err(_) if page_len > 1 => page_len = 1,
+            Err(e) => {
+                let run = failed_run(store, &e).filter(|r| after.as_ref() < Some(r));
+                let Some(run) = run else {
+                    return Err(e.into());
+                };
+                after = Some(run.clone());
+                runs.push(Err((run, e)));
+            }
         }
     }
 }
 
-/// `run` alone (checked to exist), or every run of the store.
-pub fn selected_runs(store: &Store, run: Option<RunId>) -> Result<Vec<RunId>, CliError> {
-    match run {
-        Some(run) if store.run_exists(&run)? => Ok(vec![run]),
-        Some(run) => Err(Error::RunNotFound {
-            run: run.to_string(),
+fn listed_id(l: &Listed) -> &RunId {
+    match l {
+        Ok(info) => &info.run,
+        Err((run, _)) => run,
+    }
+}
+
+/// The run an error of `list_runs` is about: named in the error, or the run directory its
+/// path lies in.
+fn failed_run(store: &Store, e: &Error) -> Option<RunId> {
+    let path = match e {
+        Error::Corrupt { run, .. } | Error::Busy { run, .. } | Error::Poisoned { run, .. } => {
+            return RunId::new(run.as_str()).ok();
         }
-        .into()),
-        None => Ok(all_runs(store)?.into_iter().map(|i| i.run).collect()),
+        Error::Io { path, .. }
+        | Error::DiskFull { path, .. }
+        | Error::UnsupportedVersion { path, .. }
+        | Error::NotAStore { path, .. } => path,
+        _ => return None,
+    };
+    let below = path.strip_prefix(store.path().join(RUNS_DIR)).ok()?;
+    let dir = below.components().next()?.as_os_str().to_str()?;
+    RunId::new(dir).ok()
+}
+
+/// A run selected by a store-wide command: its id, or the id and why it could not be listed.
+pub type Selected = Result<RunId, (RunId, Error)>;
+
+/// `run` alone (checked to exist), or every run of the store (see [`all_runs`]).
+pub fn selected_runs(store: &Store, run: Option<RunId>) -> Result<Vec<Selected>, CliError> {
+    match run {
+        Some(run) => match store.run_exists(&run) {
+            Ok(true) => Ok(vec![Ok(run)]),
+            Ok(false) => Err(Error::RunNotFound {
+                run: run.to_string(),
+            }
+            .into()),
+            Err(e) => Ok(vec![Err((run, e))]),
+        },
+        None => Ok(all_runs(store)?
+            .into_iter()
+            .map(|listed| listed.map(|info| info.run))
+            .collect()),
+    }
+}
+
+/// Splits the outcome of one run's work in a store-wide command: a store error is that run's
+/// failure (`Ok(Err)`: print its row and go on); anything else, such as a closed output pipe,
+/// ends the command.
+pub fn per_run<T>(result: Result<T, CliError>) -> Result<Result<T, Error>, CliError> {
+    match result {
+        Ok(value) => Ok(Ok(value)),
+        Err(CliError::Store(e)) => Ok(Err(e)),
+        Err(other) => Err(other),
+    }
+}
+
+/// The failed runs of a store-wide command, counted as its rows are printed.
+#[derive(Debug, Default)]
+pub struct RunFailures {
+    failed: usize,
+    first: Option<Error>,
+}
+
+impl RunFailures {
+    /// Counts one failed run.
+    pub fn record(&mut self, e: Error) {
+        self.failed += 1;
+        self.first.get_or_insert(e);
+    }
+
+    /// Whether any run failed so far.
+    pub fn any(&self) -> bool {
+        self.first.is_some()
+    }
+
+    /// The command's result after all `total` runs: `Ok(found_problems)` when every run was
+    /// read, else [`CliError::RunsFailed`] (its exit code outranks "found problems").
+    pub fn finish(self, total: usize, found_problems: bool) -> Result<bool, CliError> {
+        match self.first {
+            None => Ok(found_problems),
+            Some(first) => Err(CliError::RunsFailed {
+                failed: self.failed,
+                total,
+                first,
+            }),
+        }
     }
 }
 
@@ -169,4 +308,45 @@ pub fn stamp_of(store: &Store, run: &RunId) -> Result<Option<RunStamp>, CliError
 /// The id scheme to render `run`'s event ids with.
 pub fn order_of(stamp: Option<&RunStamp>) -> Option<OrderScheme> {
     stamp.map(|s| s.order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_errors_exit_6_and_corruption_exits_5() {
+        let path = Path::new("/store/runs/r/lock");
+        for errno in [
+            libc::EACCES,
+            libc::EPERM,
+            libc::EROFS,
+            libc::EIO,
+            libc::ENOSPC,
+            libc::EDQUOT,
+        ] {
+            let e = Error::io("opening", path, io::Error::from_raw_os_error(errno));
+            assert_eq!(store_exit_code(&e), EXIT_ENVIRONMENT, "errno {errno}: {e}");
+            let message = CliError::Store(e).message().unwrap_or_default();
+            assert!(message.contains("/store/runs/r/lock"), "{message}");
+        }
+        let poisoned = Error::Poisoned {
+            run: "r".into(),
+            cause: "fdatasync: EIO".into(),
+        };
+        assert_eq!(store_exit_code(&poisoned), EXIT_ENVIRONMENT);
+        let corrupt = Error::corrupt("r", "seg-00000001.log", 4096, "batch checksum mismatch");
+        let foreign = Error::NotAStore {
+            path: path.into(),
+            detail: "no FORMAT".into(),
+        };
+        let newer = Error::UnsupportedVersion {
+            path: path.into(),
+            found: 9,
+            supported: 1,
+        };
+        for e in [corrupt, foreign, newer] {
+            assert_eq!(store_exit_code(&e), 5, "{e}");
+        }
+    }
 }

@@ -152,7 +152,8 @@ fn every_subcommand_has_help_and_the_exit_codes_are_documented() {
         "1  verify or audit found problems",
         "3  fenced append rejected",
         "4  run busy",
-        "5  store corrupt or unreadable",
+        "5  store corrupt",
+        "6  environment: permission denied, read-only or full file system, I/O error",
     ] {
         assert!(stdout(&top).contains(line), "{line}");
     }
