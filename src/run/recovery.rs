@@ -294,9 +294,15 @@ impl Run {
             Ok(())
         };
         keep().map_err(|e| Error::io("keeping the cut bytes in", saved, e))?;
-        let old = st.last().counter;
+        // The new counter must outrank every slot on disk, including the commit slot that
+        // claimed the damaged bytes.
+        let on_disk = seg
+            .read_counter(self.run_str(), Some(lock_file.as_ref()))?
+            .newest
+            .generation;
+        let newest = st.last().counter.generation.max(on_disk);
         let slot = CounterSlot {
-            generation: next_header_generation(old.generation, st.last().header_generation),
+            generation: next_header_generation(newest, st.last().header_generation),
             last_seq: st.last_seq,
             committed_len: cut_at,
             updated_at_ms: now_ms(),

@@ -202,3 +202,64 @@ fn audit_one(store: &Store, run: &RunId) -> Result<Vec<Finding>, CliError> {
     let stamp = stamp_of(store, run)?;
     Ok(audit_imported_run(run, stamp.as_ref(), &events))
 }
+
+/// Arguments of `runlog repair`.
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// The damaged run.
+    run: RunId,
+    /// Required: cut the run at its first bad batch (nothing is ever cut without it).
+    #[arg(long)]
+    cut: bool,
+}
+
+/// What `runlog repair` prints after its usage.
+pub const REPAIR_HELP: &str = "\
+Cuts a damaged run at its first bad batch so that it holds exactly the events before the
+damage and takes writes again. The bytes cut away are first copied, synced, into
+<store>/repair/<run>-<ulid>.cut (named in the output; never deleted). Without --cut nothing is
+changed and the damage is described. Exit 0 when repaired (or nothing to repair), 1 without
+--cut on a damaged run, 5 when the damage cannot be cut here (in a sealed segment).";
+
+/// `runlog repair RUN --cut`.
+///
+/// # Errors
+/// Store errors (exit codes of `CliError`).
+pub fn repair(store_dir: &Path, args: RepairArgs) -> Result<bool, CliError> {
+    let store = crate::support::open_existing(store_dir)?;
+    if !args.cut {
+        let mut after = 0;
+        loop {
+            match store.read(&args.run, after, 4096) {
+                Ok(page) if page.has_more => after = page.next,
+                Ok(_) => {
+                    println!("run {}: not damaged; nothing to repair", args.run);
+                    return Ok(false);
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    let text = crate::output::escape_text(&message);
+                    println!("run {}: {text}; events 1..={after} are intact", args.run);
+                    println!(
+                        "run `runlog repair {} --cut` to cut the run there",
+                        args.run
+                    );
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    match store.repair_run(&args.run)? {
+        None => println!("run {}: not damaged; nothing to repair", args.run),
+        Some(r) => println!(
+            "run {}: cut {} at offset {}; last seq {}; {} bytes kept in {}",
+            args.run,
+            r.segment,
+            r.offset,
+            r.last_seq,
+            r.saved_bytes,
+            r.saved.display()
+        ),
+    }
+    Ok(false)
+}

@@ -65,6 +65,9 @@ enum Command {
     /// Check storage invariants (checksums, density, counter slots, segment chain).
     #[command(after_help = cmd_check::VERIFY_HELP)]
     Verify(cmd_check::VerifyArgs),
+    /// Cut a damaged run at its first bad batch (only with --cut), keeping the cut bytes.
+    #[command(after_help = cmd_check::REPAIR_HELP)]
+    Repair(cmd_check::RepairArgs),
     /// Report workflow-level anomalies in the logs (not storage faults).
     #[command(after_help = cmd_check::AUDIT_HELP)]
     Audit(cmd_check::AuditArgs),
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Append(args) => cmd_append::run(&cli.store, args),
         Command::Verify(args) => cmd_check::verify(&cli.store, args),
         Command::Audit(args) => cmd_check::audit(&cli.store, args),
+        Command::Repair(args) => cmd_check::repair(&cli.store, args),
         Command::Export(args) => cmd_read::export(&cli.store, args),
         Command::Storm(args) => return storm_cmd::run(args),
     };

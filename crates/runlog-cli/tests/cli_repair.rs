@@ -1,0 +1,67 @@
+//! `runlog repair`: describes the damage without `--cut`, cuts at the first bad batch with it
+//! (keeping the cut bytes in the file it names), and the run takes writes again.
+
+use std::process::Command;
+
+fn runlog(store: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_runlog"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn repair_cuts_only_with_cut_and_names_the_kept_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    for i in 0..6 {
+        let payload = format!("{{\"i\":{i}}}");
+        let out = runlog(
+            &store,
+            &[
+                "append",
+                "r",
+                "--kind",
+                "k",
+                "--payload",
+                &payload,
+                "--create",
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+    let seg = store.join("runs/r/seg-00000001.log");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let len = bytes.len();
+    let batch = (len - 4096) / 6;
+    bytes[4096 + 3 * batch + 60] ^= 0x10;
+    std::fs::write(&seg, &bytes).unwrap();
+
+    let events = runlog(&store, &["events", "r", "--limit", "3"]);
+    assert!(
+        events.status.success(),
+        "the events before the damage read: {events:?}"
+    );
+    let describe = runlog(&store, &["repair", "r"]);
+    assert_eq!(describe.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&describe.stdout);
+    assert!(text.contains("events 1..=3 are intact"), "{text}");
+    assert_eq!(
+        std::fs::read(&seg).unwrap(),
+        bytes,
+        "nothing changed without --cut"
+    );
+
+    let cut = runlog(&store, &["repair", "r", "--cut"]);
+    assert!(cut.status.success(), "{cut:?}");
+    let text = String::from_utf8_lossy(&cut.stdout);
+    assert!(text.contains("last seq 3"), "{text}");
+    let kept = std::fs::read_dir(store.join("repair")).unwrap().count();
+    assert_eq!(kept, 1, "the cut bytes are kept in one file");
+    let append = runlog(&store, &["append", "r", "--kind", "k", "--payload", "{}"]);
+    assert_eq!(String::from_utf8_lossy(&append.stdout).trim(), "4");
+    let verify = runlog(&store, &["verify", "r"]);
+    assert!(verify.status.success(), "{verify:?}");
+}
