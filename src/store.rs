@@ -288,7 +288,7 @@ impl Store {
         Ok(match exists {
             true => Error::corrupt(
                 run.as_str(),
-                &crate::segment::segment_name(1),
+                crate::segment::segment_name(1),
                 0,
                 "the run directory exists but its first segment is missing",
             ),
