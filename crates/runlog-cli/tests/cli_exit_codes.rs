@@ -209,6 +209,18 @@ fn an_injected_fdatasync_eio_exits_6() {
         "Input/output error",
         &store,
     );
+    // Issue 11 §2: the bytes whose sync failed are never acknowledged by anyone: the next
+    // process does not adopt them, and a keyless retry appends once.
+    let events = runlog(&store, &["events", "r", "--json"]);
+    let lines: Vec<String> = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 1, "only the acknowledged event: {lines:?}");
+    let retry = runlog(&store, &["append", "r", "--kind", "run_started"]);
+    assert_eq!(String::from_utf8_lossy(&retry.stdout).trim(), "2");
+    let events = runlog(&store, &["events", "r", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&events.stdout).lines().count(), 2);
 }
 
 /// The first segment of run `run`.
