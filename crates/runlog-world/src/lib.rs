@@ -4,3 +4,37 @@
 //! against the run's state at seq N and appended fenced at N (`docs/WORLD.md`).
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+
+mod attrs;
+mod cursor;
+mod data;
+mod error;
+mod fold;
+mod ids;
+mod json;
+mod model;
+mod query;
+mod rules;
+mod tokens;
+mod world;
+
+pub use attrs::{
+    ATTRIBUTE_KEY_LEN_MAX, ATTRIBUTE_VALUE_LEN_BYTES_MAX, ATTRIBUTES_PER_RUN_MAX,
+    RESERVED_ATTRIBUTE_PREFIX,
+};
+pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
+pub use error::WorldError;
+pub use fold::{HookIdentity, RunState};
+pub use ids::{
+    CORRELATION_ID_LEN_MAX, EVENT_ID_PREFIX, RUN_ID_PREFIX, event_id_string, mint_run_id,
+    mint_ulid, parse_event_id, parse_run_id,
+};
+pub use json::{RawJson, format_iso_ms, parse_iso_ms};
+pub use model::{
+    CreateEventParams, Event, EventRequest, EventResult, EventType, Hook, ListRunsParams,
+    PAGE_LIMIT_MAX, Page, Pagination, ResolveData, RunStatus, SPEC_VERSION_CURRENT,
+    SPEC_VERSION_EVENT_SOURCING, SortOrder, Step, StepStatus, Wait, WaitStatus, WorkflowRun,
+};
+pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
+pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
+pub use world::{EVENTS_PAGE_DEFAULT, PRELOAD_EVENTS_MAX, World, WorldConfig};

@@ -1,0 +1,489 @@
+//! `runs`, `steps`, `hooks` and `events` reads: every answer is computed from the logs
+//! (a cached fold advanced to the last committed event, or the events themselves).
+
+use runlog::{RunId, RunLog, Seq};
+
+use crate::cursor;
+use crate::error::WorldError;
+use crate::ids::{parse_event_id, parse_run_id};
+use crate::model::{
+    Event, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, SortOrder, Step,
+    WorkflowRun,
+};
+use crate::world::{EVENTS_PAGE_DEFAULT, World, stored_event};
+
+/// Default page of `runs.list` (the reference's).
+pub const RUNS_PAGE_DEFAULT: usize = 200;
+/// Default page of `steps.list` and `hooks.list` (the reference's).
+pub const ENTITIES_PAGE_DEFAULT: usize = 20;
+
+fn limit(p: &Pagination, default: usize) -> usize {
+    p.limit.unwrap_or(default).clamp(1, PAGE_LIMIT_MAX)
+}
+
+fn shape_run(mut run: WorkflowRun, resolve: ResolveData) -> WorkflowRun {
+    if resolve == ResolveData::None {
+        run.input = None;
+        run.output = None;
+    }
+    run
+}
+
+fn shape_step(mut step: Step, resolve: ResolveData) -> Step {
+    if resolve == ResolveData::None {
+        step.input = None;
+        step.output = None;
+    }
+    step
+}
+
+fn shape_hook(mut hook: Hook, resolve: ResolveData) -> Hook {
+    if resolve == ResolveData::None {
+        hook.metadata = None;
+    }
+    hook
+}
+
+/// Pages `items` (already in the list's order: ascending by key, or descending when
+/// `desc`) after the cursor key `after`: up to `limit` items, the last one's key as the
+/// cursor, and whether more follow. A cursor whose item is gone still positions the page.
+fn page_of<T, K: Ord>(
+    items: impl Iterator<Item = (K, T)>,
+    after: Option<&K>,
+    desc: bool,
+    limit: usize,
+    encode: impl Fn(&K) -> String,
+) -> Page<T> {
+    let mut items = items
+        .skip_while(|(k, _)| match after {
+            Some(a) if desc => k >= a,
+            Some(a) => k <= a,
+            None => false,
+        })
+        .peekable();
+    let mut data = Vec::new();
+    let mut last = None;
+    for (k, item) in items.by_ref().take(limit) {
+        data.push(item);
+        last = Some(k);
+    }
+    Page {
+        data,
+        cursor: last.as_ref().map(encode),
+        has_more: items.peek().is_some(),
+    }
+}
+
+impl<B: RunLog> World<B> {
+    fn run_id(&self, run_id: &str) -> Result<RunId, WorldError> {
+        parse_run_id(run_id).map(|(run, _)| run)
+    }
+
+    /// `runs.get`: the run as of its last event.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] (no `run_created`); `InvalidRequest` for an id that is no
+    /// `wrun_<ULID>`; storage errors.
+    pub fn get_run(&self, run_id: &str, resolve: ResolveData) -> Result<WorkflowRun, WorldError> {
+        let run = self.run_id(run_id)?;
+        let entry = self.entry(&run);
+        let state = self.load(&entry, &run)?;
+        let found = state
+            .run()
+            .cloned()
+            .ok_or_else(|| WorldError::RunNotFound {
+                run_id: run_id.to_string(),
+            })?;
+        Ok(shape_run(found, resolve))
+    }
+
+    /// `runs.list`: runs filtered by workflow name and status, newest first by default,
+    /// ordered by run id (a `wrun_<ULID>` sorts by its creation time), 200 per page by
+    /// default. Cursor: the last run id returned.
+    ///
+    /// Cost: one listing of the store's run ids (descending order lists them all; ascending
+    /// pages through them) and one (cached) fold per run examined. Runs that cannot be read
+    /// are skipped.
+    ///
+    /// # Errors
+    /// `InvalidRequest` for a bad cursor; storage errors of the listing.
+    pub fn list_runs(&self, params: &ListRunsParams) -> Result<Page<WorkflowRun>, WorldError> {
+        let p = &params.pagination;
+        let limit = limit(p, RUNS_PAGE_DEFAULT);
+        let after = p
+            .cursor
+            .as_deref()
+            .map(|c| cursor::decode(c, "run").map(str::to_string))
+            .transpose()?;
+        let mut ids = self.world_run_ids()?;
+        let desc = p.sort_order.unwrap_or(SortOrder::Desc) == SortOrder::Desc;
+        if desc {
+            ids.reverse();
+        }
+        let matching = ids.into_iter().filter_map(|run| {
+            let entry = self.entry(&run);
+            let state = self.load(&entry, &run).ok()?;
+            let r = state.run()?;
+            let name_ok = params
+                .workflow_name
+                .as_ref()
+                .is_none_or(|n| *n == r.workflow_name);
+            let status_ok = params.status.is_none_or(|s| s == r.status);
+            (name_ok && status_ok)
+                .then(|| (run.to_string(), shape_run(r.clone(), params.resolve_data)))
+        });
+        Ok(page_of(matching, after.as_ref(), desc, limit, |id| {
+            cursor::encode("run", id)
+        }))
+    }
+
+    /// Run ids of the store that are `wrun_<ULID>`, ascending.
+    fn world_run_ids(&self) -> Result<Vec<RunId>, WorldError> {
+        let mut ids = Vec::new();
+        let mut after: Option<RunId> = None;
+        loop {
+            let page = self.backend.list_runs(after.as_ref(), PAGE_LIMIT_MAX)?;
+            ids.extend(
+                page.runs
+                    .iter()
+                    .filter(|i| parse_run_id(i.run.as_str()).is_ok())
+                    .map(|i| i.run.clone()),
+            );
+            match (page.has_more, page.next) {
+                (true, Some(next)) => after = Some(next),
+                _ => return Ok(ids),
+            }
+        }
+    }
+
+    /// `steps.get`.
+    ///
+    /// # Errors
+    /// [`WorldError::StepNotFound`]; [`WorldError::RunNotFound`]; storage errors.
+    pub fn get_step(
+        &self,
+        run_id: &str,
+        step_id: &str,
+        resolve: ResolveData,
+    ) -> Result<Step, WorldError> {
+        let run = self.run_id(run_id)?;
+        let entry = self.entry(&run);
+        let state = self.load(&entry, &run)?;
+        let step = state
+            .step(step_id)
+            .cloned()
+            .ok_or_else(|| WorldError::StepNotFound {
+                run_id: run_id.to_string(),
+                step_id: step_id.to_string(),
+            })?;
+        Ok(shape_step(step, resolve))
+    }
+
+    /// `steps.list({runId})`: the run's steps by creation order, newest first by default,
+    /// 20 per page. Cursor: the step's creation seq.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`]; `InvalidRequest` for a bad cursor; storage errors.
+    pub fn list_steps(
+        &self,
+        run_id: &str,
+        pagination: &Pagination,
+        resolve: ResolveData,
+    ) -> Result<Page<Step>, WorldError> {
+        let run = self.run_id(run_id)?;
+        let after = decode_seq_cursor(pagination, "step")?;
+        let entry = self.entry(&run);
+        let state = self.load(&entry, &run)?;
+        let steps: Vec<(Seq, Step)> = state
+            .steps()
+            .map(|(seq, s)| (seq, shape_step(s.clone(), resolve)))
+            .collect();
+        Ok(ordered_page(
+            steps,
+            pagination,
+            SortOrder::Desc,
+            after,
+            ENTITIES_PAGE_DEFAULT,
+            "step",
+        ))
+    }
+
+    /// `hooks.get`: a live hook by id (disposed hooks, and hooks of ended runs, are gone).
+    ///
+    /// # Errors
+    /// [`WorldError::HookNotFound`]; storage errors.
+    pub fn get_hook(&self, hook_id: &str, resolve: ResolveData) -> Result<Hook, WorldError> {
+        let not_found = || WorldError::HookNotFound {
+            hook: hook_id.to_string(),
+        };
+        let claim = self.claim_of_hook(hook_id)?.ok_or_else(not_found)?;
+        let hook = self
+            .live_hook(&claim.run_id, hook_id)?
+            .ok_or_else(not_found)?;
+        Ok(shape_hook(hook, resolve))
+    }
+
+    /// `hooks.getByToken`: the live hook holding `token` (payloads always included, as in
+    /// the reference).
+    ///
+    /// # Errors
+    /// [`WorldError::HookNotFound`]; storage errors.
+    pub fn get_hook_by_token(&self, token: &str) -> Result<Hook, WorldError> {
+        let not_found = || WorldError::HookNotFound {
+            hook: token.to_string(),
+        };
+        let claim = self.claim_of_token(token)?.ok_or_else(not_found)?;
+        self.live_hook(&claim.run_id, &claim.hook_id)?
+            .filter(|h| h.token == token)
+            .ok_or_else(not_found)
+    }
+
+    fn live_hook(&self, run_id: &str, hook_id: &str) -> Result<Option<Hook>, WorldError> {
+        let Ok(run) = self.run_id(run_id) else {
+            return Ok(None);
+        };
+        let entry = self.entry(&run);
+        match self.load(&entry, &run) {
+            Ok(state) => Ok(state.hook(hook_id).cloned()),
+            Err(WorldError::RunNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `hooks.list`: live hooks of one run (by creation order), or of the whole store (by
+    /// run id, then creation order), oldest first by default, 20 per page.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] for an unknown run; `InvalidRequest` for a bad cursor;
+    /// storage errors.
+    pub fn list_hooks(
+        &self,
+        run_id: Option<&str>,
+        pagination: &Pagination,
+        resolve: ResolveData,
+    ) -> Result<Page<Hook>, WorldError> {
+        let after = pagination
+            .cursor
+            .as_deref()
+            .map(|c| cursor::decode_pair(c, "hook"))
+            .transpose()?;
+        let mut runs: Vec<String> = match run_id {
+            Some(id) => vec![self.run_id(id)?.to_string()],
+            None => self.all_claims()?.into_iter().map(|c| c.run_id).collect(),
+        };
+        runs.sort();
+        runs.dedup();
+        let mut hooks: Vec<((String, Seq), Hook)> = Vec::new();
+        for id in runs {
+            let Ok(run) = self.run_id(&id) else { continue };
+            let entry = self.entry(&run);
+            let state = match self.load(&entry, &run) {
+                Ok(state) => state,
+                Err(WorldError::RunNotFound { .. }) if run_id.is_none() => continue,
+                Err(e) => return Err(e),
+            };
+            hooks.extend(
+                state
+                    .live_hooks()
+                    .map(|(seq, h)| ((id.clone(), seq), shape_hook(h.clone(), resolve))),
+            );
+        }
+        let desc = pagination.sort_order == Some(SortOrder::Desc);
+        if desc {
+            hooks.reverse();
+        }
+        let limit = limit(pagination, ENTITIES_PAGE_DEFAULT);
+        Ok(page_of(
+            hooks.into_iter(),
+            after.as_ref(),
+            desc,
+            limit,
+            |(r, s)| cursor::encode_pair("hook", r, *s),
+        ))
+    }
+
+    /// `events.get`.
+    ///
+    /// # Errors
+    /// [`WorldError::EventNotFound`]; [`WorldError::RunNotFound`]; `InvalidRequest` for an
+    /// id that is no `evnt_<ULID>`; storage errors.
+    pub fn get_event(
+        &self,
+        run_id: &str,
+        event_id: &str,
+        resolve: ResolveData,
+    ) -> Result<Event, WorldError> {
+        let run = self.run_id(run_id)?;
+        let id = parse_event_id(event_id)?;
+        let entry = self.entry(&run);
+        let (seq, spec) = {
+            let state = self.load(&entry, &run)?;
+            (state.event_seq(id), state.spec_version())
+        };
+        let not_found = || WorldError::EventNotFound {
+            run_id: run_id.to_string(),
+            event_id: event_id.to_string(),
+        };
+        let seq = seq.ok_or_else(not_found)?;
+        let page = self.backend.read(&run, seq - 1, 1)?;
+        let e = page.events.first().ok_or_else(not_found)?;
+        stored_event(&run, spec, e, resolve)
+    }
+
+    /// `events.list({runId})`: the run's events in seq order (oldest first by default), 100
+    /// per page by default. Cursor: the last seq returned; a page after it is complete by
+    /// density.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] (no log); `InvalidRequest` for a bad cursor; storage
+    /// errors.
+    pub fn list_events(
+        &self,
+        run_id: &str,
+        pagination: &Pagination,
+        resolve: ResolveData,
+    ) -> Result<Page<Event>, WorldError> {
+        let run = self.run_id(run_id)?;
+        let limit = limit(pagination, EVENTS_PAGE_DEFAULT);
+        let cursor = pagination
+            .cursor
+            .as_deref()
+            .map(|c| cursor::decode_seq(c, "pagination.cursor"))
+            .transpose()?;
+        let entry = self.entry(&run);
+        let (last, spec) = {
+            let state = self.load(&entry, &run)?;
+            (state.seq(), state.spec_version())
+        };
+        let to_event = |e: &runlog::Event| stored_event(&run, spec, e, resolve);
+        if pagination.sort_order == Some(SortOrder::Desc) {
+            let before = cursor.unwrap_or(last + 1).min(last + 1);
+            let low = before.saturating_sub(limit as u64).max(1);
+            let count = before.saturating_sub(low) as usize;
+            let page = self.backend.read(&run, low - 1, count)?;
+            let data = page
+                .events
+                .iter()
+                .rev()
+                .map(to_event)
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Page {
+                cursor: data.last().map(|e| cursor::encode_seq(e.seq)),
+                has_more: data.last().is_some_and(|e| e.seq > 1),
+                data,
+            });
+        }
+        let page = self.backend.read(&run, cursor.unwrap_or(0), limit)?;
+        let data = page
+            .events
+            .iter()
+            .map(to_event)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            cursor: data.last().map(|e| cursor::encode_seq(e.seq)),
+            has_more: page.has_more,
+            data,
+        })
+    }
+
+    /// `events.listByCorrelationId`: events with this correlation id, within one run (in
+    /// seq order) or, with `run_id: None`, across the store (by run id, then seq; one
+    /// cached fold per run), oldest first by default, 100 per page.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] for an unknown run; `InvalidRequest` for a bad cursor;
+    /// storage errors.
+    pub fn list_events_by_correlation_id(
+        &self,
+        correlation_id: &str,
+        run_id: Option<&str>,
+        pagination: &Pagination,
+        resolve: ResolveData,
+    ) -> Result<Page<Event>, WorldError> {
+        let after = pagination
+            .cursor
+            .as_deref()
+            .map(|c| cursor::decode_pair(c, "evc"))
+            .transpose()?;
+        let runs = match run_id {
+            Some(id) => vec![self.run_id(id)?],
+            None => self.world_run_ids()?,
+        };
+        let mut hits: Vec<(String, Seq, Option<u32>)> = Vec::new();
+        for run in &runs {
+            let entry = self.entry(run);
+            let state = match self.load(&entry, run) {
+                Ok(state) => state,
+                Err(WorldError::RunNotFound { .. }) if run_id.is_none() => continue,
+                Err(e) => return Err(e),
+            };
+            let spec = state.spec_version();
+            hits.extend(
+                state
+                    .correlation_seqs(correlation_id)
+                    .iter()
+                    .map(|s| (run.to_string(), *s, spec)),
+            );
+        }
+        let desc = pagination.sort_order == Some(SortOrder::Desc);
+        if desc {
+            hits.reverse();
+        }
+        let limit = limit(pagination, EVENTS_PAGE_DEFAULT);
+        let keyed = hits
+            .into_iter()
+            .map(|(r, s, spec)| ((r.clone(), s), (r, s, spec)));
+        let page = page_of(keyed, after.as_ref(), desc, limit, |(r, s)| {
+            cursor::encode_pair("evc", r, *s)
+        });
+        let mut data = Vec::with_capacity(page.data.len());
+        for (r, seq, spec) in page.data {
+            let run = self.run_id(&r)?;
+            let read = self.backend.read(&run, seq - 1, 1)?;
+            if let Some(e) = read.events.first() {
+                data.push(stored_event(&run, spec, e, resolve)?);
+            }
+        }
+        Ok(Page {
+            data,
+            cursor: page.cursor,
+            has_more: page.has_more,
+        })
+    }
+}
+
+fn decode_seq_cursor(p: &Pagination, tag: &str) -> Result<Option<Seq>, WorldError> {
+    p.cursor
+        .as_deref()
+        .map(|c| {
+            cursor::decode(c, tag)?.parse().map_err(|_| {
+                WorldError::invalid(
+                    "pagination.cursor",
+                    format!("{c:?} is not a cursor of this list"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// A page of `items` (ascending by key) in the requested order after the cursor key.
+fn ordered_page<T>(
+    mut items: Vec<(Seq, T)>,
+    p: &Pagination,
+    default_order: SortOrder,
+    after: Option<Seq>,
+    default_limit: usize,
+    tag: &'static str,
+) -> Page<T> {
+    let desc = p.sort_order.unwrap_or(default_order) == SortOrder::Desc;
+    if desc {
+        items.reverse();
+    }
+    page_of(
+        items.into_iter(),
+        after.as_ref(),
+        desc,
+        limit(p, default_limit),
+        |k| cursor::encode(tag, &k.to_string()),
+    )
+}

@@ -1,0 +1,501 @@
+//! Hook tokens are unique among the live hooks of the whole store (`docs/WORLD.md` §1, §2).
+//!
+//! The claims live in a runlog run of their own, [`HOOK_TOKENS_RUN`] (a name no SDK run id
+//! can take: those are `wrun_<ULID>`), as `claim {token, runId, hookId, atSeq}` and
+//! `release {token, runId, hookId}` events, appended fenced, so claims are linearized
+//! across threads and processes. The run logs stay the truth; a claim is only as good as
+//! its hook:
+//!
+//! - A `hook_created` for hook H of run R with token T first appends `claim(T, R, H, N)`,
+//!   where N is the seq of R it validated at, then appends `hook_created` to R fenced at N.
+//!   If R moved meanwhile, the request is re-validated and the claim renewed with the new
+//!   N. So the claim's `hook_created` can only ever sit at seq N + 1 of R.
+//! - Whether a claim holds is read from R's log: **live** while H is a live hook of R;
+//!   **pending** while H does not exist and R is still at seq N (its creator may be about
+//!   to append); **dead** otherwise (H disposed, R ended, R moved past N without H, R
+//!   gone). A dead claim is taken over by the next claimant (a `release` and its `claim`
+//!   in one fenced batch); a live or pending one makes the claimant's request a
+//!   `hook_conflict`. A claimant that crashed between its claim and its `hook_created`
+//!   therefore holds the token only until its run moves or ends, or until the same hook
+//!   is requested again (which renews the claim).
+//! - `hook_disposed` and a run's terminal event release their tokens after they commit
+//!   (a hint that keeps the claims small: a missing release changes nothing, the claim is
+//!   dead by the rule above).
+//! - A lost, emptied or damaged claims log is rebuilt from the run logs (every live hook
+//!   of every `wrun_` run), first thing on its next use; [`World::rebuild_hook_tokens`]
+//!   rebuilds on demand (a `rebuilt` event resets the state, fenced, keeping pending
+//!   claims). The one window the rebuild of a *lost* log cannot close: a claim whose
+//!   `hook_created` is in flight at the moment the log is lost (it is not in any run log
+//!   yet); its hook is created without a claim.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use runlog::{EventRef, NewEvent, RunId, RunLog, Seq};
+use serde::{Deserialize, Serialize};
+use ulid::Ulid;
+
+use crate::error::WorldError;
+use crate::ids::parse_run_id;
+use crate::rules::Checked;
+use crate::world::World;
+
+/// The runlog run holding the hook token claims.
+pub const HOOK_TOKENS_RUN: &str = "_world-hook-tokens";
+
+/// One claim: token `token` is held by hook `hook_id` of run `run_id`, whose
+/// `hook_created` may only sit at seq `at_seq + 1` of that run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenClaim {
+    /// The token.
+    pub token: String,
+    /// The run of the hook.
+    pub run_id: String,
+    /// The hook.
+    pub hook_id: String,
+    /// The seq of the run the claimant validated its `hook_created` at.
+    pub at_seq: Seq,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Release {
+    token: String,
+    run_id: String,
+    hook_id: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Rebuilt {
+    runs_scanned: u64,
+    live_hooks: u64,
+    pending_claims_kept: u64,
+}
+
+/// What a rebuild of the claims found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RebuildReport {
+    /// `wrun_` runs folded.
+    pub runs_scanned: u64,
+    /// Live hooks found (one claim each).
+    pub live_hooks: u64,
+    /// Claims still pending at the rebuild, kept.
+    pub pending_claims_kept: u64,
+    /// Tokens held by more than one live hook in the run logs (possible only in logs not
+    /// written by a World, or after a lost claims log); the earliest-scanned holder keeps
+    /// the claim.
+    pub duplicate_tokens: Vec<String>,
+    /// Runs that could not be read (damaged), skipped.
+    pub damaged_runs: Vec<String>,
+}
+
+/// The folded claims log.
+#[derive(Default)]
+pub(crate) struct Claims {
+    generation: Option<Ulid>,
+    seq: Seq,
+    by_token: HashMap<String, TokenClaim>,
+    by_hook: HashMap<String, String>,
+}
+
+impl Claims {
+    fn apply(&mut self, e: &EventRef<'_>) {
+        self.seq = e.seq;
+        if e.seq == 1 {
+            self.generation = Some(e.event_id);
+        }
+        match e.kind {
+            "rebuilt" => {
+                self.by_token.clear();
+                self.by_hook.clear();
+            }
+            "claim" => {
+                if let Ok(c) = serde_json::from_slice::<TokenClaim>(e.payload) {
+                    if let Some(old) = self.by_token.get(&c.token)
+                        && self.by_hook.get(&old.hook_id) == Some(&c.token)
+                    {
+                        self.by_hook.remove(&old.hook_id);
+                    }
+                    self.by_hook.insert(c.hook_id.clone(), c.token.clone());
+                    self.by_token.insert(c.token.clone(), c);
+                }
+            }
+            "release" => {
+                if let Ok(r) = serde_json::from_slice::<Release>(e.payload)
+                    && self
+                        .by_token
+                        .get(&r.token)
+                        .is_some_and(|c| c.run_id == r.run_id && c.hook_id == r.hook_id)
+                {
+                    self.by_token.remove(&r.token);
+                    if self.by_hook.get(&r.hook_id) == Some(&r.token) {
+                        self.by_hook.remove(&r.hook_id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The claim attempt's outcome.
+pub(crate) enum ClaimOutcome {
+    /// The token is ours (newly, or renewed).
+    Claimed,
+    /// A live or pending hook of `holder_run` holds it.
+    Conflict { holder_run: String },
+}
+
+enum Liveness {
+    Live,
+    Pending,
+    Dead,
+}
+
+fn tokens_run() -> RunId {
+    RunId::new(HOOK_TOKENS_RUN).unwrap_or_else(|_| unreachable!())
+}
+
+fn record<T: Serialize>(kind: &str, body: &T) -> NewEvent {
+    NewEvent::new(
+        kind,
+        Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+    )
+}
+
+fn release_of(c: &TokenClaim) -> NewEvent {
+    record(
+        "release",
+        &Release {
+            token: c.token.clone(),
+            run_id: c.run_id.clone(),
+            hook_id: c.hook_id.clone(),
+        },
+    )
+}
+
+impl<B: RunLog> World<B> {
+    /// Claims `token` for the hook of `req` (its `hook_created` validated at seq `base`).
+    pub(crate) fn claim_token(
+        &self,
+        req: &Checked,
+        token: &str,
+        base: Seq,
+    ) -> Result<ClaimOutcome, WorldError> {
+        let run = tokens_run();
+        let hook_id = req.corr.as_deref().unwrap_or_default();
+        let mut claims = self.claims.lock();
+        for _ in 0..self.config.fence_retries_max {
+            self.advance_claims(&mut claims)?;
+            let mut batch = Vec::new();
+            match claims.by_token.get(token).cloned() {
+                Some(c) if c.run_id == req.run.as_str() && c.hook_id == hook_id => {
+                    if c.at_seq == base {
+                        return Ok(ClaimOutcome::Claimed);
+                    }
+                }
+                Some(c) => match self.liveness(&c)? {
+                    Liveness::Live | Liveness::Pending => {
+                        return Ok(ClaimOutcome::Conflict {
+                            holder_run: c.run_id,
+                        });
+                    }
+                    Liveness::Dead => batch.push(release_of(&c)),
+                },
+                None => {}
+            }
+            let mine = TokenClaim {
+                token: token.to_string(),
+                run_id: req.run.to_string(),
+                hook_id: hook_id.to_string(),
+                at_seq: base,
+            };
+            batch.push(record("claim", &mine));
+            match self.backend.append_decisions(&run, claims.seq, batch) {
+                Ok(_) => {
+                    self.advance_claims(&mut claims)?;
+                    return Ok(ClaimOutcome::Claimed);
+                }
+                Err(runlog::Error::Fenced { .. }) => {}
+                Err(runlog::Error::RunNotFound { .. }) => *claims = Claims::default(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(WorldError::Busy {
+            run_id: HOOK_TOKENS_RUN.to_string(),
+            attempts: self.config.fence_retries_max,
+        })
+    }
+
+    /// Releases the claims of `(token, hook id)` pairs of `run_id` still pointing at them.
+    /// A hint: any failure leaves claims that the liveness rule already treats as dead.
+    pub(crate) fn release_tokens(&self, run_id: &str, releases: &[(String, String)]) {
+        let run = tokens_run();
+        let mut claims = self.claims.lock();
+        for _ in 0..self.config.fence_retries_max {
+            if self.advance_claims(&mut claims).is_err() {
+                return;
+            }
+            let batch: Vec<NewEvent> = releases
+                .iter()
+                .filter_map(|(token, hook)| {
+                    claims
+                        .by_token
+                        .get(token)
+                        .filter(|c| c.run_id == run_id && &c.hook_id == hook)
+                })
+                .map(release_of)
+                .collect();
+            if batch.is_empty() {
+                return;
+            }
+            match self.backend.append_decisions(&run, claims.seq, batch) {
+                Ok(_) => {
+                    let _ = self.advance_claims(&mut claims);
+                    return;
+                }
+                Err(runlog::Error::Fenced { .. }) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Whether claim `c` still holds, read from its run's log.
+    fn liveness(&self, c: &TokenClaim) -> Result<Liveness, WorldError> {
+        let Ok((run, _)) = parse_run_id(&c.run_id) else {
+            return Ok(Liveness::Dead);
+        };
+        let entry = self.entry(&run);
+        let state = match self.load(&entry, &run) {
+            Ok(state) => state,
+            Err(WorldError::RunNotFound { .. }) => return Ok(Liveness::Dead),
+            Err(e) => return Err(e),
+        };
+        let ended = state.run().is_some_and(|r| r.status.is_terminal());
+        Ok(match state.hook_slot(&c.hook_id) {
+            Some(slot) if slot.live => Liveness::Live,
+            Some(_) => Liveness::Dead,
+            None if ended || state.hook_used(&c.hook_id) => Liveness::Dead,
+            None if state.seq() == c.at_seq => Liveness::Pending,
+            None => Liveness::Dead,
+        })
+    }
+
+    /// Brings `claims` to the claims log's last event; rebuilds a missing, empty or damaged
+    /// log from the run logs first.
+    pub(crate) fn advance_claims(&self, claims: &mut Claims) -> Result<(), WorldError> {
+        for _ in 0..4 {
+            match self.read_claims(claims) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {
+                    *claims = Claims::default();
+                    self.recreate_claims(false)?;
+                }
+                Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
+                    *claims = Claims::default();
+                    self.recreate_claims(true)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(WorldError::Busy {
+            run_id: HOOK_TOKENS_RUN.to_string(),
+            attempts: 4,
+        })
+    }
+
+    /// Reads the claims log's new events into `claims`; `Ok(false)` when the log is
+    /// missing or empty. A log replaced since the last read (another generation at seq 1)
+    /// is read from the start.
+    fn read_claims(&self, claims: &mut Claims) -> Result<bool, WorldError> {
+        let run = tokens_run();
+        let mut first = None;
+        match self
+            .backend
+            .read_each(&run, 0, 1, &mut |e| first = Some(e.event_id))
+        {
+            Ok(_) => {}
+            Err(runlog::Error::RunNotFound { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        let Some(first) = first else {
+            return Ok(false);
+        };
+        if claims.generation != Some(first) {
+            *claims = Claims::default();
+        }
+        loop {
+            let after = claims.seq;
+            match self
+                .backend
+                .read_each(&run, after, 4096, &mut |e| claims.apply(&e))
+            {
+                Ok((_, true)) => {}
+                Ok((_, false)) => return Ok(true),
+                Err(runlog::Error::RunNotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Creates the claims log from the run logs (after deleting a damaged one). A
+    /// concurrent rebuild by another process wins harmlessly (fenced at 0).
+    fn recreate_claims(&self, delete: bool) -> Result<RebuildReport, WorldError> {
+        let run = tokens_run();
+        if delete {
+            match self.backend.delete_run(&run) {
+                Ok(()) | Err(runlog::Error::RunNotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match self
+            .backend
+            .create_run(&run, br#"{"source":"world","kind":"hook-tokens"}"#)
+        {
+            Ok(()) | Err(runlog::Error::RunExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let (found, report) = self.scan_live_hooks()?;
+        let events = rebuilt_batch(&report, found);
+        match self.backend.append_decisions(&run, 0, events) {
+            Ok(_) | Err(runlog::Error::Fenced { .. }) => Ok(report),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every live hook of every `wrun_` run of the store, as claims.
+    fn scan_live_hooks(&self) -> Result<(Vec<TokenClaim>, RebuildReport), WorldError> {
+        let mut report = RebuildReport::default();
+        let mut found: Vec<TokenClaim> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut after: Option<RunId> = None;
+        loop {
+            let page = self.backend.list_runs(after.as_ref(), 1000)?;
+            report
+                .damaged_runs
+                .extend(page.damaged.iter().map(|d| d.run.to_string()));
+            for info in &page.runs {
+                let Ok((run, _)) = parse_run_id(info.run.as_str()) else {
+                    continue;
+                };
+                report.runs_scanned += 1;
+                let entry = self.entry(&run);
+                let state = match self.load(&entry, &run) {
+                    Ok(state) => state,
+                    Err(WorldError::RunNotFound { .. }) => continue,
+                    Err(WorldError::Storage(e)) if matches!(e, runlog::Error::Corrupt { .. }) => {
+                        report.damaged_runs.push(run.to_string());
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                for (seq, hook) in state.live_hooks() {
+                    report.live_hooks += 1;
+                    if index.contains_key(&hook.token) {
+                        report.duplicate_tokens.push(hook.token.clone());
+                        continue;
+                    }
+                    index.insert(hook.token.clone(), found.len());
+                    found.push(TokenClaim {
+                        token: hook.token.clone(),
+                        run_id: run.to_string(),
+                        hook_id: hook.hook_id.clone(),
+                        at_seq: seq - 1,
+                    });
+                }
+            }
+            match (page.has_more, page.next) {
+                (true, Some(next)) => after = Some(next),
+                _ => return Ok((found, report)),
+            }
+        }
+    }
+
+    /// Rebuilds the hook token claims from the run logs now: a `rebuilt` event followed by
+    /// one claim per live hook (and per claim still pending), appended fenced on the
+    /// claims log, or a new claims log when it is missing or damaged.
+    ///
+    /// Needed only after runs were added to the store by other means than a World (an
+    /// import), or to compact the claims log; a lost or damaged log is rebuilt
+    /// automatically on next use.
+    ///
+    /// # Errors
+    /// Storage errors; [`WorldError::Busy`] when claims kept moving under the rebuild.
+    pub fn rebuild_hook_tokens(&self) -> Result<RebuildReport, WorldError> {
+        let run = tokens_run();
+        let mut claims = self.claims.lock();
+        for _ in 0..self.config.fence_retries_max {
+            match self.read_claims(&mut claims) {
+                Ok(true) => {}
+                Ok(false) => {
+                    *claims = Claims::default();
+                    return self.recreate_claims(false);
+                }
+                Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
+                    *claims = Claims::default();
+                    return self.recreate_claims(true);
+                }
+                Err(e) => return Err(e),
+            }
+            let (mut found, mut report) = self.scan_live_hooks()?;
+            for c in claims.by_token.values() {
+                let taken = found.iter().any(|f| f.token == c.token);
+                if !taken && matches!(self.liveness(c)?, Liveness::Pending) {
+                    found.push(c.clone());
+                    report.pending_claims_kept += 1;
+                }
+            }
+            let events = rebuilt_batch(&report, found);
+            match self.backend.append_decisions(&run, claims.seq, events) {
+                Ok(_) => {
+                    self.read_claims(&mut claims)?;
+                    return Ok(report);
+                }
+                Err(runlog::Error::Fenced { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(WorldError::Busy {
+            run_id: HOOK_TOKENS_RUN.to_string(),
+            attempts: self.config.fence_retries_max,
+        })
+    }
+
+    /// The claim on `token`, if any (current as of the claims log's last event).
+    pub(crate) fn claim_of_token(&self, token: &str) -> Result<Option<TokenClaim>, WorldError> {
+        let mut claims = self.claims.lock();
+        self.advance_claims(&mut claims)?;
+        Ok(claims.by_token.get(token).cloned())
+    }
+
+    /// The claim of hook `hook_id`, if any.
+    pub(crate) fn claim_of_hook(&self, hook_id: &str) -> Result<Option<TokenClaim>, WorldError> {
+        let mut claims = self.claims.lock();
+        self.advance_claims(&mut claims)?;
+        let token = claims.by_hook.get(hook_id);
+        Ok(token
+            .and_then(|t| claims.by_token.get(t))
+            .filter(|c| c.hook_id == hook_id)
+            .cloned())
+    }
+
+    /// Every claim.
+    pub(crate) fn all_claims(&self) -> Result<Vec<TokenClaim>, WorldError> {
+        let mut claims = self.claims.lock();
+        self.advance_claims(&mut claims)?;
+        Ok(claims.by_token.values().cloned().collect())
+    }
+}
+
+fn rebuilt_batch(report: &RebuildReport, claims: Vec<TokenClaim>) -> Vec<NewEvent> {
+    let header = Rebuilt {
+        runs_scanned: report.runs_scanned,
+        live_hooks: report.live_hooks,
+        pending_claims_kept: report.pending_claims_kept,
+    };
+    std::iter::once(record("rebuilt", &header))
+        .chain(claims.iter().map(|c| record("claim", c)))
+        .collect()
+}

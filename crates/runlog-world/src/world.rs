@@ -1,0 +1,476 @@
+//! [`World`]: `events.create` on a [`RunLog`] backend. Every request is validated against
+//! the run's state folded to seq N and appended fenced at N; a fenced rejection means the
+//! log moved, so the delta is read, the request re-validated, and the append retried
+//! (`docs/WORLD.md` §2). The per-run fold is cached and advanced by the delta only.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
+use runlog::{RunId, RunLog, Seq};
+use serde::{Deserialize, Serialize};
+
+use crate::error::WorldError;
+use crate::fold::{HookIdentity, RunState};
+use crate::ids::{self, now_ms};
+use crate::json::{Members, RawJson};
+use crate::model::{CreateEventParams, Event, EventRequest, EventResult, EventType, ResolveData};
+use crate::rules::{self, Checked, Decision, Plan};
+use crate::tokens::{ClaimOutcome, Claims};
+
+/// Events a `run_started` preload returns at most (the reference's 1000).
+pub const PRELOAD_EVENTS_MAX: usize = 1000;
+/// Default page of `events.list` and of the `sinceCursor` delta.
+pub const EVENTS_PAGE_DEFAULT: usize = 100;
+/// Events read per batch while advancing a cached fold.
+const ADVANCE_BATCH: usize = 4096;
+
+/// Settings of a [`World`].
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    /// `ownerId`, `projectId`, `environment` of every hook.
+    pub hook_identity: HookIdentity,
+    /// Fenced appends one `create_event` tries before [`WorldError::Busy`] (default 100).
+    /// Each failure means another writer committed to the run meanwhile.
+    pub fence_retries_max: u32,
+    /// Runs whose fold stays cached (default 1024); the least recently used are dropped
+    /// beyond it and folded again from their logs on next use.
+    pub cached_runs_max: usize,
+    /// How far in the past a client-supplied `wrun_<ULID>` of `run_created` may lie, in ms
+    /// (default 24 h, the reference's threshold).
+    pub run_id_past_ms: u64,
+    /// How far in the future, in ms (default 5 min).
+    pub run_id_future_ms: u64,
+}
+
+impl Default for WorldConfig {
+    fn default() -> WorldConfig {
+        WorldConfig {
+            hook_identity: HookIdentity::default(),
+            fence_retries_max: 100,
+            cached_runs_max: 1024,
+            run_id_past_ms: 24 * 60 * 60 * 1000,
+            run_id_future_ms: 5 * 60 * 1000,
+        }
+    }
+}
+
+/// The runlog metadata of a World run: `{"source":"world","spec_version":N}` (the importer
+/// writes `"source":"world-local"` and the same `spec_version`). The run's spec version
+/// lives here, once per run, and stamps its events, steps and hooks.
+#[derive(Serialize, Deserialize)]
+struct RunMeta {
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    spec_version: Option<u32>,
+}
+
+pub(crate) struct RunEntry {
+    writer: Mutex<()>,
+    state: Mutex<Option<RunState>>,
+    last_used: AtomicU64,
+}
+
+#[derive(Default)]
+struct RunCache {
+    entries: HashMap<RunId, Arc<RunEntry>>,
+    tick: u64,
+}
+
+/// The storage half of the Workflow SDK's `World` (spec 5) on a runlog backend: runs,
+/// steps, hooks, waits and attributes materialized from per-run event logs, every rule
+/// checked atomically with the append. `Send + Sync`; share it across threads by
+/// reference or `Arc`. Any number of Worlds, in any number of processes, may share one
+/// store: correctness rests on the store's fenced appends, never on the caches.
+pub struct World<B: RunLog> {
+    pub(crate) backend: B,
+    pub(crate) config: WorldConfig,
+    pub(crate) identity: Arc<HookIdentity>,
+    runs: Mutex<RunCache>,
+    pub(crate) claims: Mutex<Claims>,
+}
+
+impl<B: RunLog> World<B> {
+    /// A World on `backend` (for example a `runlog::Store`, or an `Arc` of one). Nothing is
+    /// read until the first call.
+    pub fn new(backend: B, config: WorldConfig) -> World<B> {
+        World {
+            backend,
+            identity: Arc::new(config.hook_identity.clone()),
+            config,
+            runs: Mutex::new(RunCache::default()),
+            claims: Mutex::new(Claims::default()),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// `events.create(runId, request, params)`: validates `request` against the run's state
+    /// and appends its event(s) in one fenced, atomic, durable append; returns the event
+    /// and the entity as of that event (`docs/WORLD.md` §2).
+    ///
+    /// `run_id` is `wrun_<ULID>`; `None` (or empty) only for `run_created`, which then mints
+    /// one. Every rule, its error class and the places this World is stricter than the
+    /// reference are in the crate documentation ("Rules").
+    ///
+    /// # Errors
+    /// A [`WorldError`] with the SDK's class and status; nothing was written. Storage faults
+    /// are [`WorldError::Storage`].
+    pub fn create_event(
+        &self,
+        run_id: Option<&str>,
+        request: EventRequest,
+        params: &CreateEventParams,
+    ) -> Result<EventResult, WorldError> {
+        let req = Checked::new(run_id, request, params, &self.config)?;
+        if req.creation_data().is_some() {
+            self.ensure_run_log(&req)?;
+        }
+        let entry = self.entry(&req.run);
+        let _writer = entry.writer.lock();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (plan, base, scratch) = {
+                let state = self.load(&entry, &req.run)?;
+                match rules::decide(&state, &req, params, now_ms())? {
+                    Decision::Done { result, event_seq } => {
+                        drop(state);
+                        return self.finish_done(&req, params, result, event_seq);
+                    }
+                    Decision::Append(plan) => {
+                        (plan, state.seq(), state.scratch(req.corr.as_deref()))
+                    }
+                }
+            };
+            let plan = match plan.claim.clone() {
+                Some(token) => match self.claim_token(&req, &token, base)? {
+                    ClaimOutcome::Claimed => plan,
+                    ClaimOutcome::Conflict { holder_run } => {
+                        plan.into_conflict(&token, &holder_run)
+                    }
+                },
+                None => plan,
+            };
+            let events = plan.events.iter().map(|p| p.to_new_event()).collect();
+            match self.backend.append_decisions(&req.run, base, events) {
+                Ok(seqs) => {
+                    return self.finish_append(&entry, &req, params, plan, base, &seqs, scratch);
+                }
+                Err(runlog::Error::Fenced { .. }) if attempt < self.config.fence_retries_max => {
+                    backoff(attempt);
+                }
+                Err(runlog::Error::Fenced { .. }) => {
+                    return Err(WorldError::Busy {
+                        run_id: req.run.to_string(),
+                        attempts: attempt,
+                    });
+                }
+                Err(e) => return Err(map_append_error(&req, e)),
+            }
+        }
+    }
+
+    /// Creates the runlog run of a run-creating request (its metadata carries the spec
+    /// version); an existing one is used as is.
+    fn ensure_run_log(&self, req: &Checked) -> Result<(), WorldError> {
+        let meta = RunMeta {
+            source: Some("world".into()),
+            spec_version: Some(req.spec_version),
+        };
+        let meta = serde_json::to_vec(&meta).unwrap_or_default();
+        match self.backend.create_run(&req.run, &meta) {
+            Ok(()) | Err(runlog::Error::RunExists { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn finish_done(
+        &self,
+        req: &Checked,
+        params: &CreateEventParams,
+        mut result: EventResult,
+        event_seq: Option<Seq>,
+    ) -> Result<EventResult, WorldError> {
+        if let Some(seq) = event_seq {
+            let page = self.backend.read(&req.run, seq - 1, 1)?;
+            let spec = result.run.as_ref().and_then(|r| r.spec_version);
+            result.event = page
+                .events
+                .first()
+                .map(|e| stored_event(&req.run, spec, e, params.resolve_data))
+                .transpose()?;
+        }
+        Ok(result)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_append(
+        &self,
+        entry: &RunEntry,
+        req: &Checked,
+        params: &CreateEventParams,
+        plan: Plan,
+        base: Seq,
+        seqs: &[Seq],
+        mut scratch: RunState,
+    ) -> Result<EventResult, WorldError> {
+        for (p, seq) in plan.events.iter().zip(seqs) {
+            scratch.apply(&p.event_ref(*seq));
+        }
+        if let Some(state) = entry.state.lock().as_mut().filter(|s| s.seq() == base) {
+            for (p, seq) in plan.events.iter().zip(seqs) {
+                state.apply(&p.event_ref(*seq));
+            }
+        }
+        let primary = &plan.events[plan.primary];
+        let event = Event {
+            run_id: req.run.to_string(),
+            event_id: ids::event_id_string(primary.event_id),
+            event_type: primary.ty,
+            correlation_id: primary.corr.clone(),
+            event_data: strip(primary.ty, primary.data.clone(), params.resolve_data),
+            created_at_ms: primary.created_at_ms,
+            spec_version: scratch.spec_version(),
+            seq: seqs[plan.primary],
+        };
+        let corr = req.corr.as_deref().unwrap_or_default();
+        let mut result = EventResult {
+            event: Some(event),
+            step_created: plan.step_created,
+            ..EventResult::default()
+        };
+        match primary.ty {
+            EventType::RunCreated
+            | EventType::RunStarted
+            | EventType::RunCompleted
+            | EventType::RunFailed
+            | EventType::RunCancelled
+            | EventType::AttrSet => result.run = scratch.run().cloned(),
+            EventType::StepCreated
+            | EventType::StepStarted
+            | EventType::StepCompleted
+            | EventType::StepFailed
+            | EventType::StepRetrying => result.step = scratch.step(corr).cloned(),
+            EventType::HookCreated => result.hook = scratch.hook(corr).cloned(),
+            EventType::WaitCreated | EventType::WaitCompleted => {
+                result.wait = scratch.wait(corr).cloned();
+            }
+            _ => {}
+        }
+        self.attach_events(req, params, &mut result)?;
+        if !plan.releases.is_empty() {
+            self.release_tokens(req.run.as_str(), &plan.releases);
+        }
+        Ok(result)
+    }
+
+    /// The `run_started` preload and the `sinceCursor` delta.
+    fn attach_events(
+        &self,
+        req: &Checked,
+        params: &CreateEventParams,
+        result: &mut EventResult,
+    ) -> Result<(), WorldError> {
+        let spec = result
+            .run
+            .as_ref()
+            .and_then(|r| r.spec_version)
+            .or(result.event.as_ref().and_then(|e| e.spec_version));
+        let (after, limit, resolve) = match (req.ty, req.since_seq) {
+            (EventType::RunStarted, _) if !params.skip_preload => {
+                (0, PRELOAD_EVENTS_MAX, ResolveData::All)
+            }
+            (EventType::StepCompleted | EventType::StepFailed, Some(since)) => {
+                (since, EVENTS_PAGE_DEFAULT, params.resolve_data)
+            }
+            _ => return Ok(()),
+        };
+        let page = self.backend.read(&req.run, after, limit)?;
+        let events = page
+            .events
+            .iter()
+            .map(|e| stored_event(&req.run, spec, e, resolve))
+            .collect::<Result<Vec<_>, _>>()?;
+        result.cursor = events.last().map(|e| crate::cursor::encode_seq(e.seq));
+        result.events = Some(events);
+        result.has_more = Some(page.has_more);
+        Ok(())
+    }
+
+    /// The cache entry of `run`, created if absent; drops the least recently used entries
+    /// past [`WorldConfig::cached_runs_max`].
+    pub(crate) fn entry(&self, run: &RunId) -> Arc<RunEntry> {
+        let mut cache = self.runs.lock();
+        cache.tick += 1;
+        let tick = cache.tick;
+        if let Some(e) = cache.entries.get(run) {
+            e.last_used.store(tick, Ordering::Relaxed);
+            return e.clone();
+        }
+        let max = self.config.cached_runs_max.max(1);
+        if cache.entries.len() >= max {
+            let mut ages: Vec<u64> = cache
+                .entries
+                .values()
+                .map(|e| e.last_used.load(Ordering::Relaxed))
+                .collect();
+            ages.sort_unstable();
+            let cut = ages[(max / 8).min(ages.len() - 1)];
+            cache
+                .entries
+                .retain(|_, e| e.last_used.load(Ordering::Relaxed) > cut);
+        }
+        let entry = Arc::new(RunEntry {
+            writer: Mutex::new(()),
+            state: Mutex::new(None),
+            last_used: AtomicU64::new(tick),
+        });
+        cache.entries.insert(run.clone(), entry.clone());
+        entry
+    }
+
+    /// The run's fold, advanced to the log's last committed event.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] when the store has no such run; storage errors.
+    pub(crate) fn load<'a>(
+        &self,
+        entry: &'a RunEntry,
+        run: &RunId,
+    ) -> Result<MappedMutexGuard<'a, RunState>, WorldError> {
+        let mut guard = entry.state.lock();
+        if guard.is_none() {
+            let meta = self.backend.run_meta(run).map_err(|e| not_found(run, e))?;
+            let spec = serde_json::from_slice::<RunMeta>(&meta)
+                .ok()
+                .and_then(|m| m.spec_version);
+            *guard = Some(RunState::new(run.as_str(), spec, self.identity.clone()));
+        }
+        let mut state = MutexGuard::map(guard, |s| s.get_or_insert_with(|| unreachable!()));
+        loop {
+            let after = state.seq();
+            let (_, more) = self
+                .backend
+                .read_each(run, after, ADVANCE_BATCH, &mut |e| state.apply(&e))
+                .map_err(|e| not_found(run, e))?;
+            if !more {
+                return Ok(state);
+            }
+        }
+    }
+
+    /// The run's fold at its last committed event (for tests and tools: what the World's
+    /// rules see).
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`]; storage errors.
+    pub fn run_state(&self, run_id: &str) -> Result<RunState, WorldError> {
+        let (run, _) = ids::parse_run_id(run_id)?;
+        let entry = self.entry(&run);
+        let state = self.load(&entry, &run)?;
+        Ok(state.clone())
+    }
+}
+
+/// Sleeps a little after repeated fenced rejections, so that writers racing for one run
+/// spread out (no sleep for the first four).
+fn backoff(attempt: u32) {
+    if attempt > 4 {
+        use std::hash::{BuildHasher, Hasher};
+        let jitter = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+            % 1000;
+        let max_us = 200 * u64::from(attempt.min(20));
+        std::thread::sleep(Duration::from_micros(jitter * max_us / 1000));
+    }
+}
+
+pub(crate) fn not_found(run: &RunId, e: runlog::Error) -> WorldError {
+    match e {
+        runlog::Error::RunNotFound { .. } => WorldError::RunNotFound {
+            run_id: run.to_string(),
+        },
+        e => WorldError::Storage(e),
+    }
+}
+
+fn map_append_error(req: &Checked, e: runlog::Error) -> WorldError {
+    match e {
+        runlog::Error::DuplicateDecision { key, .. } if key == req.event_id.to_string() => {
+            WorldError::DuplicateEventId {
+                run_id: req.run.to_string(),
+                event_id: ids::event_id_string(req.event_id),
+            }
+        }
+        runlog::Error::DuplicateDecision { key, seq, .. } => WorldError::conflict(
+            req.run.as_str(),
+            format!("the run already holds an event keyed {key:?} (seq {seq})"),
+        ),
+        runlog::Error::InvalidEvent { field, reason } => {
+            WorldError::invalid(format!("event.{field}"), reason)
+        }
+        e => not_found(&req.run, e),
+    }
+}
+
+/// `stripEventDataRefs`: with `resolveData: 'none'`, removes the type's payload member
+/// from the event data (and the data itself when nothing is left, or when it is not an
+/// object).
+pub(crate) fn strip(ty: EventType, data: Option<RawJson>, resolve: ResolveData) -> Option<RawJson> {
+    let data = data?;
+    if resolve == ResolveData::All {
+        return Some(data);
+    }
+    if !data.is_object() {
+        return None;
+    }
+    let Some(field) = ty.payload_field() else {
+        return Some(data);
+    };
+    let mut members = Members::parse(data.as_str()).ok()?;
+    members.0.retain(|(k, _)| k != field);
+    (!members.0.is_empty()).then(|| members.to_json())
+}
+
+/// A stored runlog event in the SDK's shape.
+///
+/// # Errors
+/// [`WorldError::InvalidStoredEvent`] when its kind is no event type or its payload is not
+/// JSON.
+pub(crate) fn stored_event(
+    run: &RunId,
+    spec_version: Option<u32>,
+    e: &runlog::Event,
+    resolve: ResolveData,
+) -> Result<Event, WorldError> {
+    let bad = |reason: String| WorldError::InvalidStoredEvent {
+        run_id: run.to_string(),
+        seq: e.seq,
+        reason,
+    };
+    let ty = EventType::parse(&e.kind).ok_or_else(|| bad(format!("unknown kind {:?}", e.kind)))?;
+    let data = match e.payload.as_ref() {
+        [] => None,
+        bytes => Some(
+            RawJson::from_bytes(bytes).map_err(|err| bad(format!("payload is not JSON: {err}")))?,
+        ),
+    };
+    Ok(Event {
+        run_id: run.to_string(),
+        event_id: ids::event_id_string(e.event_id),
+        event_type: ty,
+        correlation_id: e.correlation_id.clone(),
+        event_data: strip(ty, data, resolve),
+        created_at_ms: e.created_at_ms,
+        spec_version,
+        seq: e.seq,
+    })
+}
