@@ -265,7 +265,7 @@ impl Plan {
 pub(crate) enum Decision {
     /// Nothing is written; the result as is (`event_seq`: the stored event to return).
     Done {
-        result: EventResult,
+        result: Box<EventResult>,
         event_seq: Option<Seq>,
     },
     /// Append the plan fenced at the state's seq.
@@ -386,10 +386,10 @@ fn run_started(state: &RunState, req: &Checked) -> Result<Decision, WorldError> 
         }
         // Already running: the reference returns the run and stores nothing.
         RunStatus::Running => Ok(Decision::Done {
-            result: EventResult {
+            result: Box::new(EventResult {
                 run: Some(run.clone()),
                 ..EventResult::default()
-            },
+            }),
             event_seq: None,
         }),
         status => Err(WorldError::expired(
@@ -455,10 +455,10 @@ fn end_run(state: &RunState, req: &Checked) -> Result<Decision, WorldError> {
             // Idempotent, as in the reference, but without a second terminal event: the
             // original run_cancelled is returned.
             return Ok(Decision::Done {
-                result: EventResult {
+                result: Box::new(EventResult {
                     run: Some(run.clone()),
                     ..EventResult::default()
-                },
+                }),
                 event_seq: state.terminal_event().map(|(seq, _)| seq),
             });
         }

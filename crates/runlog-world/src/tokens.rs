@@ -191,11 +191,13 @@ impl<B: RunLog> World<B> {
             self.advance_claims(&mut claims)?;
             let mut batch = Vec::new();
             match claims.by_token.get(token).cloned() {
-                Some(c) if c.run_id == req.run.as_str() && c.hook_id == hook_id => {
-                    if c.at_seq == base {
-                        return Ok(ClaimOutcome::Claimed);
-                    }
+                Some(c)
+                    if c.run_id == req.run.as_str() && c.hook_id == hook_id && c.at_seq == base =>
+                {
+                    return Ok(ClaimOutcome::Claimed);
                 }
+                // Our own earlier claim, made at another seq of the run: renewed below.
+                Some(c) if c.run_id == req.run.as_str() && c.hook_id == hook_id => {}
                 Some(c) => match self.liveness(&c)? {
                     Liveness::Live | Liveness::Pending => {
                         return Ok(ClaimOutcome::Conflict {
@@ -385,7 +387,7 @@ impl<B: RunLog> World<B> {
                 let state = match self.load(&entry, &run) {
                     Ok(state) => state,
                     Err(WorldError::RunNotFound { .. }) => continue,
-                    Err(WorldError::Storage(e)) if matches!(e, runlog::Error::Corrupt { .. }) => {
+                    Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
                         report.damaged_runs.push(run.to_string());
                         continue;
                     }

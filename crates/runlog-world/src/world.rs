@@ -142,7 +142,7 @@ impl<B: RunLog> World<B> {
                 match rules::decide(&state, &req, params, now_ms())? {
                     Decision::Done { result, event_seq } => {
                         drop(state);
-                        return self.finish_done(&req, params, result, event_seq);
+                        return self.finish_done(&req, params, *result, event_seq);
                     }
                     Decision::Append(plan) => {
                         (plan, state.seq(), state.scratch(req.corr.as_deref()))

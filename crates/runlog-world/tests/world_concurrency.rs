@@ -152,7 +152,7 @@ fn threads_racing_terminal_and_creation_events_commit_each_at_most_once() {
                 let (w, runs, barrier) = (w.clone(), runs.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    writer(&w, &runs, 0x9E37_79B9 ^ (t + 1) * 7919 + round)
+                    writer(&w, &runs, 0x9E37_79B9 ^ ((t + 1) * 7919 + round))
                 })
             })
             .collect();
