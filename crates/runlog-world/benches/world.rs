@@ -1,1 +1,242 @@
-fn main() {}
+//! Criterion benches of the World layer: `cargo bench -p runlog-world --bench world
+//! [-- FILTER]`.
+//!
+//! - `append/*`: the cost of `create_event` against a bare fenced append of the same bytes
+//!   to the same run (both one durable, fenced commit; the difference is the World's work:
+//!   validation, the fold, the rules, the result entities). `step_created` adds an
+//!   idempotency key; `hook_received` appends no key.
+//! - `append_interleaved/*`: the same two, timed alternately in one loop, so that both see
+//!   the same fdatasync regime (the figure to compare).
+//! - `get/*`: entity reads after warm-up (a cached fold advanced by the empty delta), and
+//!   one page of `events.list` on a 1,000-event run.
+//!
+//! A failing operation aborts the bench (`expect`): a benchmark of a broken store is no
+//! benchmark.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use runlog::{Config, NewEvent, RunId, RunLog, Store};
+use runlog_world::{
+    CreateEventParams, EventRequest, EventType, Pagination, ResolveData, World, WorldConfig,
+    mint_run_id,
+};
+
+/// The step payload of the benches: a 300-byte binary input in the SDK's JSON shape (the
+/// corpus' events average ~400 bytes).
+fn step_data() -> String {
+    let data = "QUJD".repeat(100);
+    format!(r#"{{"stepName":"step//./wf//add","input":{{"__type":"Uint8Array","data":"{data}"}}}}"#)
+}
+
+struct Fixture {
+    world: World<Arc<Store>>,
+    run: String,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(Store::open(dir.path(), Config::default()).expect("store"));
+    let world = World::new(store, WorldConfig::default());
+    let run = mint_run_id();
+    let created = r#"{"deploymentId":"dpl","workflowName":"wf","input":{"__type":"Uint8Array","data":"AA=="}}"#;
+    let p = CreateEventParams::default();
+    world
+        .create_event(
+            Some(&run),
+            EventRequest::new(EventType::RunCreated)
+                .data(created)
+                .expect("json"),
+            &p,
+        )
+        .expect("run_created");
+    world
+        .create_event(Some(&run), EventRequest::new(EventType::RunStarted), &p)
+        .expect("run_started");
+    Fixture {
+        world,
+        run,
+        _dir: dir,
+    }
+}
+
+fn append(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append");
+    let data = step_data();
+    let p = CreateEventParams::default();
+
+    let fx = fixture();
+    let run = RunId::new(&fx.run).expect("run id");
+    let store = fx.world.backend().clone();
+    let mut seq = store.last_seq(&run).expect("seq");
+    group.bench_function("bare_fenced_append", |b| {
+        b.iter(|| {
+            let e = NewEvent::new("step_created", data.clone()).correlation_id("s");
+            seq = store.append_decisions(&run, seq, vec![e]).expect("append")[0];
+            black_box(seq)
+        })
+    });
+
+    let fx = fixture();
+    let mut i = 0u64;
+    group.bench_function("create_event_step_created", |b| {
+        b.iter(|| {
+            i += 1;
+            let req = EventRequest::new(EventType::StepCreated)
+                .correlation_id(format!("step_{i}"))
+                .data(&data)
+                .expect("json");
+            black_box(
+                fx.world
+                    .create_event(Some(&fx.run), req, &p)
+                    .expect("create"),
+            )
+        })
+    });
+
+    let fx = fixture();
+    let hook = r#"{"token":"bench-token"}"#;
+    fx.world
+        .create_event(
+            Some(&fx.run),
+            EventRequest::new(EventType::HookCreated)
+                .correlation_id("h")
+                .data(hook)
+                .expect("json"),
+            &p,
+        )
+        .expect("hook");
+    let received = data.replace("stepName\":\"step//./wf//add\",\"input", "payload");
+    group.bench_function("create_event_hook_received", |b| {
+        b.iter(|| {
+            let req = EventRequest::new(EventType::HookReceived)
+                .correlation_id("h")
+                .data(&received)
+                .expect("json");
+            black_box(
+                fx.world
+                    .create_event(Some(&fx.run), req, &p)
+                    .expect("create"),
+            )
+        })
+    });
+    group.finish();
+    interleaved(c);
+}
+
+/// The same comparison with both measured in one loop, alternating: the fdatasync time of
+/// this machine swings by an order of magnitude between runs, so only measurements taken
+/// side by side compare. Each bench times its own half of every pair.
+fn interleaved(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append_interleaved");
+    let data = step_data();
+    let p = CreateEventParams::default();
+    for measured in ["bare_fenced_append", "create_event_step_created"] {
+        let fx = fixture();
+        let run = RunId::new(&fx.run).expect("run id");
+        let store = fx.world.backend().clone();
+        let mut i = 0u64;
+        group.bench_function(measured, |b| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    i += 1;
+                    let seq = store.last_seq(&run).expect("seq");
+                    let bare = NewEvent::new("step_created", data.clone())
+                        .correlation_id(format!("bare_{i}"));
+                    let t = Instant::now();
+                    black_box(
+                        store
+                            .append_decisions(&run, seq, vec![bare])
+                            .expect("append"),
+                    );
+                    let bare_time = t.elapsed();
+                    let req = EventRequest::new(EventType::StepCreated)
+                        .correlation_id(format!("step_{i}"))
+                        .data(&data)
+                        .expect("json");
+                    let t = Instant::now();
+                    black_box(
+                        fx.world
+                            .create_event(Some(&fx.run), req, &p)
+                            .expect("create"),
+                    );
+                    let world_time = t.elapsed();
+                    spent += if measured == "bare_fenced_append" {
+                        bare_time
+                    } else {
+                        world_time
+                    };
+                }
+                spent
+            })
+        });
+    }
+    group.finish();
+}
+
+fn get(c: &mut Criterion) {
+    let mut group = c.benchmark_group("get");
+    let fx = fixture();
+    let p = CreateEventParams::default();
+    for i in 0..998 {
+        let req = EventRequest::new(EventType::StepCreated)
+            .correlation_id(format!("step_{i}"))
+            .data(step_data())
+            .expect("json");
+        fx.world
+            .create_event(Some(&fx.run), req, &p)
+            .expect("create");
+    }
+    fx.world
+        .get_run(&fx.run, ResolveData::All)
+        .expect("warm-up");
+    group.bench_function("run", |b| {
+        b.iter(|| black_box(fx.world.get_run(&fx.run, ResolveData::All).expect("get")))
+    });
+    group.bench_function("step", |b| {
+        b.iter(|| {
+            black_box(
+                fx.world
+                    .get_step(&fx.run, "step_500", ResolveData::All)
+                    .expect("get"),
+            )
+        })
+    });
+    let page = Pagination {
+        limit: Some(100),
+        cursor: Some("seq:500".into()),
+        sort_order: None,
+    };
+    group.bench_function("events_list_100_of_1000", |b| {
+        b.iter(|| {
+            black_box(
+                fx.world
+                    .list_events(&fx.run, &page, ResolveData::All)
+                    .expect("list"),
+            )
+        })
+    });
+    let cold = World::new(fx.world.backend().clone(), WorldConfig::default());
+    group.bench_function("run_cold_fold_of_1000_events", |b| {
+        b.iter_batched(
+            || World::new(cold.backend().clone(), WorldConfig::default()),
+            |w| black_box(w.get_run(&fx.run, ResolveData::All).expect("get")),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    targets = append, get
+}
+criterion_main!(benches);

@@ -419,9 +419,10 @@ impl<B: RunLog> World<B> {
     /// one claim per live hook (and per claim still pending), appended fenced on the
     /// claims log, or a new claims log when it is missing or damaged.
     ///
-    /// Needed only after runs were added to the store by other means than a World (an
-    /// import), or to compact the claims log; a lost or damaged log is rebuilt
-    /// automatically on next use.
+    /// Needed only after runs with hooks were added to the store by other means than a
+    /// World (an import): their hooks hold no claim until then. A lost, emptied or damaged
+    /// log is rebuilt automatically on next use. The log itself is not compacted (it keeps
+    /// every claim and release; a fold reads it from seq 1 once per process).
     ///
     /// # Errors
     /// Storage errors; [`WorldError::Busy`] when claims kept moving under the rebuild.

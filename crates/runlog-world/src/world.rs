@@ -85,6 +85,39 @@ struct RunCache {
 /// checked atomically with the append. `Send + Sync`; share it across threads by
 /// reference or `Arc`. Any number of Worlds, in any number of processes, may share one
 /// store: correctness rests on the store's fenced appends, never on the caches.
+///
+/// ```
+/// use runlog_world::{CreateEventParams, EventRequest, EventType, ResolveData, World};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let store = runlog::Store::open(dir.path(), runlog::Config::default())?;
+/// let world = World::new(store, Default::default());
+/// let p = CreateEventParams::default();
+/// let created = world.create_event(
+///     None, // run_created mints wrun_<ULID>
+///     EventRequest::new(EventType::RunCreated)
+///         .data(r#"{"deploymentId":"dpl","workflowName":"wf","input":null}"#)?,
+///     &p,
+/// )?;
+/// let run_id = created.run.expect("the run").run_id;
+/// world.create_event(Some(&run_id), EventRequest::new(EventType::RunStarted), &p)?;
+/// let done = world.create_event(
+///     Some(&run_id),
+///     EventRequest::new(EventType::RunCompleted).data(r#"{"output":[1]}"#)?,
+///     &p,
+/// )?;
+/// assert_eq!(done.run.expect("the run").output.expect("output").as_str(), "[1]");
+/// // A second terminal event is refused with the SDK's class and status.
+/// let again = world.create_event(
+///     Some(&run_id),
+///     EventRequest::new(EventType::RunFailed).data(r#"{"error":"x"}"#)?,
+///     &p,
+/// );
+/// let e = again.expect_err("terminal run");
+/// assert_eq!((e.class_name(), e.status()), ("EntityConflictError", 409));
+/// assert_eq!(world.get_run(&run_id, ResolveData::None)?.output, None);
+/// # Ok(()) }
+/// ```
 pub struct World<B: RunLog> {
     pub(crate) backend: B,
     pub(crate) config: WorldConfig,
@@ -116,8 +149,9 @@ impl<B: RunLog> World<B> {
     /// and the entity as of that event (`docs/WORLD.md` §2).
     ///
     /// `run_id` is `wrun_<ULID>`; `None` (or empty) only for `run_created`, which then mints
-    /// one. Every rule, its error class and the places this World is stricter than the
-    /// reference are in the crate documentation ("Rules").
+    /// one. Every rule, its error class, and where this World is stricter than the
+    /// reference, are in `docs/WORLD-RULES.md` §3–4. A fenced rejection is retried against
+    /// the new state up to [`WorldConfig::fence_retries_max`] times.
     ///
     /// # Errors
     /// A [`WorldError`] with the SDK's class and status; nothing was written. Storage faults

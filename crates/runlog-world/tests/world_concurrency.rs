@@ -18,6 +18,13 @@ const OPS: [&str; 7] = [
     "terminal", "step", "lazy", "complete", "wait", "hook", "attr",
 ];
 
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
 fn xorshift(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
     *seed ^= *seed >> 7;
@@ -208,15 +215,99 @@ fn two_processes_racing_terminal_and_creation_events_commit_each_at_most_once() 
     check(&w, &runs, &acked);
 }
 
-/// The child of `two_processes_racing_...`: 4 writer threads over the given runs; prints
-/// `ACK <run> <op> <event id>` per acknowledged event.
+/// `run_completed` on `run`: "ok", or the error's class.
+fn complete(w: &TestWorld, run: &str) -> String {
+    match terminal(w, run, EventType::RunCompleted) {
+        Ok(_) => "ok".into(),
+        Err(e) => e.class_name().into(),
+    }
+}
+
 #[test]
-#[ignore = "run by two_processes_racing_terminal_and_creation_events_commit_each_at_most_once"]
+fn two_threads_completing_one_run_give_one_success_and_one_conflict() {
+    let (_d, w) = world();
+    let w = Arc::new(w);
+    for _ in 0..20 {
+        let run = running_run(&w);
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (w, run, barrier) = (w.clone(), run.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    complete(&w, &run)
+                })
+            })
+            .collect();
+        let mut got: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, ["EntityConflictError", "ok"]);
+        assert_eq!(
+            kinds(&w, &run)
+                .iter()
+                .filter(|k| *k == "run_completed")
+                .count(),
+            1
+        );
+    }
+}
+
+#[test]
+fn two_processes_completing_the_same_runs_give_one_success_per_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = open(dir.path());
+    let runs: Vec<String> = (0..30).map(|_| running_run(&w)).collect();
+    let start_ms = now_ms() + 400;
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            child_command()
+                .env("WORLD_CHILD", "complete")
+                .env("WORLD_START_MS", start_ms.to_string())
+                .env("WORLD_STORE", dir.path())
+                .env("WORLD_RUNS", runs.join(","))
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut results: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for mut child in children {
+        let out = child.stdout.take().unwrap();
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line.unwrap();
+            if let Some(rest) = line.find("DONE ").map(|at| &line[at + 5..]) {
+                let (run, outcome) = rest.split_once(' ').unwrap();
+                results
+                    .entry(run.to_string())
+                    .or_default()
+                    .push(outcome.to_string());
+            }
+        }
+        assert!(child.wait().unwrap().success());
+    }
+    assert_eq!(results.len(), runs.len());
+    for (run, mut got) in results {
+        got.sort();
+        assert_eq!(got, ["EntityConflictError", "ok"], "run {run}");
+        assert_eq!(
+            kinds(&w, &run)
+                .iter()
+                .filter(|k| *k == "run_completed")
+                .count(),
+            1
+        );
+    }
+}
+
+/// The child of the two-process tests: `race` runs 4 writer threads over the given runs and
+/// prints `ACK <run> <op> <event id>` per acknowledged event; `complete` completes every run
+/// and prints `DONE <run> <ok or error class>`.
+#[test]
+#[ignore = "run by the two_processes_* tests as a child process"]
 fn child_entry() {
     let Ok(mode) = std::env::var("WORLD_CHILD") else {
         return;
     };
-    assert_eq!(mode, "race");
     let w = Arc::new(open(std::path::Path::new(
         &std::env::var("WORLD_STORE").unwrap(),
     )));
@@ -225,6 +316,18 @@ fn child_entry() {
         .split(',')
         .map(String::from)
         .collect();
+    if mode == "complete" {
+        // Both children complete the runs in the same order, from the same instant.
+        let start: u128 = std::env::var("WORLD_START_MS").unwrap().parse().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(
+            start.saturating_sub(now_ms()) as u64,
+        ));
+        for run in &runs {
+            println!("DONE {run} {}", complete(&w, run));
+        }
+        return;
+    }
+    assert_eq!(mode, "race");
     let seed: u64 = std::env::var("WORLD_SEED").unwrap().parse().unwrap();
     let handles: Vec<_> = (0..4u64)
         .map(|t| {
