@@ -465,11 +465,11 @@ pub struct Hook {
     pub hook_id: String,
     /// Unique among live hooks of the store.
     pub token: String,
-    /// [`crate::WorldConfig::owner_id`].
+    /// `ownerId` of [`crate::HookIdentity`].
     pub owner_id: String,
-    /// [`crate::WorldConfig::project_id`].
+    /// `projectId` of [`crate::HookIdentity`].
     pub project_id: String,
-    /// [`crate::WorldConfig::environment`].
+    /// `environment` of [`crate::HookIdentity`].
     pub environment: String,
     /// From `hook_created` (omitted by `resolveData: 'none'`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -34,6 +34,8 @@ pub(crate) struct Checked {
     pub data: Option<RawJson>,
     pub spec_version: u32,
     pub event_id: Ulid,
+    /// Whether the caller chose the event id (else the World minted it).
+    pub caller_event_id: bool,
     pub created_at_ms: u64,
     pub since_seq: Option<Seq>,
 }
@@ -79,6 +81,7 @@ impl Checked {
             None => {}
         }
         let spec_version = req.spec_version.unwrap_or(SPEC_VERSION_CURRENT);
+        let caller_event_id = req.event_id.is_some();
         let (event_id, created_at_ms) = match req.event_id {
             Some(id) => (parse_event_id(&id)?, ids::now_ms()),
             None => {
@@ -99,6 +102,7 @@ impl Checked {
             data: req.event_data,
             spec_version,
             event_id,
+            caller_event_id,
             created_at_ms,
             since_seq,
         };
@@ -138,6 +142,14 @@ impl Checked {
             .flatten()
             .map(|(k, v)| (k.as_str(), Some(v.as_str())));
         attrs::validate(changes, &Default::default(), allow)
+    }
+
+    /// A fresh event id for a minted one that met an id already in the run (another
+    /// writer's mint in the same millisecond: runlog mints the successor of a run's last
+    /// id, which is what a monotonic generator mints next too).
+    pub(crate) fn remint(&mut self) {
+        self.event_id = mint_ulid();
+        self.created_at_ms = self.event_id.timestamp_ms();
     }
 
     fn corr(&self) -> &str {

@@ -32,11 +32,11 @@ const ADVANCE_BATCH: usize = 4096;
 pub struct WorldConfig {
     /// `ownerId`, `projectId`, `environment` of every hook.
     pub hook_identity: HookIdentity,
-    /// Fenced appends one `create_event` tries before [`WorldError::Busy`] (default 100).
-    /// Each failure means another writer committed to the run meanwhile.
+    /// Fenced appends one `create_event` tries before [`WorldError::Busy`] (default 100,
+    /// at least 1). Each failure means another writer committed to the run meanwhile.
     pub fence_retries_max: u32,
-    /// Runs whose fold stays cached (default 1024); the least recently used are dropped
-    /// beyond it and folded again from their logs on next use.
+    /// Runs whose fold stays cached (default 1024, at least 1); the least recently used are
+    /// dropped beyond it and folded again from their logs on next use.
     pub cached_runs_max: usize,
     /// How far in the past a client-supplied `wrun_<ULID>` of `run_created` may lie, in ms
     /// (default 24 h, the reference's threshold).
@@ -129,7 +129,9 @@ pub struct World<B: RunLog> {
 impl<B: RunLog> World<B> {
     /// A World on `backend` (for example a `runlog::Store`, or an `Arc` of one). Nothing is
     /// read until the first call.
-    pub fn new(backend: B, config: WorldConfig) -> World<B> {
+    pub fn new(backend: B, mut config: WorldConfig) -> World<B> {
+        config.fence_retries_max = config.fence_retries_max.max(1);
+        config.cached_runs_max = config.cached_runs_max.max(1);
         World {
             backend,
             identity: Arc::new(config.hook_identity.clone()),
@@ -162,7 +164,7 @@ impl<B: RunLog> World<B> {
         request: EventRequest,
         params: &CreateEventParams,
     ) -> Result<EventResult, WorldError> {
-        let req = Checked::new(run_id, request, params, &self.config)?;
+        let mut req = Checked::new(run_id, request, params, &self.config)?;
         if req.creation_data().is_some() {
             self.ensure_run_log(&req)?;
         }
@@ -173,7 +175,16 @@ impl<B: RunLog> World<B> {
             attempt += 1;
             let (plan, base, scratch) = {
                 let state = self.load(&entry, &req.run)?;
-                match rules::decide(&state, &req, params, now_ms())? {
+                let decision = match rules::decide(&state, &req, params, now_ms()) {
+                    Err(WorldError::DuplicateEventId { .. })
+                        if !req.caller_event_id && attempt < self.config.fence_retries_max =>
+                    {
+                        req.remint();
+                        continue;
+                    }
+                    decision => decision?,
+                };
+                match decision {
                     Decision::Done { result, event_seq } => {
                         drop(state);
                         return self.finish_done(&req, params, *result, event_seq);
@@ -205,6 +216,15 @@ impl<B: RunLog> World<B> {
                         run_id: req.run.to_string(),
                         attempts: attempt,
                     });
+                }
+                // A minted id met another writer's (see `Checked::remint`); the synthetic
+                // events' ids are minted afresh by the next decision.
+                Err(runlog::Error::DuplicateDecision { key, .. })
+                    if attempt < self.config.fence_retries_max && minted_id(&req, &plan, &key) =>
+                {
+                    if key == req.event_id.to_string() {
+                        req.remint();
+                    }
                 }
                 Err(e) => return Err(map_append_error(&req, e)),
             }
@@ -348,7 +368,7 @@ impl<B: RunLog> World<B> {
             e.last_used.store(tick, Ordering::Relaxed);
             return e.clone();
         }
-        let max = self.config.cached_runs_max.max(1);
+        let max = self.config.cached_runs_max;
         if cache.entries.len() >= max {
             let mut ages: Vec<u64> = cache
                 .entries
@@ -425,6 +445,14 @@ fn backoff(attempt: u32) {
         let max_us = 200 * u64::from(attempt.min(20));
         std::thread::sleep(Duration::from_micros(jitter * max_us / 1000));
     }
+}
+
+/// Whether `key` (of a `DuplicateDecision`) is an event id the World minted for `plan`.
+fn minted_id(req: &Checked, plan: &Plan, key: &str) -> bool {
+    plan.events
+        .iter()
+        .filter(|p| !(req.caller_event_id && p.event_id == req.event_id))
+        .any(|p| p.event_id.to_string() == key)
 }
 
 pub(crate) fn not_found(run: &RunId, e: runlog::Error) -> WorldError {

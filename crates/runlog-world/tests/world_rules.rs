@@ -1228,3 +1228,22 @@ fn error_classes_and_statuses_cover_storage_faults() {
         ("WorkflowWorldError", 500)
     );
 }
+
+#[test]
+fn a_minted_event_id_meeting_another_writers_mint_is_reminted_not_refused() {
+    // runlog mints the successor of a run's last event id, and so does the World's monotonic
+    // generator within one millisecond: a raw append right after a World event, then a World
+    // event in the same millisecond, meet on one id. The World mints again.
+    let (_d, w) = world();
+    let run = running_run(&w);
+    hook_created(&w, &run, "h", "tok-mint").unwrap();
+    let id = runlog::RunId::new(&run).unwrap();
+    let payload = format!(r#"{{"payload":{}}}"#, bin(b"raw"));
+    for _ in 0..200 {
+        hook_received(&w, &run, "h").unwrap();
+        let raw = runlog::NewEvent::new("hook_received", payload.clone()).correlation_id("h");
+        w.backend().append_facts(&id, vec![raw]).unwrap();
+    }
+    hook_received(&w, &run, "h").unwrap();
+    assert_eq!(w.run_state(&run).unwrap().anomalies(), 0);
+}
