@@ -5,8 +5,10 @@
 //!   to the same run (both one durable, fenced commit; the difference is the World's work:
 //!   validation, the fold, the rules, the result entities). `step_created` adds an
 //!   idempotency key; `hook_received` appends no key.
-//! - `append_interleaved/*`: the same two, timed alternately in one loop, so that both see
-//!   the same fdatasync regime (the figure to compare).
+//! - `append/world_work_*`: `create_event` minus the time its append spent in the store,
+//!   i.e. the World's own work. The fdatasync time of this machine swings by an order of
+//!   magnitude between runs, so the absolute latencies above compare only when taken side
+//!   by side; this figure does not depend on the disk.
 //! - `get/*`: entity reads after warm-up (a cached fold advanced by the empty delta), and
 //!   one page of `events.list` on a 1,000-event run.
 //!
@@ -15,10 +17,11 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use runlog::{Config, NewEvent, RunId, RunLog, Store};
+use runlog::{Config, NewEvent, RunId, RunLog, Seq, Store};
 use runlog_world::{
     CreateEventParams, EventRequest, EventType, Pagination, ResolveData, World, WorldConfig,
     mint_run_id,
@@ -39,8 +42,8 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = Arc::new(Store::open(dir.path(), Config::default()).expect("store"));
-    let world = World::new(store, WorldConfig::default());
+    let store = Store::open(dir.path(), Config::default()).expect("store");
+    let world = World::new(Arc::new(store), WorldConfig::default());
     let run = mint_run_id();
     let created = r#"{"deploymentId":"dpl","workflowName":"wf","input":{"__type":"Uint8Array","data":"AA=="}}"#;
     let p = CreateEventParams::default();
@@ -124,57 +127,104 @@ fn append(c: &mut Criterion) {
         })
     });
     group.finish();
-    interleaved(c);
+    world_work(c);
 }
 
-/// The same comparison with both measured in one loop, alternating: the fdatasync time of
-/// this machine swings by an order of magnitude between runs, so only measurements taken
-/// side by side compare. Each bench times its own half of every pair.
-fn interleaved(c: &mut Criterion) {
-    let mut group = c.benchmark_group("append_interleaved");
+/// A backend that adds up the time spent inside `append_decisions`, so that a bench can
+/// subtract the store's commit (its fdatasync above all) from `create_event` and time the
+/// World's own work: request checks, the delta read, the rules, the result.
+struct Timed {
+    inner: Arc<Store>,
+    append_ns: AtomicU64,
+}
+
+impl RunLog for Timed {
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> runlog::Result<()> {
+        self.inner.create_run_with_meta(run, meta)
+    }
+    fn append_facts(
+        &self,
+        run: &RunId,
+        events: Vec<NewEvent>,
+    ) -> runlog::Result<Vec<runlog::Appended>> {
+        self.inner.append_facts(run, events)
+    }
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected: Seq,
+        events: Vec<NewEvent>,
+    ) -> runlog::Result<Vec<Seq>> {
+        let t = Instant::now();
+        let r = self.inner.append_decisions(run, expected, events);
+        self.append_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
+    }
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> runlog::Result<runlog::ReadPage> {
+        self.inner.read(run, after, limit)
+    }
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(runlog::EventRef<'_>),
+    ) -> runlog::Result<(Seq, bool)> {
+        self.inner.read_each(run, after, limit, f)
+    }
+    fn last_seq(&self, run: &RunId) -> runlog::Result<Seq> {
+        self.inner.last_seq(run)
+    }
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> runlog::Result<Seq> {
+        self.inner.wait(run, after, timeout)
+    }
+    fn run_info(&self, run: &RunId) -> runlog::Result<runlog::RunInfo> {
+        self.inner.run_info(run)
+    }
+    fn run_meta(&self, run: &RunId) -> runlog::Result<Vec<u8>> {
+        self.inner.run_meta(run)
+    }
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> runlog::Result<runlog::RunPage> {
+        self.inner.list_runs(after, limit)
+    }
+    fn delete_run(&self, run: &RunId) -> runlog::Result<()> {
+        self.inner.delete_run(run)
+    }
+    fn verify_run(&self, run: &RunId) -> runlog::Result<runlog::VerifyReport> {
+        self.inner.verify_run(run)
+    }
+}
+
+/// `create_event` minus the time its fenced append spent in the store.
+fn world_work(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append");
+    let fx = fixture();
+    let timed = Timed {
+        inner: fx.world.backend().clone(),
+        append_ns: AtomicU64::new(0),
+    };
+    let world = World::new(timed, WorldConfig::default());
     let data = step_data();
     let p = CreateEventParams::default();
-    for measured in ["bare_fenced_append", "create_event_step_created"] {
-        let fx = fixture();
-        let run = RunId::new(&fx.run).expect("run id");
-        let store = fx.world.backend().clone();
-        let mut i = 0u64;
-        group.bench_function(measured, |b| {
-            b.iter_custom(|iters| {
-                let mut spent = Duration::ZERO;
-                for _ in 0..iters {
-                    i += 1;
-                    let seq = store.last_seq(&run).expect("seq");
-                    let bare = NewEvent::new("step_created", data.clone())
-                        .correlation_id(format!("bare_{i}"));
-                    let t = Instant::now();
-                    black_box(
-                        store
-                            .append_decisions(&run, seq, vec![bare])
-                            .expect("append"),
-                    );
-                    let bare_time = t.elapsed();
-                    let req = EventRequest::new(EventType::StepCreated)
-                        .correlation_id(format!("step_{i}"))
-                        .data(&data)
-                        .expect("json");
-                    let t = Instant::now();
-                    black_box(
-                        fx.world
-                            .create_event(Some(&fx.run), req, &p)
-                            .expect("create"),
-                    );
-                    let world_time = t.elapsed();
-                    spent += if measured == "bare_fenced_append" {
-                        bare_time
-                    } else {
-                        world_time
-                    };
-                }
-                spent
-            })
-        });
-    }
+    let mut i = 0u64;
+    group.bench_function("world_work_of_create_event_step_created", |b| {
+        b.iter_custom(|iters| {
+            let before = world.backend().append_ns.load(Ordering::Relaxed);
+            let t = Instant::now();
+            for _ in 0..iters {
+                i += 1;
+                let req = EventRequest::new(EventType::StepCreated)
+                    .correlation_id(format!("step_{i}"))
+                    .data(&data)
+                    .expect("json");
+                black_box(world.create_event(Some(&fx.run), req, &p).expect("create"));
+            }
+            let total = t.elapsed();
+            let appending = world.backend().append_ns.load(Ordering::Relaxed) - before;
+            total.saturating_sub(Duration::from_nanos(appending))
+        })
+    });
     group.finish();
 }
 
