@@ -208,6 +208,7 @@ impl RunState {
             error: None,
             error_code: None,
             attributes: d.attributes.unwrap_or_default(),
+            expired_at_ms: None,
             started_at_ms: None,
             completed_at_ms: None,
             created_at_ms: t,

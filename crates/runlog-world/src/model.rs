@@ -372,6 +372,14 @@ pub struct WorkflowRun {
     /// From `run_created` and `attr_set`.
     #[serde(default)]
     pub attributes: BTreeMap<String, String>,
+    /// Part of the schema; set by neither this World nor the reference's local store.
+    #[serde(
+        rename = "expiredAt",
+        default,
+        with = "iso_ms_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expired_at_ms: Option<u64>,
     /// First `run_started`.
     #[serde(
         rename = "startedAt",
