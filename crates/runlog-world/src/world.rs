@@ -283,7 +283,18 @@ impl<B: RunLog> World<B> {
                 state.apply(&p.event_ref(*seq));
             }
         }
-        let primary = &plan.events[plan.primary];
+        let (Some(primary), Some(&seq)) = (plan.events.get(plan.primary), seqs.get(plan.primary))
+        else {
+            return Err(WorldError::InvalidStoredEvent {
+                run_id: req.run.to_string(),
+                seq: base + 1,
+                reason: format!(
+                    "the backend acknowledged {} seqs for {} events",
+                    seqs.len(),
+                    plan.events.len()
+                ),
+            });
+        };
         let event = Event {
             run_id: req.run.to_string(),
             event_id: ids::event_id_string(primary.event_id),
@@ -292,7 +303,7 @@ impl<B: RunLog> World<B> {
             event_data: strip(primary.ty, primary.data.clone(), params.resolve_data),
             created_at_ms: primary.created_at_ms,
             spec_version: scratch.spec_version(),
-            seq: seqs[plan.primary],
+            seq,
         };
         let corr = req.corr.as_deref().unwrap_or_default();
         let mut result = EventResult {
