@@ -618,7 +618,9 @@ fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
         let name = segment_name(i);
         let _ = fs.remove_file(&dir.join(&name));
         let _ = fs.remove_file(&dir.join(format!("{name}.tmp")));
+        let _ = fs.remove_file(&dir.join(crate::segment::index_name(i)));
     }
+    let _ = fs.remove_file(&dir.join(crate::run::CUT_MARKER));
     let _ = fs.remove_file(&dir.join(LOCK_FILE));
     let _ = fs.remove_dir(dir);
 }

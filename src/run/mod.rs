@@ -23,6 +23,7 @@ use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use commit::{Outcome, ReqKind};
+pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
 
@@ -314,7 +315,6 @@ impl Run {
     /// with each segment's committed length captured under the read lock (rule 7).
     fn plan_read(&self, after: Seq, limit: usize) -> ReadPlan {
         let st = self.state.read();
-        let start = st.batches.partition_point(|b| b.last_seq() <= after);
         let mut plan = ReadPlan {
             batches: Vec::new(),
             segments: Vec::new(),
@@ -322,16 +322,14 @@ impl Run {
             last_seq: st.last_seq,
             damage: st.damage.clone(),
         };
-        let mut end = start;
-        for loc in st.batches.get(start..).unwrap_or_default() {
+        for loc in st.batches_after(after) {
             if plan.events >= limit {
                 break;
             }
             let from = loc.first_seq.max(after + 1);
             plan.events += (loc.last_seq() - from + 1) as usize;
-            end += 1;
+            plan.batches.push(loc);
         }
-        plan.batches = st.batches.get(start..end).unwrap_or_default().to_vec();
         for (i, loc) in plan.batches.iter().enumerate() {
             match plan.segments.last_mut() {
                 Some(part) if part.index == loc.segment => part.batches.end = i + 1,
