@@ -171,6 +171,18 @@ fn note_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32, report: &mu
         batches += 1;
     }
     let torn = nonzero_tail_len(seg, at);
+    if torn > 0
+        && let Some((offset, seq)) = valid_batch_after(seg, at, next_seq)
+    {
+        // The rule of recovery (SPEC §6): a bad batch followed by a valid one is corruption,
+        // which no writer cuts.
+        let detail = format!(
+            "bad batch past the counter with a valid batch (seq {seq}) after it at offset \
+             {offset}: corruption, not a torn tail (`runlog repair` cuts it)"
+        );
+        report.problem(&seg.name, at, detail);
+        return;
+    }
     if batches > 0 || torn > 0 {
         let detail = format!(
             "uncommitted tail: {batches} complete batches ({} bytes, adopted on next write), \
@@ -211,6 +223,18 @@ fn tail_batch(
         len_max,
     )
     .ok()
+}
+
+/// The first valid batch of this segment after the bad bytes at `at` (reads the rest of the
+/// file: only when the tail is not clean).
+fn valid_batch_after(seg: &Segment, at: u64, next_seq: Seq) -> Option<(u64, u64)> {
+    let len = seg.len().ok()?;
+    let mut buf = vec![0u8; len.saturating_sub(at) as usize];
+    let n = seg.read_up_to(&mut buf, at).ok()?;
+    buf.truncate(n);
+    let bytes = bytes::Bytes::from(buf);
+    crate::format::find_batch_after(&bytes, 1, seg.header.salt, next_seq)
+        .map(|(off, seq)| (at + off as u64, seq))
 }
 
 /// How many bytes from `at` to the end of the file there are, when any of them is non-zero
