@@ -4,3 +4,7 @@
 //! against the run's state at seq N and appended fenced at N (`docs/WORLD.md`).
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+
+pub mod streams;
+
+pub use streams::{StreamError, Streams};
