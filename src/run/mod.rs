@@ -564,10 +564,13 @@ fn open_lock_file(
     }
     match fs.open(path, OpenMode::CreateNew) {
         Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == AlreadyExists => fs
-            .open(path, OpenMode::ReadWrite)
-            .map(Some)
-            .map_err(|e| Error::io("opening lock file", path, e)),
+        // Another opener (or a re-creation of the run) made it first; gone again by the time
+        // it is reopened means the run was deleted meanwhile.
+        Err(e) if e.kind() == AlreadyExists => match fs.open(path, OpenMode::ReadWrite) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == NotFound => Ok(None),
+            Err(e) => Err(Error::io("opening lock file", path, e)),
+        },
         Err(e) if e.kind() == NotFound => Ok(None),
         Err(e) => Err(Error::io("creating lock file", path, e)),
     }
