@@ -154,7 +154,8 @@ impl Segment {
     /// # Errors
     /// [`Error::UnsupportedVersion`] for a foreign format version, [`Error::Corrupt`] for a
     /// bad header or one that names another run or position, [`Error::Io`] (e.g. `EACCES` for
-    /// [`Access::Write`] on a file this user may only read).
+    /// [`Access::Write`] on a file this user may only read); [`Error::RunIdCaseConflict`] when
+    /// the header names `run` in another case (a case-insensitive file system, SPEC §1).
     pub(crate) fn open(
         fs: &dyn Fs,
         dir: &Path,
@@ -187,6 +188,11 @@ impl Segment {
             },
             _ => Error::corrupt(run, &name, e.offset, e.detail),
         })?;
+        // The header checksum held, so a name differing only in case is no bit flip: a
+        // case-insensitive file system led `run` into the directory of another run (SPEC §1).
+        if header.run_id != run && header.run_id.eq_ignore_ascii_case(run) {
+            return Err(Error::case_conflict(run, &header.run_id));
+        }
         if header.run_id != run || header.segment_index != index {
             let detail = format!(
                 "header names run {:?} segment {}, expected run {run:?} segment {index}",

@@ -36,6 +36,11 @@ const FORMAT_PREFIX: &str = "runlog-store format ";
 /// Several `Store`s (in one or many processes) may open the same directory: every write
 /// takes the run's kernel advisory lock and refreshes from disk first. A store opened with
 /// [`Store::open_read_only`] reads beside them without ever writing, locking or recovering.
+///
+/// On a case-insensitive file system (APFS and NTFS by default) two run ids that differ only in
+/// case would share one directory; the second is refused, and every call through it fails with
+/// [`Error::RunIdCaseConflict`] naming both ids, never touching the existing run
+/// (`format/SPEC.md` §1).
 #[derive(Clone, Debug)]
 pub struct Store {
     inner: Arc<Inner>,
@@ -167,8 +172,9 @@ impl Store {
     /// temporary directory, renamed into place, parent synced; rule 4).
     ///
     /// # Errors
-    /// [`Error::RunExists`], [`Error::DiskFull`], [`Error::Io`]; [`Error::ReadOnly`] on a
-    /// read-only store.
+    /// [`Error::RunExists`]; [`Error::RunIdCaseConflict`] when the file system does not
+    /// distinguish case and a run whose id differs from `run` only in case exists (nothing is
+    /// created); [`Error::DiskFull`], [`Error::Io`]; [`Error::ReadOnly`] on a read-only store.
     pub fn create_run(&self, run: &RunId) -> Result<()> {
         self.create_run_with_meta(run, &[])
     }
@@ -188,22 +194,21 @@ impl Store {
         }
         let fs = self.inner.fs.as_ref();
         let dir = self.run_dir(run);
-        let exists = || Error::RunExists {
-            run: run.to_string(),
-        };
         if fs
             .is_dir(&dir)
             .map_err(|e| Error::io("checking", &dir, e))?
         {
-            return Err(exists());
+            return Err(self.exists_error(run));
         }
         let tmp = self
             .inner
             .runs_dir
             .join(format!(".tmp-{run}-{}", ulid::Ulid::generate()));
+        // A concurrent creator (of `run`, or on a case-insensitive file system of an id that
+        // differs only in case) may have renamed its run into place since the check above.
         let result = self.build_run_dir(&tmp, run, meta).and_then(|()| {
             fs.rename(&tmp, &dir).map_err(|e| match e.raw_os_error() {
-                Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => exists(),
+                Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => self.exists_error(run),
                 _ => Error::io("renaming into place", &dir, e),
             })
         });
@@ -238,13 +243,44 @@ impl Store {
             .map_err(|e| Error::io("creating", lock, e))
     }
 
+    /// Why `create_run(run)` finds `runs/<run>` taken: [`Error::RunIdCaseConflict`] when the
+    /// directory belongs to a run whose id differs from `run` only in case, else
+    /// [`Error::RunExists`].
+    fn exists_error(&self, run: &RunId) -> Error {
+        self.case_conflict(run).unwrap_or_else(|| Error::RunExists {
+            run: run.to_string(),
+        })
+    }
+
+    /// [`Error::RunIdCaseConflict`] when the existing directory `runs/<run>` is that of a run
+    /// whose id differs from `run` only in case: a case-insensitive file system resolved the
+    /// name to it, and its segment 1 header (SPEC §2) names the other id. `None` otherwise,
+    /// also when segment 1 is missing or unreadable (the caller's own answer stands). Opens
+    /// segment 1 read-only and writes nothing.
+    fn case_conflict(&self, run: &RunId) -> Option<Error> {
+        let fs = self.inner.fs.as_ref();
+        match Segment::open(fs, &self.run_dir(run), run.as_str(), 1, Access::Read) {
+            Err(e @ Error::RunIdCaseConflict { .. }) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Whether the run exists.
+    ///
+    /// # Errors
+    /// [`Error::RunIdCaseConflict`] when the directory `run` names belongs to a run whose id
+    /// differs from `run` only in case (a case-insensitive file system); [`Error::Io`].
     pub fn run_exists(&self, run: &RunId) -> Result<bool> {
         let dir = self.run_dir(run);
-        self.inner
+        let exists = self
+            .inner
             .fs
             .is_dir(&dir)
-            .map_err(|e| Error::io("checking", dir, e))
+            .map_err(|e| Error::io("checking", dir, e))?;
+        match exists.then(|| self.case_conflict(run)).flatten() {
+            Some(e) => Err(e),
+            None => Ok(exists),
+        }
     }
 
     /// The cached open run, unless another handle or process deleted it since (its lock file
@@ -584,7 +620,8 @@ impl Store {
     /// checksums, every batch checksum, density, the segment chain, counters vs content.
     ///
     /// # Errors
-    /// [`Error::RunNotFound`], [`Error::Io`]; problems found are in the report, not errors.
+    /// [`Error::RunNotFound`], [`Error::RunIdCaseConflict`], [`Error::Io`]; problems found are
+    /// in the report, not errors.
     pub fn verify_run(&self, run: &RunId) -> Result<crate::verify::VerifyReport> {
         crate::verify::verify_run(
             self.inner.fs.as_ref(),

@@ -71,6 +71,8 @@ pub(crate) fn verify_run(
                 break;
             }
             Ok(None) => break,
+            // Not this run's files: the directory of another run (SPEC §1), nothing to report on.
+            Err(e @ Error::RunIdCaseConflict { .. }) => return Err(e),
             Err(e) => {
                 report.error(&crate::segment::segment_name(index), e);
                 break;
