@@ -25,6 +25,9 @@ use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
+/// How many times an open retries a run directory seen without its segment 1 (see
+/// `Store::open_run`).
+const OPEN_RETRIES: u32 = 5;
 /// Directory where `repair_run` keeps the bytes it cut away.
 pub const REPAIR_DIR: &str = "repair";
 /// Directory holding one directory per run.
@@ -334,23 +337,43 @@ impl Store {
         })
     }
 
+    /// Opens a run from its files. A directory seen without its segment 1 is damage only if
+    /// it stays so: a delete and re-create racing this open swap whole directories and can
+    /// make one look like that for a moment, so the open is retried a few times (a few ms
+    /// apart) before the run is reported `Corrupt`.
+    fn open_run(&self, run: &RunId) -> Result<Run> {
+        let mut last = None;
+        for attempt in 0..OPEN_RETRIES {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(2 << attempt));
+            }
+            let opened = Run::open(
+                self.inner.fs.clone(),
+                self.run_dir(run),
+                run.clone(),
+                self.inner.config.clone(),
+                self.inner.stats.clone(),
+                self.inner.access,
+            );
+            match opened {
+                Err(Error::RunNotFound { .. }) => match self.missing_first_segment(run)? {
+                    e @ Error::Corrupt { .. } => last = Some(e),
+                    other => return Err(other),
+                },
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::RunNotFound {
+            run: run.to_string(),
+        }))
+    }
+
     /// The open run, from the cache or loaded from disk.
     fn run(&self, run: &RunId) -> Result<Arc<Run>> {
         if let Some(r) = self.cached(run)? {
             return Ok(r);
         }
-        let opened = Run::open(
-            self.inner.fs.clone(),
-            self.run_dir(run),
-            run.clone(),
-            self.inner.config.clone(),
-            self.inner.stats.clone(),
-            self.inner.access,
-        );
-        let loaded = Arc::new(match opened {
-            Err(Error::RunNotFound { .. }) => return Err(self.missing_first_segment(run)?),
-            other => other?,
-        });
+        let loaded = Arc::new(self.open_run(run)?);
         let mut runs = self.inner.runs.lock();
         let handle = runs.entry(run.clone()).or_insert(loaded).clone();
         if runs.len() > self.inner.config.open_runs_max {
@@ -517,7 +540,9 @@ impl Store {
         let dir = self.run_dir(run);
         let mut seg = match Segment::open(fs, &dir, run.as_str(), 1, Access::Read)? {
             Some(seg) => seg,
-            None => return Err(self.missing_first_segment(run)?),
+            // Rare: damage, or a delete and re-create racing this listing; the full open
+            // tells the two apart.
+            None => return self.open_run(run).and_then(|r| r.info()),
         };
         let created_at_ms = seg.header.run_created_at_ms;
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
