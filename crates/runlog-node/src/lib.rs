@@ -10,9 +10,9 @@
 //! await store.close();
 //! ```
 //!
-//! Every call runs on the addon's own threads ([`pool`]), never on the JavaScript thread or
+//! Every call runs on the addon's own threads (module `pool`), never on the JavaScript thread or
 //! libuv's pool, so concurrent appends to one run meet in one group commit. Every failure
-//! rejects the promise with an `Error` carrying a stable `code` ([`errors`]); a panic is
+//! rejects the promise with an `Error` carrying a stable `code` (module `errors`); a panic is
 //! caught and rejects with `PANICKED`; nothing aborts the process.
 //!
 //! Layers: `store` (the class and its argument checks) → `js` (values across the boundary,

@@ -6,9 +6,10 @@
 //!
 //! Two lanes, each a bounded pool that grows on demand and shrinks when idle:
 //! - `io`: every call but `wait` (default at most 32 threads, `RUNLOG_NODE_THREADS`);
-//! - `wait`: `wait` calls, which block until a commit or their timeout (default at most 256,
-//!   `RUNLOG_NODE_WAIT_THREADS`), so that waiters can never starve the appends that would
-//!   wake them.
+//! - `wait`: calls that block on others — `wait` (until a commit or its timeout) and
+//!   `close` (until the calls before it settle) — (default at most 256,
+//!   `RUNLOG_NODE_WAIT_THREADS`), so that they can never starve the `io` jobs they wait
+//!   for.
 //!
 //! A job queued beyond the bound waits for a free thread. A job is a closure that always
 //! runs exactly once: with `Ok(())` on a worker, or with an error when no thread could be

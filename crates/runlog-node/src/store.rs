@@ -425,7 +425,9 @@ impl JsStore {
                 *self.shared.stats_at_close.lock() = store.commit_stats();
             }
             let shared = self.shared.clone();
-            spawn(&env, &pool::IO, move || {
+            // On the `wait` lane: this job blocks until the calls before it settle, and those
+            // may still be queued on the `io` lane, which it must not occupy.
+            spawn(&env, &pool::WAIT, move || {
                 let mut n = shared.inflight.lock();
                 while *n > 0 {
                     shared.idle.wait(&mut n);

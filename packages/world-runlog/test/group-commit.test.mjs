@@ -83,3 +83,16 @@ test('store calls complete while every thread of libuv’s pool is blocked', asy
     await probe;
   }
 });
+
+test('with the io lane bounded to one thread, queued calls and a close() behind them all settle', () => {
+  const script = new URL('./fixtures/one-thread.mjs', import.meta.url).pathname;
+  const out = execFileSync(process.execPath, [script, `${tmp.dir}/one.runlog`], {
+    encoding: 'utf8',
+    env: { ...process.env, RUNLOG_NODE_THREADS: '1' },
+    timeout: 60_000,
+  });
+  const result = JSON.parse(out.trim().split('\n').at(-1));
+  expect(result.seqs).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  expect(result.closed).toBe(true);
+  expect(result.io).toMatchObject({ threadsMax: 1, threadsStarted: 1 });
+});
