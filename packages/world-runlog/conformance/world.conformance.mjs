@@ -8,13 +8,14 @@
 // RUNLOG_CONFORMANCE_WORLD is `local`, a package name, or a path (relative to this
 // package, or absolute). Each test spawns the suite's server with WORKFLOW_TARGET_WORLD set
 // to it; the servers inherit this process's environment, which points every data
-// directory at one fresh temporary directory, so no run of an earlier suite run is
-// recovered into this one.
-import { mkdtempSync } from 'node:fs';
+// directory at one fresh temporary directory (removed at the end), so no run of an
+// earlier suite run is recovered into this one.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import { createTestSuite } from '@workflow/world-testing';
+import { afterAll } from 'vitest';
 
 const packageDir = path.resolve(new URL('..', import.meta.url).pathname);
 
@@ -32,3 +33,5 @@ process.env.WORKFLOW_RUNLOG_DATA_DIR = path.join(dataDir, 'runlog');
 console.log(`[conformance] world ${worldSpecifier(target)}, data ${dataDir}`);
 
 createTestSuite(worldSpecifier(target));
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
