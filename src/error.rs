@@ -56,6 +56,22 @@ pub enum Error {
         run: String,
     },
 
+    /// The run id differs only in case from the id of an existing run, and the store's file
+    /// system does not distinguish case (APFS and NTFS by default), so both would share one
+    /// directory (`format/SPEC.md` §1). Raised by `create_run` instead of creating, and by
+    /// every read, write, wait, verify or delete through `requested` (its directory's segment
+    /// header names `existing`), before anything of `existing` is changed. Bad input, not
+    /// corruption: use the existing id, or a store on a case-sensitive file system.
+    #[error(
+        "run id {requested} differs only in case from existing run {existing}; this file system does not distinguish case, so they would share one directory"
+    )]
+    RunIdCaseConflict {
+        /// The run id the caller passed.
+        requested: String,
+        /// The id of the run that owns the directory (as stored in its segment header).
+        existing: String,
+    },
+
     /// A fenced append (decision) was rejected because the run's last seq was not
     /// `expected`. Nothing was written (rule 2 of INVARIANTS.md).
     #[error("fenced append to run {run} rejected: expected last seq {expected}, actual {actual}")]
@@ -208,6 +224,15 @@ impl Error {
         )
     }
 
+    /// Shorthand for [`Error::RunIdCaseConflict`]: `requested` was asked for, `existing` is
+    /// the id stored in the header of the run directory it led to.
+    pub(crate) fn case_conflict(requested: &str, existing: &str) -> Error {
+        Error::RunIdCaseConflict {
+            requested: requested.to_string(),
+            existing: existing.to_string(),
+        }
+    }
+
     /// Shorthand for [`Error::Corrupt`].
     pub fn corrupt(
         run: &str,
@@ -245,6 +270,13 @@ impl Error {
             Error::InvalidConfig(s) => Error::InvalidConfig(s.clone()),
             Error::RunNotFound { run } => Error::RunNotFound { run: run.clone() },
             Error::RunExists { run } => Error::RunExists { run: run.clone() },
+            Error::RunIdCaseConflict {
+                requested,
+                existing,
+            } => Error::RunIdCaseConflict {
+                requested: requested.clone(),
+                existing: existing.clone(),
+            },
             Error::Fenced {
                 run,
                 expected,

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    CounterSlot, FORMAT_VERSION, FormatError, HEADER_LEN, SLOT_LEN, SLOT_OFFSETS, SegmentHeader,
-    pick_slot,
+    CounterSlot, FORMAT_VERSION, FormatError, HEADER_LEN, IndexBinding, SLOT_LEN, SLOT_OFFSETS,
+    SegmentHeader, SegmentIndex, pick_slot,
 };
 use crate::io::{Fs, FsFile, OpenMode, read_exact_at, read_up_to};
 
@@ -43,6 +43,11 @@ impl Access {
             Access::Read => OpenMode::Read,
         }
     }
+}
+
+/// File name of segment `index`'s index (SPEC §9): `seg-00000001.idx`.
+pub(crate) fn index_name(index: u32) -> String {
+    format!("seg-{index:08}.idx")
 }
 
 /// A segment's counter as read from disk.
@@ -149,7 +154,8 @@ impl Segment {
     /// # Errors
     /// [`Error::UnsupportedVersion`] for a foreign format version, [`Error::Corrupt`] for a
     /// bad header or one that names another run or position, [`Error::Io`] (e.g. `EACCES` for
-    /// [`Access::Write`] on a file this user may only read).
+    /// [`Access::Write`] on a file this user may only read); [`Error::RunIdCaseConflict`] when
+    /// the header names `run` in another case (a case-insensitive file system, SPEC §1).
     pub(crate) fn open(
         fs: &dyn Fs,
         dir: &Path,
@@ -182,6 +188,11 @@ impl Segment {
             },
             _ => Error::corrupt(run, &name, e.offset, e.detail),
         })?;
+        // The header checksum held, so a name differing only in case is no bit flip: a
+        // case-insensitive file system led `run` into the directory of another run (SPEC §1).
+        if header.run_id != run && header.run_id.eq_ignore_ascii_case(run) {
+            return Err(Error::case_conflict(run, &header.run_id));
+        }
         if header.run_id != run || header.segment_index != index {
             let detail = format!(
                 "header names run {:?} segment {}, expected run {run:?} segment {index}",
@@ -395,6 +406,49 @@ impl Segment {
                 false
             }
         }
+    }
+
+    /// What an index of this segment, sealed with `sealed`, must be bound to.
+    pub(crate) fn index_binding(&self, sealed: &CounterSlot) -> IndexBinding {
+        IndexBinding {
+            salt: self.header.salt,
+            segment_index: self.header.segment_index,
+            base_seq: self.header.base_seq,
+            last_seq: sealed.last_seq,
+            committed_len: sealed.committed_len,
+        }
+    }
+
+    /// Writes this segment's index (SPEC §9) next to it: a temp file of its own, renamed into
+    /// place. Not synced: an index is an accelerator, validated on every open, and a lost or
+    /// torn one only means the segment is decoded instead.
+    pub(crate) fn write_index(&self, fs: &dyn Fs, bytes: &[u8]) -> io::Result<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let name = index_name(self.header.segment_index);
+        let tmp = dir.join(format!("{name}.tmp-{}", ulid::Ulid::generate()));
+        let write = || -> io::Result<()> {
+            let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
+            f.write_all_at(bytes, 0)?;
+            fs.rename(&tmp, &dir.join(&name))
+        };
+        write().inspect_err(|_| {
+            let _ = fs.remove_file(&tmp);
+        })
+    }
+
+    /// This segment's index, when a valid one bound to `sealed` exists (mapped, not read
+    /// into memory); `None` when it is missing, stale or damaged (then the segment is decoded).
+    pub(crate) fn open_index(&self, fs: &dyn Fs, sealed: &CounterSlot) -> Option<SegmentIndex> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let f = fs
+            .open(
+                &dir.join(index_name(self.header.segment_index)),
+                OpenMode::Read,
+            )
+            .ok()?;
+        let len = f.len().ok()?;
+        let bytes = f.map(len).ok()?;
+        SegmentIndex::parse(bytes, &self.index_binding(sealed)).ok()
     }
 
     fn read_error(&self, run: &str, e: io::Error, offset: u64) -> Error {

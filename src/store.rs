@@ -25,6 +25,9 @@ use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
+/// How many times an open retries a run directory seen without its segment 1 (see
+/// `Store::open_run`).
+const OPEN_RETRIES: u32 = 5;
 /// Directory where `repair_run` keeps the bytes it cut away.
 pub const REPAIR_DIR: &str = "repair";
 /// Directory holding one directory per run.
@@ -36,6 +39,11 @@ const FORMAT_PREFIX: &str = "runlog-store format ";
 /// Several `Store`s (in one or many processes) may open the same directory: every write
 /// takes the run's kernel advisory lock and refreshes from disk first. A store opened with
 /// [`Store::open_read_only`] reads beside them without ever writing, locking or recovering.
+///
+/// On a case-insensitive file system (APFS and NTFS by default) two run ids that differ only in
+/// case would share one directory; the second is refused, and every call through it fails with
+/// [`Error::RunIdCaseConflict`] naming both ids, never touching the existing run
+/// (`format/SPEC.md` §1).
 #[derive(Clone, Debug)]
 pub struct Store {
     inner: Arc<Inner>,
@@ -167,8 +175,9 @@ impl Store {
     /// temporary directory, renamed into place, parent synced; rule 4).
     ///
     /// # Errors
-    /// [`Error::RunExists`], [`Error::DiskFull`], [`Error::Io`]; [`Error::ReadOnly`] on a
-    /// read-only store.
+    /// [`Error::RunExists`]; [`Error::RunIdCaseConflict`] when the file system does not
+    /// distinguish case and a run whose id differs from `run` only in case exists (nothing is
+    /// created); [`Error::DiskFull`], [`Error::Io`]; [`Error::ReadOnly`] on a read-only store.
     pub fn create_run(&self, run: &RunId) -> Result<()> {
         self.create_run_with_meta(run, &[])
     }
@@ -188,22 +197,21 @@ impl Store {
         }
         let fs = self.inner.fs.as_ref();
         let dir = self.run_dir(run);
-        let exists = || Error::RunExists {
-            run: run.to_string(),
-        };
         if fs
             .is_dir(&dir)
             .map_err(|e| Error::io("checking", &dir, e))?
         {
-            return Err(exists());
+            return Err(self.exists_error(run));
         }
         let tmp = self
             .inner
             .runs_dir
             .join(format!(".tmp-{run}-{}", ulid::Ulid::generate()));
+        // A concurrent creator (of `run`, or on a case-insensitive file system of an id that
+        // differs only in case) may have renamed its run into place since the check above.
         let result = self.build_run_dir(&tmp, run, meta).and_then(|()| {
             fs.rename(&tmp, &dir).map_err(|e| match e.raw_os_error() {
-                Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => exists(),
+                Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => self.exists_error(run),
                 _ => Error::io("renaming into place", &dir, e),
             })
         });
@@ -238,13 +246,44 @@ impl Store {
             .map_err(|e| Error::io("creating", lock, e))
     }
 
+    /// Why `create_run(run)` finds `runs/<run>` taken: [`Error::RunIdCaseConflict`] when the
+    /// directory belongs to a run whose id differs from `run` only in case, else
+    /// [`Error::RunExists`].
+    fn exists_error(&self, run: &RunId) -> Error {
+        self.case_conflict(run).unwrap_or_else(|| Error::RunExists {
+            run: run.to_string(),
+        })
+    }
+
+    /// [`Error::RunIdCaseConflict`] when the existing directory `runs/<run>` is that of a run
+    /// whose id differs from `run` only in case: a case-insensitive file system resolved the
+    /// name to it, and its segment 1 header (SPEC §2) names the other id. `None` otherwise,
+    /// also when segment 1 is missing or unreadable (the caller's own answer stands). Opens
+    /// segment 1 read-only and writes nothing.
+    fn case_conflict(&self, run: &RunId) -> Option<Error> {
+        let fs = self.inner.fs.as_ref();
+        match Segment::open(fs, &self.run_dir(run), run.as_str(), 1, Access::Read) {
+            Err(e @ Error::RunIdCaseConflict { .. }) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Whether the run exists.
+    ///
+    /// # Errors
+    /// [`Error::RunIdCaseConflict`] when the directory `run` names belongs to a run whose id
+    /// differs from `run` only in case (a case-insensitive file system); [`Error::Io`].
     pub fn run_exists(&self, run: &RunId) -> Result<bool> {
         let dir = self.run_dir(run);
-        self.inner
+        let exists = self
+            .inner
             .fs
             .is_dir(&dir)
-            .map_err(|e| Error::io("checking", dir, e))
+            .map_err(|e| Error::io("checking", dir, e))?;
+        match exists.then(|| self.case_conflict(run)).flatten() {
+            Some(e) => Err(e),
+            None => Ok(exists),
+        }
     }
 
     /// The cached open run, unless another handle or process deleted it since (its lock file
@@ -298,23 +337,43 @@ impl Store {
         })
     }
 
+    /// Opens a run from its files. A directory seen without its segment 1 is damage only if
+    /// it stays so: a delete and re-create racing this open swap whole directories and can
+    /// make one look like that for a moment, so the open is retried a few times (a few ms
+    /// apart) before the run is reported `Corrupt`.
+    fn open_run(&self, run: &RunId) -> Result<Run> {
+        let mut last = None;
+        for attempt in 0..OPEN_RETRIES {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(2 << attempt));
+            }
+            let opened = Run::open(
+                self.inner.fs.clone(),
+                self.run_dir(run),
+                run.clone(),
+                self.inner.config.clone(),
+                self.inner.stats.clone(),
+                self.inner.access,
+            );
+            match opened {
+                Err(Error::RunNotFound { .. }) => match self.missing_first_segment(run)? {
+                    e @ Error::Corrupt { .. } => last = Some(e),
+                    other => return Err(other),
+                },
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::RunNotFound {
+            run: run.to_string(),
+        }))
+    }
+
     /// The open run, from the cache or loaded from disk.
     fn run(&self, run: &RunId) -> Result<Arc<Run>> {
         if let Some(r) = self.cached(run)? {
             return Ok(r);
         }
-        let opened = Run::open(
-            self.inner.fs.clone(),
-            self.run_dir(run),
-            run.clone(),
-            self.inner.config.clone(),
-            self.inner.stats.clone(),
-            self.inner.access,
-        );
-        let loaded = Arc::new(match opened {
-            Err(Error::RunNotFound { .. }) => return Err(self.missing_first_segment(run)?),
-            other => other?,
-        });
+        let loaded = Arc::new(self.open_run(run)?);
         let mut runs = self.inner.runs.lock();
         let handle = runs.entry(run.clone()).or_insert(loaded).clone();
         if runs.len() > self.inner.config.open_runs_max {
@@ -481,7 +540,9 @@ impl Store {
         let dir = self.run_dir(run);
         let mut seg = match Segment::open(fs, &dir, run.as_str(), 1, Access::Read)? {
             Some(seg) => seg,
-            None => return Err(self.missing_first_segment(run)?),
+            // Rare: damage, or a delete and re-create racing this listing; the full open
+            // tells the two apart.
+            None => return self.open_run(run).and_then(|r| r.info()),
         };
         let created_at_ms = seg.header.run_created_at_ms;
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
@@ -584,7 +645,8 @@ impl Store {
     /// checksums, every batch checksum, density, the segment chain, counters vs content.
     ///
     /// # Errors
-    /// [`Error::RunNotFound`], [`Error::Io`]; problems found are in the report, not errors.
+    /// [`Error::RunNotFound`], [`Error::RunIdCaseConflict`], [`Error::Io`]; problems found are
+    /// in the report, not errors.
     pub fn verify_run(&self, run: &RunId) -> Result<crate::verify::VerifyReport> {
         crate::verify::verify_run(
             self.inner.fs.as_ref(),
@@ -618,7 +680,9 @@ fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
         let name = segment_name(i);
         let _ = fs.remove_file(&dir.join(&name));
         let _ = fs.remove_file(&dir.join(format!("{name}.tmp")));
+        let _ = fs.remove_file(&dir.join(crate::segment::index_name(i)));
     }
+    let _ = fs.remove_file(&dir.join(crate::run::CUT_MARKER));
     let _ = fs.remove_file(&dir.join(LOCK_FILE));
     let _ = fs.remove_dir(dir);
 }

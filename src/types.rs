@@ -10,7 +10,7 @@ use crate::event::{Event, RunId, Seq};
 #[derive(Clone, Debug)]
 pub struct Config {
     /// A segment is sealed and a new one started before a commit once the segment's committed
-    /// length reaches this many bytes (default 64 MiB). One group commit never spans segments.
+    /// length reaches this many bytes (default 4 MiB: an open decodes only the segments after the last indexed one, SPEC §9, so this bounds open time and the memory of an open run). One group commit never spans segments.
     pub segment_len_bytes_max: u64,
     /// Largest event payload, in bytes (default 16 MiB).
     pub payload_len_bytes_max: usize,
@@ -38,7 +38,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            segment_len_bytes_max: 64 << 20,
+            segment_len_bytes_max: 4 << 20,
             payload_len_bytes_max: 16 << 20,
             batch_len_bytes_max: 64 << 20,
             batch_events_max: 100_000,

@@ -71,6 +71,8 @@ pub(crate) fn verify_run(
                 break;
             }
             Ok(None) => break,
+            // Not this run's files: the directory of another run (SPEC §1), nothing to report on.
+            Err(e @ Error::RunIdCaseConflict { .. }) => return Err(e),
             Err(e) => {
                 report.error(&crate::segment::segment_name(index), e);
                 break;
@@ -155,15 +157,26 @@ fn verify_segment(
     }
     // A tail batch is read into memory: bound its length by the bytes the tail had.
     let tail_len = u32::try_from(file_len.saturating_sub(at)).unwrap_or(u32::MAX);
-    note_tail(seg, at, *last_seq, len_max.min(tail_len), report);
+    let tail_ctx = SegmentCheck {
+        len_max: len_max.min(tail_len),
+        ..*ctx
+    };
+    note_tail(seg, at, *last_seq, &tail_ctx, report);
     Ok(slot.sealed)
 }
 
-/// Describes bytes past the counter: complete batches (adopted by the next writer) and torn
-/// bytes (truncated by it). Neither is corruption; zeros alone (preallocated space) are not
-/// noted. Read with `read_at`, batch by batch, never mapped: the tail may be cut while this
-/// runs, which only makes a read come back short (the tail is then what was read).
-fn note_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32, report: &mut VerifyReport) {
+/// What lies past a segment's counter.
+struct Tail {
+    /// End of the complete batches continuing the chain.
+    at: u64,
+    batches: u64,
+    /// Non-zero bytes after them.
+    torn: u64,
+    /// A valid batch (offset, first seq) after the torn bytes: corruption, not a torn tail.
+    valid_after: Option<(u64, u64)>,
+}
+
+fn scan_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32) -> Tail {
     let (mut at, mut next_seq, mut batches) = (start, last_seq + 1, 0u64);
     while let Some(b) = tail_batch(seg, at, next_seq, len_max) {
         next_seq += u64::from(b.header.count);
@@ -171,11 +184,53 @@ fn note_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32, report: &mu
         batches += 1;
     }
     let torn = nonzero_tail_len(seg, at);
-    if batches > 0 || torn > 0 {
+    let valid_after = (torn > 0)
+        .then(|| valid_batch_after(seg, at, next_seq))
+        .flatten();
+    Tail {
+        at,
+        batches,
+        torn,
+        valid_after,
+    }
+}
+
+/// Describes bytes past the counter: complete batches (adopted by the next writer), torn
+/// bytes (cut by it) — neither is corruption; zeros alone (preallocated space) are not noted —
+/// or a bad batch with a valid batch after it, which is corruption (the rule of recovery, SPEC
+/// §6). Verify takes no lock, and a live writer may be writing past the counter while it reads,
+/// so corruption is reported only when it is still there with the run lock taken for a moment
+/// and the counter unchanged (a lock held by a writer leaves it a note). Read with `read_at`,
+/// never mapped: the tail may be cut while this runs.
+fn note_tail(
+    seg: &Segment,
+    start: u64,
+    last_seq: Seq,
+    ctx: &SegmentCheck<'_>,
+    report: &mut VerifyReport,
+) {
+    let mut tail = scan_tail(seg, start, last_seq, ctx.len_max);
+    if tail.valid_after.is_some() {
+        tail = settled_tail(seg, start, last_seq, ctx).unwrap_or(Tail {
+            valid_after: None,
+            ..tail
+        });
+    }
+    if let Some((offset, seq)) = tail.valid_after {
         let detail = format!(
-            "uncommitted tail: {batches} complete batches ({} bytes, adopted on next write), \
-             {torn} torn bytes (truncated on next write)",
-            at - start
+            "bad batch past the counter with a valid batch (seq {seq}) after it at offset \
+             {offset}: corruption, not a torn tail (`runlog repair` cuts it)"
+        );
+        report.problem(&seg.name, tail.at, detail);
+        return;
+    }
+    if tail.batches > 0 || tail.torn > 0 {
+        let detail = format!(
+            "uncommitted tail: {} complete batches ({} bytes, adopted on next write), \
+             {} torn bytes (cut on next write unless a valid batch follows them)",
+            tail.batches,
+            tail.at - start,
+            tail.torn
         );
         report.notes.push(Problem {
             segment: seg.name.clone(),
@@ -183,6 +238,21 @@ fn note_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32, report: &mu
             detail,
         });
     }
+}
+
+/// The tail scanned again with the run lock held for a moment and the counter unchanged, or
+/// `None` when a writer holds the lock or the counter moved (the tail is in flux).
+fn settled_tail(seg: &Segment, start: u64, last_seq: Seq, ctx: &SegmentCheck<'_>) -> Option<Tail> {
+    let lock = ctx.lock?;
+    if !lock.try_lock().unwrap_or(false) {
+        return None;
+    }
+    let same = seg
+        .read_counter(ctx.run.as_str(), Some(lock))
+        .is_ok_and(|c| c.newest.committed_len == start && !c.newest.sealed);
+    let tail = same.then(|| scan_tail(seg, start, last_seq, ctx.len_max));
+    let _ = lock.unlock();
+    tail
 }
 
 /// The valid batch continuing at `next_seq` at offset `at` of the file, if one is there.
@@ -211,6 +281,18 @@ fn tail_batch(
         len_max,
     )
     .ok()
+}
+
+/// The first valid batch of this segment after the bad bytes at `at` (reads the rest of the
+/// file: only when the tail is not clean).
+fn valid_batch_after(seg: &Segment, at: u64, next_seq: Seq) -> Option<(u64, u64)> {
+    let len = seg.len().ok()?;
+    let mut buf = vec![0u8; len.saturating_sub(at) as usize];
+    let n = seg.read_up_to(&mut buf, at).ok()?;
+    buf.truncate(n);
+    let bytes = bytes::Bytes::from(buf);
+    crate::format::find_batch_after(&bytes, 1, seg.header.salt, next_seq)
+        .map(|(off, seq)| (at + off as u64, seq))
 }
 
 /// How many bytes from `at` to the end of the file there are, when any of them is non-zero

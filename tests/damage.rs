@@ -91,10 +91,12 @@ fn a_lost_counter_and_a_flipped_byte_past_it_is_corrupt_not_a_shorter_log() {
         "nothing truncated"
     );
     let report = store.verify_run(&run).unwrap();
-    assert!(
-        !report.problems.is_empty() || !report.notes.is_empty(),
-        "verify says something"
+    assert_eq!(
+        report.problems.len(),
+        1,
+        "verify reports the corruption: {report:?}"
     );
+    assert_eq!(report.problems[0].offset, offsets[12]);
 }
 
 #[test]

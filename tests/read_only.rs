@@ -547,6 +547,53 @@ fn a_torn_tail_is_not_shown_and_not_truncated_by_a_reader() {
 }
 
 #[test]
+fn damage_in_the_committed_region_is_reported_to_a_reader_and_nothing_is_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s");
+    let run = id("wrun_flip");
+    let store = Store::open(&root, Config::default()).unwrap();
+    store.create_run(&run).unwrap();
+    for i in 1..=3 {
+        store.append_facts(&run, vec![fact(i)]).unwrap();
+    }
+    drop(store);
+    // Flip the last payload byte of batch 2 (just before its 4-byte checksum).
+    let (_, seg) = run_files(&root, "wrun_flip");
+    let mut image = std::fs::read(&seg).unwrap();
+    let first_len = u32::from_le_bytes(image[4100..4104].try_into().unwrap()) as usize;
+    let second = 4096 + first_len;
+    let second_len = u32::from_le_bytes(image[second + 4..second + 8].try_into().unwrap()) as usize;
+    image[second + second_len - 5] ^= 0x01;
+    std::fs::write(&seg, &image).unwrap();
+    let before = snapshot(&root);
+
+    let guard = Arc::new(GuardFs::default());
+    let store = Store::open_read_only_with_fs(guard.clone(), &root, Config::default()).unwrap();
+    let page = store.read(&run, 0, 10).unwrap();
+    let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        (seqs, page.has_more),
+        (vec![1], true),
+        "the events before the damage"
+    );
+    match store.read(&run, 1, 10) {
+        Err(Error::Corrupt {
+            segment, offset, ..
+        }) => {
+            assert_eq!(
+                (segment.as_str(), offset),
+                ("seg-00000001.log", second as u64)
+            );
+        }
+        other => panic!("expected Corrupt at the damaged batch, got {other:?}"),
+    }
+    assert!(!store.verify_run(&run).unwrap().problems.is_empty());
+    drop(store);
+    assert_eq!(guard.refusals(), Vec::<String>::new());
+    assert_unchanged(&before, &snapshot(&root));
+}
+
+#[test]
 fn wait_on_a_read_only_store_sees_another_stores_commits() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("s");

@@ -33,7 +33,7 @@ pub struct SegmentHeader {
 
 impl SegmentHeader {
     /// Encodes the whole 4096-byte header region, with both counter slots empty (zero).
-    /// The caller writes slot A with generation 1 separately (or uses [`Self::encode_with_slot`]).
+    /// The caller writes slot A with generation 1 separately (or uses [`Self::encode_with_slots`]).
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; HEADER_LEN as usize];
         b[0..8].copy_from_slice(&SEGMENT_MAGIC);

@@ -4,12 +4,14 @@
 
 mod batch;
 mod header;
+mod index;
 
 pub use batch::{
     BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_each, decode_batch_into,
     encode_batch, find_batch_after,
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
+pub use index::{IndexBinding, IndexedBatch, SegmentIndex, encode_index};
 
 /// Bound on a stored batch's length field when reading, recovering or verifying: the
 /// format's own limit (the field is a `u32`). A reader never bounds stored batches by its own

@@ -29,6 +29,13 @@
 //! Paths are absolute or relative to the root `/`; `.` and `..` are resolved lexically.
 //! Errors are raw OS errors (`ENOENT`, `EEXIST`, `ENOSPC`, `EIO`, ...) so callers map them
 //! exactly as they map the real ones.
+//!
+//! [`SimFs::new_case_insensitive`] gives a file system that, like APFS and NTFS by default,
+//! compares names without regard to (ASCII) case but keeps the case a name was created with:
+//! `/runs/run1` finds the directory created as `/runs/Run1`, `read_dir` lists `Run1`, creating
+//! `run1` beside it fails with `EEXIST`, and a rename onto a name that differs only in case
+//! replaces that entry under POSIX rules (`ENOTEMPTY` for a non-empty directory), or, when it
+//! is the renamed entry itself, only changes the case of its name.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -165,6 +172,8 @@ struct State {
     faults: Vec<Fault>,
     halted: bool,
     seed: u64,
+    /// Names are compared without regard to ASCII case (and stored as created).
+    fold_case: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -220,14 +229,41 @@ impl DirOp {
         }
     }
 
-    /// Whether the two ops read or write a common entry (so their order matters).
-    fn overlaps(&self, other: &DirOp) -> bool {
+    /// Whether the two ops read or write a common entry (so their order matters); with
+    /// `fold_case`, names that differ only in case are one entry.
+    fn overlaps(&self, other: &DirOp, fold_case: bool) -> bool {
         let theirs = other.entries();
-        self.entries()
-            .iter()
-            .flatten()
-            .any(|e| theirs.iter().flatten().any(|o| o == e))
+        self.entries().iter().flatten().any(|e| {
+            theirs
+                .iter()
+                .flatten()
+                .any(|o| o.0 == e.0 && same_name(&o.1, &e.1, fold_case))
+        })
     }
+}
+
+/// Whether two entry names name the same entry.
+fn same_name(a: &str, b: &str, fold_case: bool) -> bool {
+    a == b || (fold_case && a.eq_ignore_ascii_case(b))
+}
+
+/// The entry of `entries` that `name` names: its stored name (the case it was created with)
+/// and inode. With `fold_case` at most one stored name differs from `name` only in case.
+fn find_entry<'a>(
+    entries: &'a BTreeMap<String, Ino>,
+    name: &str,
+    fold_case: bool,
+) -> Option<(&'a String, Ino)> {
+    if let Some((stored, ino)) = entries.get_key_value(name) {
+        return Some((stored, *ino));
+    }
+    if !fold_case {
+        return None;
+    }
+    entries
+        .iter()
+        .find(|(stored, _)| stored.eq_ignore_ascii_case(name))
+        .map(|(stored, ino)| (stored, *ino))
 }
 
 /// What kind of call is starting (decides what it counts as).
@@ -320,6 +356,35 @@ impl SimFs {
     /// seed of every [`SimFs::crash`], so two file systems with different seeds crash
     /// differently under the same crash seed.
     pub fn new(seed: u64) -> SimFs {
+        SimFs::with_case(seed, false)
+    }
+
+    /// Like [`SimFs::new`], but case-insensitive and case-preserving, as APFS and NTFS are by
+    /// default (see the module docs): a lookup compares names ignoring ASCII case, a name keeps
+    /// the case it was created with.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::path::Path;
+    /// use runlog::io::{Fs, OpenMode, sim::SimFs};
+    ///
+    /// let fs = SimFs::new_case_insensitive(7);
+    /// fs.create_dir(Path::new("/Run1")).unwrap();
+    /// assert!(fs.is_dir(Path::new("/run1")).unwrap());
+    /// assert!(fs.create_dir(Path::new("/RUN1")).is_err()); // EEXIST
+    /// fs.open(Path::new("/run1/f"), OpenMode::CreateNew).unwrap();
+    /// assert_eq!(fs.read_dir(Path::new("/")).unwrap(), ["Run1"]);
+    /// ```
+    pub fn new_case_insensitive(seed: u64) -> SimFs {
+        SimFs::with_case(seed, true)
+    }
+
+    /// Whether names are compared without regard to case ([`SimFs::new_case_insensitive`]).
+    pub fn is_case_insensitive(&self) -> bool {
+        self.state.lock().fold_case
+    }
+
+    fn with_case(seed: u64, fold_case: bool) -> SimFs {
         let mut nodes = HashMap::new();
         nodes.insert(ROOT, Node::Dir(DirNode::default()));
         let state = State {
@@ -334,6 +399,7 @@ impl SimFs {
             faults: Vec::new(),
             halted: false,
             seed,
+            fold_case,
         };
         SimFs {
             state: Arc::new(Mutex::new(state)),
@@ -501,37 +567,43 @@ impl State {
         matches!(self.nodes.get(&ino), Some(Node::Dir(_)))
     }
 
+    /// The live inode of the entry `name` in directory `dir`.
+    fn child(&self, dir: Ino, name: &str) -> io::Result<Ino> {
+        find_entry(&self.dir(dir)?.live, name, self.fold_case)
+            .map(|(_, ino)| ino)
+            .ok_or_else(|| os(libc::ENOENT))
+    }
+
     /// The live inode at `path`.
     fn lookup(&self, path: &Path) -> io::Result<Ino> {
         let mut ino = ROOT;
         for name in components(path)? {
-            ino = *self
-                .dir(ino)?
-                .live
-                .get(&name)
-                .ok_or_else(|| os(libc::ENOENT))?;
+            ino = self.child(ino, &name)?;
         }
         Ok(ino)
     }
 
-    /// The live parent directory of `path` and the last component of `path`.
+    /// The live parent directory of `path` and the last component of `path` (as given, which
+    /// on a case-insensitive file system may differ in case from a stored name it finds).
     fn parent(&self, path: &Path) -> io::Result<Entry> {
         let mut names = components(path)?;
         let name = names.pop().ok_or_else(|| os(libc::EBUSY))?;
         let mut ino = ROOT;
         for part in names {
-            ino = *self
-                .dir(ino)?
-                .live
-                .get(&part)
-                .ok_or_else(|| os(libc::ENOENT))?;
+            ino = self.child(ino, &part)?;
         }
         self.dir(ino)?;
         Ok((ino, name))
     }
 
     fn entry(&self, at: &Entry) -> io::Result<Option<Ino>> {
-        Ok(self.dir(at.0)?.live.get(&at.1).copied())
+        Ok(self.stored(at)?.map(|(_, ino)| ino))
+    }
+
+    /// The live entry `at` names: its stored name (the case it was created with) and inode.
+    fn stored(&self, at: &Entry) -> io::Result<Option<(String, Ino)>> {
+        let found = find_entry(&self.dir(at.0)?.live, &at.1, self.fold_case);
+        Ok(found.map(|(name, ino)| (name.clone(), ino)))
     }
 
     fn new_node(&mut self, node: Node) -> Ino {
@@ -543,22 +615,31 @@ impl State {
 
     /// Points the live entry `at` at `ino` (replacing what was there) and logs the op.
     fn link(&mut self, at: Entry, ino: Ino) -> io::Result<()> {
-        if let Some(old) = self.dir_mut(at.0)?.live.insert(at.1.clone(), ino) {
-            self.adjust_nlink(old, -1);
-        }
-        self.adjust_nlink(ino, 1);
+        self.replace_live(&at, ino)?;
         self.dir_ops.push(DirOp::Link { at, ino });
         Ok(())
     }
 
+    /// Makes the live name `at` point at `ino`, dropping the entry it replaces (on a
+    /// case-insensitive file system, one whose name differs only in case).
+    fn replace_live(&mut self, at: &Entry, ino: Ino) -> io::Result<()> {
+        if let Some((name, old)) = self.stored(at)? {
+            self.dir_mut(at.0)?.live.remove(&name);
+            self.adjust_nlink(old, -1);
+        }
+        self.dir_mut(at.0)?.live.insert(at.1.clone(), ino);
+        self.adjust_nlink(ino, 1);
+        Ok(())
+    }
+
     fn unlink(&mut self, at: Entry) -> io::Result<()> {
-        let ino = self
-            .dir_mut(at.0)?
-            .live
-            .remove(&at.1)
-            .ok_or_else(|| os(libc::ENOENT))?;
+        let (name, ino) = self.stored(&at)?.ok_or_else(|| os(libc::ENOENT))?;
+        self.dir_mut(at.0)?.live.remove(&name);
         self.adjust_nlink(ino, -1);
-        self.dir_ops.push(DirOp::Unlink { at, ino });
+        self.dir_ops.push(DirOp::Unlink {
+            at: (at.0, name),
+            ino,
+        });
         Ok(())
     }
 
@@ -589,19 +670,24 @@ impl State {
         }
     }
 
+    /// Renames `from` to `to`. On a case-insensitive file system `to` may name the renamed
+    /// entry itself in another case: then only the case of its name changes (as on APFS and
+    /// NTFS); an entry it names that is another file or directory is replaced by POSIX rules.
     fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
         self.begin(Call::Mutate)?;
         let src = self.parent(from)?;
         let dst = self.parent(to)?;
-        let ino = self.entry(&src)?.ok_or_else(|| os(libc::ENOENT))?;
+        let (name, ino) = self.stored(&src)?.ok_or_else(|| os(libc::ENOENT))?;
+        let src = (src.0, name);
         if src == dst {
             return Ok(());
         }
-        self.check_rename_target(ino, &dst)?;
-        self.dir_mut(src.0)?.live.remove(&src.1);
-        if let Some(old) = self.dir_mut(dst.0)?.live.insert(dst.1.clone(), ino) {
-            self.adjust_nlink(old, -1);
+        if self.entry(&dst)? != Some(ino) {
+            self.check_rename_target(ino, &dst)?;
         }
+        self.dir_mut(src.0)?.live.remove(&src.1);
+        self.adjust_nlink(ino, -1);
+        self.replace_live(&dst, ino)?;
         self.dir_ops.push(DirOp::Rename {
             from: src,
             to: dst,
@@ -665,7 +751,7 @@ impl State {
             if commit[i] {
                 let op = &self.dir_ops[i];
                 for (j, earlier) in self.dir_ops[..i].iter().enumerate() {
-                    commit[j] |= earlier.overlaps(op);
+                    commit[j] |= earlier.overlaps(op, self.fold_case);
                 }
             }
         }
@@ -683,8 +769,9 @@ impl State {
     /// whose source entry is not durable is skipped (it cannot have happened).
     fn apply_durable(&mut self, op: &DirOp, strict: bool) {
         let source_ok = |st: &State, at: &Entry, ino: Ino| {
-            st.dir(at.0)
-                .is_ok_and(|d| d.durable.get(&at.1) == Some(&ino))
+            st.dir(at.0).is_ok_and(|d| {
+                find_entry(&d.durable, &at.1, st.fold_case).is_some_and(|(_, i)| i == ino)
+            })
         };
         match op {
             DirOp::Link { at, ino } => self.set_durable(at, Some(*ino)),
@@ -705,12 +792,18 @@ impl State {
         }
     }
 
+    /// Sets (or removes) the durable entry `at`; on a case-insensitive file system it first
+    /// drops the durable name that differs only in case, so no directory ever holds two.
     fn set_durable(&mut self, at: &Entry, ino: Option<Ino>) {
+        let fold_case = self.fold_case;
         if let Ok(d) = self.dir_mut(at.0) {
-            match ino {
-                Some(ino) => d.durable.insert(at.1.clone(), ino),
-                None => d.durable.remove(&at.1),
-            };
+            if let Some((name, _)) = find_entry(&d.durable, &at.1, fold_case) {
+                let name = name.clone();
+                d.durable.remove(&name);
+            }
+            if let Some(ino) = ino {
+                d.durable.insert(at.1.clone(), ino);
+            }
         }
     }
 
@@ -1402,6 +1495,139 @@ mod tests {
         let files = keep.live_files();
         assert_eq!(files.keys().collect::<Vec<_>>(), ["/d/a"]);
         assert_eq!(files["/d/a"], b"Xbc");
+    }
+
+    #[test]
+    fn case_insensitive_lookups_find_the_name_in_the_case_it_was_created_with() {
+        let fs = SimFs::new_case_insensitive(1);
+        assert!(fs.is_case_insensitive());
+        fs.create_dir(p("/Runs")).unwrap();
+        fs.create_dir(p("/runs/Run1")).unwrap();
+        let f = fs.open(p("/RUNS/run1/seg"), OpenMode::CreateNew).unwrap();
+        f.write_all_at(b"abc", 0).unwrap();
+        assert_eq!(names(&fs, "/"), ["Runs"]);
+        assert_eq!(names(&fs, "/runs"), ["Run1"]);
+        assert_eq!(names(&fs, "/runs/RUN1"), ["seg"]);
+        assert!(fs.is_dir(p("/rUnS/rUn1")).unwrap());
+        assert_eq!(contents(&fs, "/Runs/Run1/SEG").unwrap(), b"abc");
+        let err = |r: io::Result<()>| r.unwrap_err().raw_os_error();
+        assert_eq!(err(fs.create_dir(p("/runs/run1"))), Some(libc::EEXIST));
+        assert_eq!(
+            fs.open(p("/runs/run1/Seg"), OpenMode::CreateNew)
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::EEXIST)
+        );
+        let t = fs
+            .open(p("/runs/run1/SEG"), OpenMode::CreateTruncate)
+            .unwrap();
+        assert_eq!(
+            t.len().unwrap(),
+            0,
+            "truncates the one file, creates no other"
+        );
+        assert_eq!(names(&fs, "/runs/Run1"), ["seg"]);
+        fs.remove_file(p("/RUNS/RUN1/SEG")).unwrap();
+        assert!(f.is_unlinked().unwrap());
+        fs.remove_dir(p("/runs/run1")).unwrap();
+        assert!(names(&fs, "/runs").is_empty());
+    }
+
+    #[test]
+    fn case_sensitive_names_that_differ_in_case_are_two_entries() {
+        let fs = SimFs::new(1);
+        assert!(!fs.is_case_insensitive());
+        fs.create_dir(p("/Run1")).unwrap();
+        fs.create_dir(p("/run1")).unwrap();
+        assert!(!fs.is_dir(p("/RUN1")).unwrap());
+        assert_eq!(names(&fs, "/"), ["Run1", "run1"]);
+    }
+
+    #[test]
+    fn case_insensitive_rename_onto_a_case_variant_follows_posix_rules() {
+        let fs = SimFs::new_case_insensitive(1);
+        let err = |r: io::Result<()>| r.unwrap_err().raw_os_error();
+        fs.create_dir(p("/Run1")).unwrap();
+        fs.open(p("/Run1/seg"), OpenMode::CreateNew).unwrap();
+        fs.create_dir(p("/tmp1")).unwrap();
+        fs.open(p("/tmp1/seg"), OpenMode::CreateNew).unwrap();
+        assert_eq!(
+            err(fs.rename(p("/tmp1"), p("/run1"))),
+            Some(libc::ENOTEMPTY)
+        );
+        assert_eq!(names(&fs, "/"), ["Run1", "tmp1"]);
+        assert_eq!(
+            err(fs.rename(p("/tmp1/seg"), p("/RUN1"))),
+            Some(libc::EISDIR)
+        );
+        fs.create_dir(p("/Empty")).unwrap();
+        fs.rename(p("/tmp1"), p("/empty")).unwrap();
+        assert_eq!(
+            names(&fs, "/"),
+            ["Run1", "empty"],
+            "the empty directory is replaced"
+        );
+        assert_eq!(names(&fs, "/EMPTY"), ["seg"]);
+        let f = put(&fs, "A", b"old", true);
+        put(&fs, "b", b"new", true);
+        fs.rename(p("/d/b"), p("/d/a")).unwrap();
+        assert!(
+            f.is_unlinked().unwrap(),
+            "the replaced file lost its only link"
+        );
+        assert_eq!(names(&fs, "/d"), ["a"]);
+        assert_eq!(contents(&fs, "/d/A").unwrap(), b"new");
+    }
+
+    #[test]
+    fn case_insensitive_rename_to_another_case_of_itself_changes_only_the_case() {
+        let fs = SimFs::new_case_insensitive(1);
+        let f = put(&fs, "Name", b"x", true);
+        fs.rename(p("/d/name"), p("/d/Name")).unwrap();
+        assert_eq!(
+            names(&fs, "/d"),
+            ["Name"],
+            "same name and case: nothing happens"
+        );
+        fs.rename(p("/d/name"), p("/d/NAME")).unwrap();
+        assert_eq!(names(&fs, "/d"), ["NAME"]);
+        assert!(!f.is_unlinked().unwrap());
+        assert_eq!(contents(&fs, "/d/name").unwrap(), b"x");
+        let lost = fs.fork();
+        lost.crash_with(CrashPolicy::DropUnsynced);
+        assert_eq!(
+            names(&lost, "/d"),
+            ["Name"],
+            "an unsynced case change is lost"
+        );
+        fs.sync_dir(p("/d")).unwrap();
+        fs.crash_with(CrashPolicy::DropUnsynced);
+        assert_eq!(names(&fs, "/d"), ["NAME"]);
+    }
+
+    #[test]
+    fn case_insensitive_crashes_never_leave_two_names_that_differ_only_in_case() {
+        for seed in 0..100 {
+            let fs = SimFs::new_case_insensitive(1);
+            put(&fs, "run1", b"first", true);
+            fs.remove_file(p("/d/RUN1")).unwrap();
+            let f = fs.open(p("/d/Run1"), OpenMode::CreateNew).unwrap();
+            f.write_all_at(b"second", 0).unwrap();
+            f.sync_data().unwrap();
+            fs.create_dir(p("/d/tmp")).unwrap();
+            fs.rename(p("/d/tmp"), p("/d/other")).unwrap();
+            fs.rename(p("/d/other"), p("/d/OTHER")).unwrap();
+            fs.crash(seed);
+            let listed = names(&fs, "/d");
+            let mut folded: Vec<String> = listed.iter().map(|n| n.to_ascii_lowercase()).collect();
+            folded.dedup();
+            assert_eq!(folded.len(), listed.len(), "seed {seed}: {listed:?}");
+            let run = contents(&fs, "/d/run1");
+            assert!(
+                matches!(run.as_deref(), Some(b"first" | b"second") | None),
+                "seed {seed}: {run:?}"
+            );
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
     BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EVENT_HEADER_LEN,
-    EncodedEvent, HEADER_LEN, encode_batch, next_header_generation,
+    EncodedEvent, HEADER_LEN, SegmentIndex, encode_batch, next_header_generation,
 };
 use crate::io::Fs;
 use crate::lock;
@@ -349,6 +349,8 @@ impl Run {
         let next = self.create_next_segment(&seg, st.last_seq)?;
         w.durable_segment = next.header.segment_index;
         st.push_segment(self.run_str(), next)?;
+        // The sealed segment gets its index (SPEC §9); its entries leave memory.
+        st.compact(self.fs.as_ref());
         let lock_file = self.write_lock()?;
         st.catch_up(
             self.fs.as_ref(),
@@ -437,6 +439,7 @@ impl Run {
             run: self.run_str(),
             keys: &st.keys,
             ids: &st.ids,
+            sealed: st.sealed_indexes(),
             new_keys: HashMap::new(),
             new_ids: HashMap::new(),
             last_seq: st.last_seq,
@@ -610,6 +613,8 @@ struct Planner<'a> {
     run: &'a str,
     keys: &'a HashMap<String, Seq>,
     ids: &'a HashMap<Ulid, Seq>,
+    /// Indexes of the sealed segments not held in `keys` and `ids` (SPEC §9).
+    sealed: Vec<Arc<SegmentIndex>>,
     new_keys: HashMap<String, Seq>,
     new_ids: HashMap<Ulid, Seq>,
     last_seq: Seq,
@@ -621,14 +626,16 @@ impl Planner<'_> {
     /// The stored seq of `e` when its key or caller id already exists (committed or earlier
     /// in this group), with the key that matched.
     fn existing(&self, e: &NewEvent) -> Option<(Seq, String)> {
-        if let Some(k) = &e.key
-            && let Some(s) = self.keys.get(k).or_else(|| self.new_keys.get(k))
-        {
-            return Some((*s, k.clone()));
+        if let Some(k) = &e.key {
+            let live = self.keys.get(k).or_else(|| self.new_keys.get(k)).copied();
+            if let Some(s) = live.or_else(|| self.sealed.iter().find_map(|i| i.seq_of_key(k))) {
+                return Some((s, k.clone()));
+            }
         }
         let id = e.event_id?;
-        let s = self.ids.get(&id).or_else(|| self.new_ids.get(&id))?;
-        Some((*s, id.to_string()))
+        let live = self.ids.get(&id).or_else(|| self.new_ids.get(&id)).copied();
+        let s = live.or_else(|| self.sealed.iter().find_map(|i| i.seq_of_id(id)))?;
+        Some((s, id.to_string()))
     }
 
     fn mint_id(&mut self) -> Ulid {

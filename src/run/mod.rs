@@ -23,6 +23,7 @@ use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use commit::{Outcome, ReqKind};
+pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
 
@@ -83,7 +84,8 @@ impl Run {
         let lock_path = dir.join(LOCK_FILE);
         let lock_file = match access {
             Access::Write => {
-                Some(open_lock_file(fs.as_ref(), &dir, &lock_path)?.ok_or_else(not_found)?)
+                let lock = open_lock_file(fs.as_ref(), &dir, id.as_str(), &lock_path)?;
+                Some(lock.ok_or_else(not_found)?)
             }
             Access::Read => lock::open_for_counters(fs.as_ref(), &lock_path)?,
         };
@@ -314,7 +316,6 @@ impl Run {
     /// with each segment's committed length captured under the read lock (rule 7).
     fn plan_read(&self, after: Seq, limit: usize) -> ReadPlan {
         let st = self.state.read();
-        let start = st.batches.partition_point(|b| b.last_seq() <= after);
         let mut plan = ReadPlan {
             batches: Vec::new(),
             segments: Vec::new(),
@@ -322,16 +323,14 @@ impl Run {
             last_seq: st.last_seq,
             damage: st.damage.clone(),
         };
-        let mut end = start;
-        for loc in st.batches.get(start..).unwrap_or_default() {
+        for loc in st.batches_after(after) {
             if plan.events >= limit {
                 break;
             }
             let from = loc.first_seq.max(after + 1);
             plan.events += (loc.last_seq() - from + 1) as usize;
-            end += 1;
+            plan.batches.push(loc);
         }
-        plan.batches = st.batches.get(start..end).unwrap_or_default().to_vec();
         for (i, loc) in plan.batches.iter().enumerate() {
             match plan.segments.last_mut() {
                 Some(part) if part.index == loc.segment => part.batches.end = i + 1,
@@ -542,26 +541,34 @@ fn files_unlinked(
 
 /// Opens the run's lock file; `Ok(None)` when the run is gone. A lock file missing beside an
 /// existing segment 1 (lost by an outside hand) is created anew: it holds no state that the
-/// segments do not (SPEC §3). Never truncates an existing one.
-fn open_lock_file(fs: &dyn Fs, dir: &Path, path: &Path) -> Result<Option<Arc<dyn FsFile>>> {
+/// segments do not (SPEC §3), but only beside a segment 1 whose header names `run`: on a
+/// case-insensitive file system `dir` may be the directory of a run whose id differs only in
+/// case (SPEC §1), which is then [`Error::RunIdCaseConflict`] with nothing created. Never
+/// truncates an existing one.
+fn open_lock_file(
+    fs: &dyn Fs,
+    dir: &Path,
+    run: &str,
+    path: &Path,
+) -> Result<Option<Arc<dyn FsFile>>> {
     use std::io::ErrorKind::{AlreadyExists, NotFound};
     match fs.open(path, OpenMode::ReadWrite) {
         Ok(f) => return Ok(Some(f)),
         Err(e) if e.kind() == NotFound => {}
         Err(e) => return Err(Error::io("opening lock file", path, e)),
     }
-    let first = dir.join(crate::segment::segment_name(1));
-    match fs.open(&first, OpenMode::Read) {
-        Ok(_) => {}
-        Err(e) if e.kind() == NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("opening segment", &first, e)),
+    if Segment::open(fs, dir, run, 1, Access::Read)?.is_none() {
+        return Ok(None);
     }
     match fs.open(path, OpenMode::CreateNew) {
         Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == AlreadyExists => fs
-            .open(path, OpenMode::ReadWrite)
-            .map(Some)
-            .map_err(|e| Error::io("opening lock file", path, e)),
+        // Another opener (or a re-creation of the run) made it first; gone again by the time
+        // it is reopened means the run was deleted meanwhile.
+        Err(e) if e.kind() == AlreadyExists => match fs.open(path, OpenMode::ReadWrite) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == NotFound => Ok(None),
+            Err(e) => Err(Error::io("opening lock file", path, e)),
+        },
         Err(e) if e.kind() == NotFound => Ok(None),
         Err(e) => Err(Error::io("creating lock file", path, e)),
     }

@@ -1,6 +1,11 @@
 //! The in-memory view of one run: its segment chain, a batch index by seq, and the
 //! deduplication maps. Every field is derived from the run's files (rule 10); this module
-//! brings the view up to date with disk (catch-up) and recovers a torn tail.
+//! brings the view up to date with disk (catch-up).
+//!
+//! Memory does not grow with the run's length: sealed segments with a valid segment index
+//! (SPEC §9) are served by that index (mapped, binary-searched) and are never decoded at
+//! open; only the segments after them — normally just the last one — are held in `batches`,
+//! `keys` and `ids`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +14,10 @@ use ulid::Ulid;
 
 use crate::error::{Error, Result};
 use crate::event::Seq;
-use crate::format::{BatchView, CounterSlot, FormatError, HEADER_LEN, decode_batch};
+use crate::format::{
+    BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch, SegmentIndex, decode_batch,
+    encode_index,
+};
 use crate::io::{Fs, FsFile};
 use crate::segment::{Access, Counter, Segment};
 
@@ -39,6 +47,9 @@ pub(crate) struct SegState {
     /// File length as of the last look under the run lock: past the committed length it is
     /// preallocated zeros (SPEC §5).
     pub(crate) file_len: u64,
+    /// The segment's index, once it is sealed and its batches, keys and ids are served from
+    /// it rather than from the in-memory maps.
+    pub(crate) index: Option<Arc<SegmentIndex>>,
 }
 
 /// Where a run's readable log ends early: a batch failed its checks inside the committed
@@ -62,6 +73,9 @@ impl Damage {
 #[derive(Debug)]
 pub(crate) struct RunState {
     pub(crate) segments: Vec<SegState>,
+    /// How many leading segments are served by their index; `batches`, `keys` and `ids` hold
+    /// only the segments after them.
+    pub(crate) indexed: usize,
     pub(crate) batches: Vec<BatchLoc>,
     pub(crate) keys: HashMap<String, Seq>,
     pub(crate) ids: HashMap<Ulid, Seq>,
@@ -90,8 +104,10 @@ impl RunState {
                 counter: empty_slot(&first),
                 header_generation: 0,
                 file_len: 0,
+                index: None,
                 seg: first,
             }],
+            indexed: 0,
             batches: Vec::new(),
             keys: HashMap::new(),
             ids: HashMap::new(),
@@ -112,13 +128,9 @@ impl RunState {
         &mut self.segments[n]
     }
 
-    /// Records one batch (idempotent on offset: a batch already applied is skipped).
+    /// Records one batch (idempotent: a batch already applied is skipped).
     pub(crate) fn apply(&mut self, a: Applied<'_>) {
-        if self
-            .batches
-            .last()
-            .is_some_and(|b| b.last_seq() >= a.loc.first_seq)
-        {
+        if a.loc.first_seq <= self.last_seq {
             return;
         }
         for (k, seq) in a.keys {
@@ -178,7 +190,9 @@ impl RunState {
                 header_generation,
             } = self.last().seg.read_counter(run, lock)?;
             self.last_mut().header_generation = header_generation;
-            if disk_is_ahead(&self.last().counter, &disk) {
+            if self.take_indexed(fs, &disk) {
+                // Served by its index: nothing of it is decoded or held in memory.
+            } else if disk_is_ahead(&self.last().counter, &disk) {
                 self.advance_to(run, disk, len_max)?;
             } else if disk.generation > self.last().counter.generation {
                 // A counter behind this view's content but of a newer generation (a stale
@@ -191,6 +205,7 @@ impl RunState {
             if !self.open_next(fs, run)? {
                 return Ok(());
             }
+            self.compact(fs);
         }
         Ok(())
     }
@@ -302,9 +317,141 @@ impl RunState {
             counter: empty_slot(&seg),
             header_generation: 0,
             file_len: 0,
+            index: None,
             seg,
         });
         Ok(())
+    }
+
+    /// The batches holding seqs above `after`, in seq order: from the indexes of indexed
+    /// segments (binary search), then from the in-memory list.
+    pub(crate) fn batches_after(&self, after: Seq) -> impl Iterator<Item = BatchLoc> + '_ {
+        let indexed = &self.segments[..self.indexed];
+        let first = indexed.partition_point(|s| s.counter.last_seq <= after);
+        let from_indexes = (first..self.indexed).flat_map(move |pos| {
+            let index = self.segments[pos].index.clone();
+            let start = match (&index, pos == first) {
+                (Some(i), true) => i.first_batch_after(after),
+                _ => 0,
+            };
+            let end = index.as_ref().map_or(0, |i| i.batch_count());
+            (start..end).filter_map(move |i| {
+                let b = index.as_ref()?.batch(i);
+                Some(BatchLoc {
+                    first_seq: b.first_seq,
+                    count: b.count,
+                    segment: pos,
+                    offset: b.offset,
+                })
+            })
+        });
+        let start = self.batches.partition_point(|b| b.last_seq() <= after);
+        from_indexes.chain(
+            self.batches
+                .get(start..)
+                .unwrap_or_default()
+                .iter()
+                .copied(),
+        )
+    }
+
+    /// The indexes of indexed segments (for idempotency lookups past the in-memory maps).
+    pub(crate) fn sealed_indexes(&self) -> Vec<Arc<SegmentIndex>> {
+        self.segments[..self.indexed]
+            .iter()
+            .filter_map(|s| s.index.clone())
+            .collect()
+    }
+
+    /// Serves the next sealed, fully applied segments from their indexes and drops their
+    /// entries from the in-memory maps. An index missing or stale is written first, from the
+    /// in-memory entries, when this view may write (a read-only view decodes instead).
+    pub(crate) fn compact(&mut self, fs: &dyn Fs) {
+        while self.indexed + 1 < self.segments.len() {
+            let pos = self.indexed;
+            let s = &self.segments[pos];
+            if !s.counter.sealed || self.damage.is_some() {
+                return;
+            }
+            let seg = s.seg.clone();
+            let sealed = s.counter;
+            let index = seg.open_index(fs, &sealed).or_else(|| {
+                (self.access == Access::Write)
+                    .then(|| self.write_index_of(fs, pos))
+                    .flatten()
+            });
+            let Some(index) = index else { return };
+            let n = self.batches.partition_point(|b| b.segment <= pos);
+            self.batches.drain(..n);
+            self.keys.retain(|_, seq| *seq > sealed.last_seq);
+            self.ids.retain(|_, seq| *seq > sealed.last_seq);
+            self.segments[pos].index = Some(Arc::new(index));
+            self.indexed += 1;
+        }
+    }
+
+    /// Builds segment `pos`'s index from the in-memory entries, writes it and maps it back.
+    fn write_index_of(&self, fs: &dyn Fs, pos: usize) -> Option<SegmentIndex> {
+        let s = &self.segments[pos];
+        let (lo, hi) = (s.seg.header.base_seq, s.counter.last_seq);
+        let in_seg = |seq: &Seq| (lo..=hi).contains(seq);
+        let batches: Vec<IndexedBatch> = self
+            .batches
+            .iter()
+            .filter(|b| b.segment == pos)
+            .map(|b| IndexedBatch {
+                first_seq: b.first_seq,
+                offset: b.offset,
+                count: b.count,
+            })
+            .collect();
+        let mut ids: Vec<(Ulid, Seq)> = self
+            .ids
+            .iter()
+            .filter(|(_, q)| in_seg(q))
+            .map(|(i, q)| (*i, *q))
+            .collect();
+        let mut keys: Vec<(&str, Seq)> = self
+            .keys
+            .iter()
+            .filter(|(_, q)| in_seg(q))
+            .map(|(k, q)| (k.as_str(), *q))
+            .collect();
+        let max_id = ids.iter().map(|(i, _)| *i).max().unwrap_or_default();
+        let binding = s.seg.index_binding(&s.counter);
+        let bytes = encode_index(&binding, max_id, &batches, &mut ids, &mut keys);
+        s.seg.write_index(fs, &bytes).ok()?;
+        s.seg.open_index(fs, &s.counter)
+    }
+
+    /// At the frontier of a chain whose earlier segments are all indexed, a sealed segment
+    /// with a valid index is taken from its index without decoding it (open reads O(last
+    /// segment)). Returns whether it was.
+    fn take_indexed(&mut self, fs: &dyn Fs, disk: &CounterSlot) -> bool {
+        let pos = self.segments.len() - 1;
+        if !disk.sealed || self.indexed != pos || self.last().counter.generation != 0 {
+            return false;
+        }
+        // One fstat: a segment cut shorter than its seal is decoded instead, so the damage is
+        // found at open (bit flips inside it are found by the reads, which check every batch).
+        if self
+            .last()
+            .seg
+            .len()
+            .is_ok_and(|len| len < disk.committed_len)
+        {
+            return false;
+        }
+        let Some(index) = self.last().seg.open_index(fs, disk) else {
+            return false;
+        };
+        self.last_event_id = self.last_event_id.max(index.max_event_id());
+        self.last_seq = disk.last_seq;
+        let last = self.last_mut();
+        last.counter = *disk;
+        last.index = Some(Arc::new(index));
+        self.indexed += 1;
+        true
     }
 
     /// Total committed batch bytes over all segments.

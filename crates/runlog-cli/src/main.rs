@@ -21,7 +21,8 @@ Exit codes:
   0  ok
   1  verify or audit found problems, or import left files or runs behind (or imported a run
      whose source lacks slots)
-  2  bad usage or bad input (unknown run, unreadable source, invalid id or payload)
+  2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
+     that differs only in case from an existing run on a case-insensitive file system)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
   4  run busy (another process held the run's lock past the timeout)
   5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or

@@ -85,7 +85,8 @@ pub fn store_exit_code(e: &Error) -> u8 {
         | Error::InvalidEvent { .. }
         | Error::InvalidConfig(_)
         | Error::RunNotFound { .. }
-        | Error::RunExists { .. } => 2,
+        | Error::RunExists { .. }
+        | Error::RunIdCaseConflict { .. } => 2,
         Error::Fenced { .. } | Error::DuplicateDecision { .. } => 3,
         Error::Busy { .. } => 4,
         e if e.is_environment() => EXIT_ENVIRONMENT,
@@ -348,5 +349,19 @@ mod tests {
         for e in [corrupt, foreign, newer] {
             assert_eq!(store_exit_code(&e), 5, "{e}");
         }
+    }
+
+    #[test]
+    fn a_run_id_that_differs_only_in_case_from_an_existing_run_is_bad_input() {
+        let e = Error::RunIdCaseConflict {
+            requested: "run1".into(),
+            existing: "Run1".into(),
+        };
+        assert_eq!(store_exit_code(&e), 2);
+        let message = CliError::Store(e).message().unwrap_or_default();
+        assert!(
+            message.contains("run1") && message.contains("Run1"),
+            "{message}"
+        );
     }
 }

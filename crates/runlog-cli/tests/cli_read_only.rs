@@ -149,9 +149,17 @@ fn command(bin: &Path, who: As, store: &Path, args: &[&str]) -> Command {
 }
 
 fn run(bin: &Path, who: As, store: &Path, args: &[&str]) -> Output {
-    command(bin, who, store, args)
-        .output()
-        .expect("run the runlog binary")
+    // The binary is a fresh copy: while another test thread forks, its child may still hold
+    // the copy's write descriptor for a moment (ETXTBSY); that passes.
+    for _ in 0..100 {
+        match command(bin, who, store, args).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.expect("run the runlog binary"),
+        }
+    }
+    panic!("the runlog binary stayed busy (ETXTBSY)");
 }
 
 /// Whether `setpriv` can run a command as `nobody` here.
@@ -286,16 +294,22 @@ fn next_seq(lines: &mpsc::Receiver<String>) -> u64 {
 /// `tail --follow` (as `who`, reading `reader_store`) prints what a writer appends through
 /// `writer_store` (the same files) and ends with exit 0 on Ctrl-C.
 fn follow_sees_commits(bin: &Path, who: As, reader_store: &Path, writer_store: &Path) {
-    let mut child = command(
-        bin,
-        who,
-        reader_store,
-        &["tail", "wrun_open", "-n", "1", "--follow", "--json"],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn tail --follow");
+    let args = ["tail", "wrun_open", "-n", "1", "--follow", "--json"];
+    let mut child = (0..100)
+        .find_map(|_| {
+            let spawned = command(bin, who, reader_store, &args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn();
+            match spawned {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    None
+                }
+                other => Some(other.expect("spawn tail --follow")),
+            }
+        })
+        .expect("the runlog binary stayed busy (ETXTBSY)");
     let lines = lines_of(&mut child);
     assert_eq!(next_seq(&lines), 5);
     let writer = Store::open(writer_store, Config::default()).expect("open writer");

@@ -5,6 +5,8 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod streams;
+
 mod attrs;
 mod cursor;
 mod data;
@@ -36,5 +38,6 @@ pub use model::{
     SPEC_VERSION_EVENT_SOURCING, SortOrder, Step, StepStatus, Wait, WaitStatus, WorkflowRun,
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
+pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
 pub use world::{EVENTS_PAGE_DEFAULT, PRELOAD_EVENTS_MAX, World, WorldConfig};

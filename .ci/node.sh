@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The Node side of CI, called by .ci/run: on a fresh clone, installs packages/world-runlog's
+# npm dependencies as locked in its package-lock.json, builds the runlog addon (crates/runlog-node,
+# release, plain cargo), then runs the package's tests (vitest: the store API, errors and
+# codes, a corrupt store, group commit) and its type check. Exits non-zero on any failure.
+# About 2–3 minutes here (npm install ~35 s, a cold release build of the addon ~1–2 min).
+#
+# `npm install`, not `npm ci`: the registry reached here lacks a few optional, platform-only
+# packages (@cbor-extract/cbor-extract-<platform>, napi-windows-process-start-time; nothing
+# this package runs needs them), so the lock file cannot list them and `npm ci` refuses it
+# as out of sync. `npm install` installs the locked versions and skips those.
+#
+# Not run here: the SDK's conformance suite (npm run conformance), which passes only once
+# the World layer is wired into the package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+step() { printf '\n== %s ==\n' "$*"; }
+
+step "node toolchain"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "node and npm are required (Node >= 20)" >&2
+  exit 1
+fi
+node --version
+npm --version
+
+step "npm install (packages/world-runlog, as locked)"
+(cd packages/world-runlog && npm install --no-audit --no-fund)
+
+step "build the addon (crates/runlog-node/build.sh)"
+bash crates/runlog-node/build.sh
+
+step "package tests (npm test) and type check"
+(cd packages/world-runlog && npm test && npm run typecheck)
+
+echo
+echo "node CI passed"

@@ -1,0 +1,267 @@
+//! Results on their way to JavaScript. Built on the worker thread (numbers checked against
+//! `Number.MAX_SAFE_INTEGER` there, so a failure rejects with a code), turned into
+//! JavaScript values on the JavaScript thread by [`IntoJs`]. Absent optional strings are
+//! `null`; payloads and metadata are fresh `Buffer`s.
+
+use napi::sys;
+use runlog::{Appended, CommitStatsSnapshot, ReadPage, RunInfo, RunPage, VerifyReport};
+
+use crate::errors::BindError;
+use crate::js::{IntoJs, ObjOut, array, buffer, safe_number};
+
+/// `undefined`.
+pub(crate) struct Unit;
+
+impl IntoJs for Unit {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let mut out = std::ptr::null_mut();
+        unsafe { sys::napi_get_undefined(env, &mut out) };
+        Ok(out)
+    }
+}
+
+/// One number.
+pub(crate) struct Number(f64);
+
+impl Number {
+    pub(crate) fn seq(seq: u64) -> Result<Number, BindError> {
+        safe_number("seq", seq).map(Number)
+    }
+}
+
+impl IntoJs for Number {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        unsafe { <f64 as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self.0) }
+    }
+}
+
+/// An array of numbers.
+pub(crate) struct Numbers(Vec<f64>);
+
+impl Numbers {
+    pub(crate) fn seqs(seqs: Vec<u64>) -> Result<Numbers, BindError> {
+        seqs.into_iter()
+            .map(|s| safe_number("seq", s))
+            .collect::<Result<_, _>>()
+            .map(Numbers)
+    }
+}
+
+impl IntoJs for Numbers {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let items = self
+            .0
+            .into_iter()
+            .map(|n| Number(n).into_js(env))
+            .collect::<napi::Result<_>>()?;
+        array(env, items)
+    }
+}
+
+/// `[{seq, duplicate}]` of `appendFacts`.
+pub(crate) struct AppendedOut(Vec<(f64, bool)>);
+
+impl AppendedOut {
+    pub(crate) fn new(appended: Vec<Appended>) -> Result<AppendedOut, BindError> {
+        appended
+            .into_iter()
+            .map(|a| Ok((safe_number("seq", a.seq)?, a.duplicate)))
+            .collect::<Result<_, _>>()
+            .map(AppendedOut)
+    }
+}
+
+impl IntoJs for AppendedOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let items = self
+            .0
+            .into_iter()
+            .map(|(seq, duplicate)| {
+                Ok(ObjOut::new(env)?
+                    .set("seq", seq)?
+                    .set("duplicate", duplicate)?
+                    .raw())
+            })
+            .collect::<napi::Result<_>>()?;
+        array(env, items)
+    }
+}
+
+/// `{events, next, hasMore}` of `read`.
+pub(crate) struct EventsPage {
+    page: ReadPage,
+    next: f64,
+}
+
+impl EventsPage {
+    pub(crate) fn new(page: ReadPage) -> Result<EventsPage, BindError> {
+        for e in &page.events {
+            safe_number("seq", e.seq)?;
+            safe_number("createdAt", e.created_at_ms)?;
+        }
+        let next = safe_number("next", page.next)?;
+        Ok(EventsPage { page, next })
+    }
+}
+
+impl IntoJs for EventsPage {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let mut events = Vec::with_capacity(self.page.events.len());
+        for e in self.page.events {
+            let obj = ObjOut::new(env)?
+                .set("seq", e.seq as f64)?
+                .set("eventId", e.event_id.to_string())?
+                .set("kind", e.kind)?
+                .set("correlationId", e.correlation_id)?
+                .set("key", e.key)?
+                .set("createdAt", e.created_at_ms as f64)?
+                .set_raw("payload", buffer(env, &e.payload)?)?;
+            events.push(obj.raw());
+        }
+        let obj = ObjOut::new(env)?
+            .set_raw("events", array(env, events)?)?
+            .set("next", self.next)?
+            .set("hasMore", self.page.has_more)?;
+        Ok(obj.raw())
+    }
+}
+
+/// `RunInfo`.
+pub(crate) struct InfoOut(RunInfo);
+
+impl InfoOut {
+    pub(crate) fn new(info: RunInfo) -> Result<InfoOut, BindError> {
+        safe_number("lastSeq", info.last_seq)?;
+        safe_number("committedBytes", info.committed_bytes)?;
+        safe_number("createdAt", info.created_at_ms)?;
+        safe_number("updatedAt", info.updated_at_ms)?;
+        Ok(InfoOut(info))
+    }
+
+    fn build(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let i = self.0;
+        Ok(ObjOut::new(env)?
+            .set("runId", i.run.as_str())?
+            .set("lastSeq", i.last_seq as f64)?
+            .set("committedBytes", i.committed_bytes as f64)?
+            .set("createdAt", i.created_at_ms as f64)?
+            .set("updatedAt", i.updated_at_ms as f64)?
+            .set("segmentCount", i.segment_count)?
+            .raw())
+    }
+}
+
+impl IntoJs for InfoOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        self.build(env)
+    }
+}
+
+/// The metadata `Buffer` of `runMeta`.
+pub(crate) struct MetaOut(pub(crate) Vec<u8>);
+
+impl IntoJs for MetaOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        buffer(env, &self.0)
+    }
+}
+
+/// `{runs, next, hasMore, damaged}` of `listRuns`.
+pub(crate) struct RunsPage {
+    runs: Vec<InfoOut>,
+    page: RunPage,
+}
+
+impl RunsPage {
+    pub(crate) fn new(mut page: RunPage) -> Result<RunsPage, BindError> {
+        let runs = std::mem::take(&mut page.runs)
+            .into_iter()
+            .map(InfoOut::new)
+            .collect::<Result<_, _>>()?;
+        Ok(RunsPage { runs, page })
+    }
+}
+
+impl IntoJs for RunsPage {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let runs = self
+            .runs
+            .into_iter()
+            .map(|r| r.build(env))
+            .collect::<napi::Result<_>>()?;
+        let damaged = self
+            .page
+            .damaged
+            .into_iter()
+            .map(|d| {
+                Ok(ObjOut::new(env)?
+                    .set("runId", d.run.as_str())?
+                    .set("error", d.error)?
+                    .set("corrupt", d.corrupt)?
+                    .raw())
+            })
+            .collect::<napi::Result<_>>()?;
+        Ok(ObjOut::new(env)?
+            .set_raw("runs", array(env, runs)?)?
+            .set("next", self.page.next.map(|r| r.as_str().to_owned()))?
+            .set("hasMore", self.page.has_more)?
+            .set_raw("damaged", array(env, damaged)?)?
+            .raw())
+    }
+}
+
+/// `verifyRun`'s report.
+pub(crate) struct VerifyOut(VerifyReport);
+
+impl VerifyOut {
+    pub(crate) fn new(report: VerifyReport) -> Result<VerifyOut, BindError> {
+        safe_number("events", report.events)?;
+        Ok(VerifyOut(report))
+    }
+}
+
+impl IntoJs for VerifyOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let r = self.0;
+        let list = |problems: Vec<runlog::Problem>| -> napi::Result<sys::napi_value> {
+            let items = problems
+                .into_iter()
+                .map(|p| {
+                    Ok(ObjOut::new(env)?
+                        .set("segment", p.segment)?
+                        .set("offset", p.offset as f64)?
+                        .set("detail", p.detail)?
+                        .raw())
+                })
+                .collect::<napi::Result<_>>()?;
+            array(env, items)
+        };
+        Ok(ObjOut::new(env)?
+            .set("runId", r.run.as_str())?
+            .set("ok", r.problems.is_empty())?
+            .set("segments", r.segments)?
+            .set("events", r.events as f64)?
+            .set_raw("problems", list(r.problems)?)?
+            .set_raw("notes", list(r.notes)?)?
+            .raw())
+    }
+}
+
+/// `commitStats()`: `{groups, requests, events, groupSizes}`; `groupSizes[i]` counts the
+/// groups of `(2^(i-1), 2^i]` requests (`groupSizes[0]`: groups of one).
+pub(crate) fn commit_stats(
+    env: sys::napi_env,
+    s: &CommitStatsSnapshot,
+) -> napi::Result<sys::napi_value> {
+    let sizes = s
+        .group_sizes
+        .iter()
+        .map(|n| Number(*n as f64).into_js(env))
+        .collect::<napi::Result<_>>()?;
+    Ok(ObjOut::new(env)?
+        .set("groups", s.groups as f64)?
+        .set("requests", s.requests as f64)?
+        .set("events", s.events as f64)?
+        .set_raw("groupSizes", array(env, sizes)?)?
+        .raw())
+}

@@ -1,0 +1,513 @@
+//! The `Store` class: `runlog::Store` as a Promise API.
+//!
+//! Every method but `commitStats` returns a promise, checks its arguments first (a bad one
+//! rejects with `INVALID_INPUT` before anything is queued), then runs the store call on the
+//! addon's own threads (`pool`). Seqs, counts, times and byte lengths are JavaScript numbers:
+//! inputs must be non-negative integers ≤ `Number.MAX_SAFE_INTEGER`, and an output beyond it
+//! (2^53 events in one run: not reachable in practice) rejects with `OUT_OF_RANGE` rather
+//! than lose precision.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use napi::bindgen_prelude::Unknown;
+use napi::{Env, sys};
+use napi_derive::napi;
+use parking_lot::{Condvar, Mutex};
+use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, Store as CoreStore};
+
+use crate::errors::{BindError, MAX_SAFE_INTEGER};
+use crate::js::{Arg, IntoJs, Raw, entry, spawn};
+use crate::out::{
+    AppendedOut, EventsPage, InfoOut, MetaOut, Number, Numbers, RunsPage, Unit, VerifyOut,
+};
+use crate::pool;
+
+/// Default `limit` of `read` and `listRuns`.
+const PAGE_DEFAULT: u64 = 1000;
+/// Largest `limit` of `read` and `listRuns` (bounds one page's memory).
+const PAGE_MAX: u64 = 100_000;
+/// Largest `wait` timeout: about 24.8 days (`setTimeout`'s limit).
+const WAIT_TIMEOUT_MS_MAX: u64 = (1 << 31) - 1;
+/// A `wait` sleeps in slices of at most this long, so that `close()` ends it promptly
+/// (commits of this process wake it at once whatever the slice).
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+/// An open runlog store (`Store.open` / `Store.openReadOnly`).
+#[napi(js_name = "Store")]
+pub struct JsStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    path: String,
+    read_only: bool,
+    /// `None` once `close()` was called.
+    store: Mutex<Option<CoreStore>>,
+    /// Calls holding a [`Lease`]; `close()` settles when it drops to 0.
+    inflight: Mutex<usize>,
+    idle: Condvar,
+    /// The commit counters as of `close()`.
+    stats_at_close: Mutex<CommitStatsSnapshot>,
+}
+
+/// A call's use of the store: counted in `inflight` until dropped.
+struct Lease {
+    store: CoreStore,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut n = self.shared.inflight.lock();
+        *n -= 1;
+        if *n == 0 {
+            self.shared.idle.notify_all();
+        }
+    }
+}
+
+impl Shared {
+    fn lease(self: &Arc<Shared>) -> Result<Lease, BindError> {
+        let store = self.store.lock().clone().ok_or_else(BindError::closed)?;
+        *self.inflight.lock() += 1;
+        Ok(Lease {
+            store,
+            shared: self.clone(),
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.store.lock().is_none()
+    }
+}
+
+impl IntoJs for JsStore {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        unsafe { <JsStore as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self) }
+    }
+}
+
+fn run_id(arg: &Arg) -> Result<RunId, BindError> {
+    let s = arg.string()?;
+    RunId::new(&s).map_err(BindError::from)
+}
+
+fn optional(value: Option<Unknown<'_>>, name: &str) -> Option<Arg> {
+    value.map(|v| Arg::new(v, name))
+}
+
+/// `Config` from the `options` object of `open`; unknown keys are rejected.
+fn config(options: Option<Arg>) -> Result<Config, BindError> {
+    let mut c = Config::default();
+    let Some(o) = options else { return Ok(c) };
+    if o.is_nullish()? {
+        return Ok(c);
+    }
+    o.only_keys(&[
+        "payloadLenBytesMax",
+        "batchLenBytesMax",
+        "batchEventsMax",
+        "segmentLenBytesMax",
+        "lockTimeoutMs",
+        "waitPollIntervalMs",
+        "openRunsMax",
+        "preallocateFromBytes",
+    ])?;
+    let max = MAX_SAFE_INTEGER;
+    c.payload_len_bytes_max = o
+        .get("payloadLenBytesMax")?
+        .uint_or(c.payload_len_bytes_max as u64, max)? as usize;
+    c.batch_len_bytes_max = o
+        .get("batchLenBytesMax")?
+        .uint_or(c.batch_len_bytes_max.into(), u32::MAX.into())? as u32;
+    c.batch_events_max = o
+        .get("batchEventsMax")?
+        .uint_or(c.batch_events_max as u64, max)? as usize;
+    c.segment_len_bytes_max = o
+        .get("segmentLenBytesMax")?
+        .uint_or(c.segment_len_bytes_max, max)?;
+    let ms = |d: Duration| d.as_millis() as u64;
+    c.lock_timeout =
+        Duration::from_millis(o.get("lockTimeoutMs")?.uint_or(ms(c.lock_timeout), max)?);
+    c.wait_poll_interval = Duration::from_millis(
+        o.get("waitPollIntervalMs")?
+            .uint_or(ms(c.wait_poll_interval), max)?,
+    );
+    c.open_runs_max = o.get("openRunsMax")?.uint_or(c.open_runs_max as u64, max)? as usize;
+    let prealloc = o.get("preallocateFromBytes")?;
+    // `null` turns preallocation off (u64::MAX, which a JavaScript number cannot hold).
+    c.preallocate_from_bytes = if prealloc.type_is_null()? {
+        u64::MAX
+    } else {
+        prealloc.uint_or(c.preallocate_from_bytes, max)?
+    };
+    Ok(c)
+}
+
+/// One element of an `events` array.
+fn new_event(arg: &Arg) -> Result<NewEvent, BindError> {
+    arg.only_keys(&[
+        "kind",
+        "payload",
+        "correlationId",
+        "key",
+        "eventId",
+        "createdAt",
+    ])?;
+    let mut e = NewEvent::new(arg.get("kind")?.string()?, arg.get("payload")?.bytes()?);
+    if let Some(c) = arg.get("correlationId")?.opt_string()? {
+        e = e.correlation_id(c);
+    }
+    if let Some(k) = arg.get("key")?.opt_string()? {
+        e = e.key(k);
+    }
+    let id = arg.get("eventId")?;
+    if let Some(s) = id.opt_string()? {
+        let ulid = ulid::Ulid::from_string(&s)
+            .map_err(|err| BindError::invalid(id.name.clone(), format!("not a ULID: {err}")))?;
+        e = e.event_id(ulid);
+    }
+    let created = arg.get("createdAt")?;
+    if !created.is_nullish()? {
+        e = e.created_at_ms(created.uint(MAX_SAFE_INTEGER)?);
+    }
+    Ok(e)
+}
+
+fn events(arg: &Arg) -> Result<Vec<NewEvent>, BindError> {
+    arg.array_items()?.iter().map(new_event).collect()
+}
+
+#[napi]
+impl JsStore {
+    /// `Store.open(dir, options?) → Promise<Store>`: opens (creating if missing or empty) the
+    /// store at `dir`.
+    #[napi(ts_return_type = "Promise<Store>")]
+    pub fn open(env: Env, dir: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Raw> {
+        open_with(env, dir, options, false)
+    }
+
+    /// `Store.openReadOnly(dir, options?) → Promise<Store>`: no lock, no write, no recovery
+    /// (`runlog::Store::open_read_only`).
+    #[napi(ts_return_type = "Promise<Store>")]
+    pub fn open_read_only(
+        env: Env,
+        dir: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        open_with(env, dir, options, true)
+    }
+
+    /// The store directory as given to `open`.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.shared.path.clone()
+    }
+
+    /// Whether the store was opened with `openReadOnly`.
+    #[napi(getter)]
+    pub fn read_only(&self) -> bool {
+        self.shared.read_only
+    }
+
+    /// Whether `close()` was called.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    /// `createRun(runId, meta?) → Promise<void>`; `meta` ≤ 2 KiB (Buffer, Uint8Array or
+    /// string).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn create_run(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        meta: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let meta = match optional(meta, "meta") {
+                Some(m) => m.bytes()?,
+                None => Vec::new(),
+            };
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                lease.store.create_run_with_meta(&run, &meta)?;
+                Ok(Unit)
+            })
+        })
+    }
+
+    /// `appendFacts(runId, events) → Promise<{seq, duplicate}[]>`.
+    #[napi(ts_return_type = "Promise<Array<{ seq: number; duplicate: boolean }>>")]
+    pub fn append_facts(&self, env: Env, run: Unknown<'_>, evs: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let evs = events(&Arg::new(evs, "events"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                AppendedOut::new(lease.store.append_facts(&run, evs)?)
+            })
+        })
+    }
+
+    /// `appendDecisions(runId, expectedSeq, events) → Promise<number[]>` (the assigned
+    /// seqs); rejects with `FENCED` (`expected`, `actual`) when the log is not at
+    /// `expectedSeq`.
+    #[napi(ts_return_type = "Promise<number[]>")]
+    pub fn append_decisions(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        expected: Unknown<'_>,
+        evs: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let expected = Arg::new(expected, "expectedSeq").uint(MAX_SAFE_INTEGER)?;
+            let evs = events(&Arg::new(evs, "events"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                Numbers::seqs(lease.store.append_decisions(&run, expected, evs)?)
+            })
+        })
+    }
+
+    /// `read(runId, after = 0, limit = 1000) → Promise<{events, next, hasMore}>`.
+    #[napi(ts_return_type = "Promise<ReadPage>")]
+    pub fn read(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        after: Option<Unknown<'_>>,
+        limit: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let after = seq_or_zero(optional(after, "after"))?;
+            let limit = page_limit(optional(limit, "limit"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                EventsPage::new(lease.store.read(&run, after, limit)?)
+            })
+        })
+    }
+
+    /// `lastSeq(runId) → Promise<number>`.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn last_seq(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                Number::seq(lease.store.last_seq(&run)?)
+            })
+        })
+    }
+
+    /// `wait(runId, after, timeoutMs) → Promise<number>`: the run's last seq once it exceeds
+    /// `after`, or at the timeout (then ≤ `after`). The timeout counts from the call. Runs
+    /// on the `wait` lane; `close()` rejects pending waits with `CLOSED`.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn wait(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        after: Unknown<'_>,
+        timeout_ms: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let after = Arg::new(after, "after").uint(MAX_SAFE_INTEGER)?;
+            let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
+            let deadline = Instant::now() + Duration::from_millis(timeout);
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::WAIT, move || {
+                Number::seq(wait_sliced(&lease, &run, after, deadline)?)
+            })
+        })
+    }
+
+    /// `runInfo(runId) → Promise<RunInfo>`.
+    #[napi(ts_return_type = "Promise<RunInfo>")]
+    pub fn run_info(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                InfoOut::new(lease.store.run_info(&run)?)
+            })
+        })
+    }
+
+    /// `runMeta(runId) → Promise<Buffer>`: the metadata given to `createRun`.
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn run_meta(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                Ok(MetaOut(lease.store.run_meta(&run)?))
+            })
+        })
+    }
+
+    /// `listRuns(after?, limit = 1000) → Promise<{runs, next, hasMore, damaged}>`, in run id
+    /// order after `after` (exclusive; `null`/`undefined` for the start).
+    #[napi(ts_return_type = "Promise<RunPage>")]
+    pub fn list_runs(
+        &self,
+        env: Env,
+        after: Option<Unknown<'_>>,
+        limit: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let after = match optional(after, "after") {
+                Some(a) if !a.is_nullish()? => Some(run_id(&a)?),
+                _ => None,
+            };
+            let limit = page_limit(optional(limit, "limit"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                RunsPage::new(lease.store.list_runs(after.as_ref(), limit)?)
+            })
+        })
+    }
+
+    /// `deleteRun(runId) → Promise<void>`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                lease.store.delete_run(&run)?;
+                Ok(Unit)
+            })
+        })
+    }
+
+    /// `verifyRun(runId) → Promise<VerifyReport>`: every byte of the run checked; problems
+    /// are in the report (`ok` false), not a rejection.
+    #[napi(ts_return_type = "Promise<VerifyReport>")]
+    pub fn verify_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = run_id(&Arg::new(run, "runId"))?;
+            let lease = self.shared.lease()?;
+            spawn(&env, &pool::IO, move || {
+                VerifyOut::new(lease.store.verify_run(&run)?)
+            })
+        })
+    }
+
+    /// `commitStats() → {groups, requests, events, groupSizes}` (synchronous): the group
+    /// commit counters of this handle since it was opened (`runlog::Store::commit_stats`);
+    /// after `close()`, the counters as of closing.
+    #[napi(ts_return_type = "CommitStats")]
+    pub fn commit_stats(&self, env: Env) -> napi::Result<Raw> {
+        let snapshot = match self.shared.store.lock().as_ref() {
+            Some(store) => store.commit_stats(),
+            None => self.shared.stats_at_close.lock().clone(),
+        };
+        Ok(Raw(crate::out::commit_stats(env.raw(), &snapshot)?))
+    }
+
+    /// `close() → Promise<void>`: new calls reject with `CLOSED` at once, pending `wait`s
+    /// within 100 ms; resolves when every call made before it has settled and the store's
+    /// files are released. Idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close(&self, env: Env) -> napi::Result<Raw> {
+        entry(&env, || {
+            let taken = self.shared.store.lock().take();
+            if let Some(store) = &taken {
+                *self.shared.stats_at_close.lock() = store.commit_stats();
+            }
+            let shared = self.shared.clone();
+            // On the `wait` lane: this job blocks until the calls before it settle, and those
+            // may still be queued on the `io` lane, which it must not occupy.
+            spawn(&env, &pool::WAIT, move || {
+                let mut n = shared.inflight.lock();
+                while *n > 0 {
+                    shared.idle.wait(&mut n);
+                }
+                drop(n);
+                if let Some(store) = taken {
+                    *shared.stats_at_close.lock() = store.commit_stats();
+                }
+                Ok(Unit)
+            })
+        })
+    }
+}
+
+fn open_with(
+    env: Env,
+    dir: Unknown<'_>,
+    options: Option<Unknown<'_>>,
+    read_only: bool,
+) -> napi::Result<Raw> {
+    entry(&env, || {
+        let dir = Arg::new(dir, "dir").string()?;
+        if dir.is_empty() {
+            return Err(BindError::invalid("dir", "must not be empty"));
+        }
+        let config = config(optional(options, "options"))?;
+        spawn(&env, &pool::IO, move || {
+            let store = if read_only {
+                CoreStore::open_read_only(&dir, config)?
+            } else {
+                CoreStore::open(&dir, config)?
+            };
+            Ok(JsStore {
+                shared: Arc::new(Shared {
+                    path: dir,
+                    read_only,
+                    store: Mutex::new(Some(store)),
+                    inflight: Mutex::new(0),
+                    idle: Condvar::new(),
+                    stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
+                }),
+            })
+        })
+    })
+}
+
+fn seq_or_zero(arg: Option<Arg>) -> Result<u64, BindError> {
+    match arg {
+        Some(a) => a.uint_or(0, MAX_SAFE_INTEGER),
+        None => Ok(0),
+    }
+}
+
+fn page_limit(arg: Option<Arg>) -> Result<usize, BindError> {
+    let n = match arg {
+        Some(a) => a.uint_or(PAGE_DEFAULT, PAGE_MAX)?,
+        None => PAGE_DEFAULT,
+    };
+    if n == 0 {
+        return Err(BindError::invalid("limit", "must be at least 1"));
+    }
+    Ok(n as usize)
+}
+
+/// `Store::wait` in slices of [`WAIT_SLICE`] until `deadline`, giving up with `CLOSED` as
+/// soon as the store is closed.
+fn wait_sliced(
+    lease: &Lease,
+    run: &RunId,
+    after: u64,
+    deadline: Instant,
+) -> Result<u64, BindError> {
+    loop {
+        if lease.shared.is_closed() {
+            return Err(BindError::closed());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let last = lease.store.wait(run, after, left.min(WAIT_SLICE))?;
+        if last > after || left <= WAIT_SLICE {
+            return Ok(last);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+// createWorld(): a Workflow SDK World (spec 5) whose storage and streams are runlog's and
+// whose queue is @workflow/world-local's (the published local queue: HTTP delivery to the
+// app's /.well-known/workflow/v1/flow, delaySeconds, idempotency keys, redelivery).
+import { reenqueueActiveRuns, SPEC_VERSION_CURRENT } from '@workflow/world';
+import { createWorld as createLocalWorld } from '@workflow/world-local';
+
+import { resolveConfig } from './config.js';
+import { Store } from './native.js';
+import { createStorage } from './storage.js';
+
+/** The members of world-local's World that this World takes: its queue, nothing stored. */
+const QUEUE_MEMBERS = ['queue', 'createQueueHandler', 'getDeploymentId', 'registerHandler'];
+
+/**
+ * A World on runlog. `createWorldFromModule` calls it with no arguments; options (and
+ * their environment fallbacks) are in src/config.js. Nothing is opened or created until
+ * `start()` or the first storage call; `close()` closes the store and the queue.
+ */
+export function createWorld(options = {}) {
+  const config = resolveConfig(options);
+  // world-local creates no file until its own start() or storage are used; this World
+  // calls neither, so its data directory is never touched.
+  const local = createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
+  const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
+
+  let opening;
+  const openStore = () => {
+    opening ??= Store.open(config.dataDir, config.store);
+    return opening;
+  };
+  const storage = createStorage(openStore);
+  let closed = false;
+
+  return {
+    specVersion: SPEC_VERSION_CURRENT,
+    ...queue,
+    runs: storage.runs,
+    steps: storage.steps,
+    events: storage.events,
+    hooks: storage.hooks,
+    streams: storage.streams,
+    ...(config.streamFlushIntervalMs !== undefined && { streamFlushIntervalMs: config.streamFlushIntervalMs }),
+
+    /** Opens the store (creating `dataDir`), then re-enqueues the runs it holds as active. */
+    async start() {
+      await openStore();
+      if (config.recoverActiveRuns && storage.available) {
+        await reenqueueActiveRuns(storage.runs, queue.queue, 'world-runlog');
+      }
+    },
+
+    /** Closes the queue and the store; idempotent. */
+    async close() {
+      if (closed) return;
+      closed = true;
+      await local.close();
+      const store = await opening?.catch(() => undefined);
+      await store?.close();
+    },
+
+    /** This World's runlog side: the resolved config and the store (opened on first use). */
+    runlog: { config, store: openStore },
+  };
+}

@@ -1,0 +1,208 @@
+// Types of the runlog addon (crates/runlog-node) as loaded by world-runlog.
+//
+// Seqs, counts, byte lengths and times (ms since the Unix epoch) are JavaScript numbers.
+// Inputs must be non-negative integers ≤ Number.MAX_SAFE_INTEGER (BigInt is refused with
+// INVALID_INPUT); an output beyond it rejects with OUT_OF_RANGE instead of losing precision.
+// Every method but `commitStats` returns a Promise; every failure rejects it with a
+// RunlogError (never a synchronous throw).
+
+/** A stable error code of the addon (see ERROR_CODES). */
+export type RunlogErrorCode =
+  | 'INVALID_INPUT'
+  | 'NOT_FOUND'
+  | 'EXISTS'
+  | 'FENCED'
+  | 'DUPLICATE'
+  | 'BUSY'
+  | 'CORRUPT'
+  | 'UNSUPPORTED_VERSION'
+  | 'NOT_A_STORE'
+  | 'READ_ONLY'
+  | 'DISK_FULL'
+  | 'POISONED'
+  | 'IO'
+  | 'PANICKED'
+  | 'CLOSED'
+  | 'OUT_OF_RANGE'
+  | 'INTERNAL'
+  | 'UNKNOWN';
+
+/** A rejection of the addon: `code`, message, and the fields of the failure. */
+export interface RunlogError extends Error {
+  code: RunlogErrorCode;
+  /** INVALID_INPUT: the argument (`runId`, `events[2].payload`, `options.lockTimeoutMs`). */
+  field?: string;
+  runId?: string;
+  /** FENCED: the seq the decision was derived from, and the run's seq at the check. */
+  expected?: number;
+  actual?: number;
+  /** DUPLICATE: the repeated key and where the original lives. */
+  key?: string;
+  seq?: number;
+  /** BUSY */
+  holder?: string;
+  waitedMs?: number;
+  /** CORRUPT: segment file and byte offset; PANICKED: the panic message. */
+  segment?: string;
+  offset?: number;
+  detail?: string;
+  /** IO, DISK_FULL, READ_ONLY, NOT_A_STORE, UNSUPPORTED_VERSION */
+  op?: string;
+  path?: string;
+  errno?: number;
+  reason?: string;
+  cause?: unknown;
+}
+
+export declare const ERROR_CODES: Readonly<Record<RunlogErrorCode, string>>;
+export declare function isRunlogError(err: unknown, code?: RunlogErrorCode): err is RunlogError;
+
+/** Payload bytes: a Buffer or Uint8Array (copied), or a string (UTF-8). */
+export type Bytes = Buffer | Uint8Array | string;
+
+/** An event to append. Unknown fields are refused (INVALID_INPUT). */
+export interface NewEvent {
+  /** 1–64 bytes. */
+  kind: string;
+  /** At most StoreOptions.payloadLenBytesMax (16 MiB); empty when omitted. */
+  payload?: Bytes | null;
+  /** ≤ 256 bytes. */
+  correlationId?: string | null;
+  /** Idempotency key, ≤ 256 bytes: a fact whose key exists appends nothing. */
+  key?: string | null;
+  /** Caller-supplied ULID (26 characters); idempotent like `key`. */
+  eventId?: string | null;
+  /** Caller-supplied creation time, ms since the Unix epoch; else commit time. */
+  createdAt?: number | null;
+}
+
+/** A committed event. */
+export interface Event {
+  seq: number;
+  /** ULID, 26 characters. */
+  eventId: string;
+  kind: string;
+  correlationId: string | null;
+  key: string | null;
+  /** ms since the Unix epoch. */
+  createdAt: number;
+  payload: Buffer;
+}
+
+export interface ReadPage {
+  events: Event[];
+  /** Cursor for the next read: the last seq returned, or `after` when empty. */
+  next: number;
+  /** Whether events past `next` were committed when the read started. */
+  hasMore: boolean;
+}
+
+export interface Appended {
+  seq: number;
+  /** True when the key (or event id) existed: nothing appended, `seq` is the original. */
+  duplicate: boolean;
+}
+
+export interface RunInfo {
+  runId: string;
+  lastSeq: number;
+  committedBytes: number;
+  createdAt: number;
+  updatedAt: number;
+  segmentCount: number;
+}
+
+export interface RunPage {
+  runs: RunInfo[];
+  /** Pass as `after` to continue; null when nothing was returned. */
+  next: string | null;
+  hasMore: boolean;
+  /** Runs of this page whose files could not be read. */
+  damaged: Array<{ runId: string; error: string; corrupt: boolean }>;
+}
+
+export interface Problem {
+  segment: string;
+  offset: number;
+  detail: string;
+}
+
+export interface VerifyReport {
+  runId: string;
+  /** No problem found. */
+  ok: boolean;
+  segments: number;
+  events: number;
+  problems: Problem[];
+  notes: Problem[];
+}
+
+export interface CommitStats {
+  /** Group commits (each at most one write + one fdatasync). */
+  groups: number;
+  /** Append requests handled. */
+  requests: number;
+  /** Events written. */
+  events: number;
+  /** groupSizes[i]: groups of (2^(i-1), 2^i] requests; groupSizes[0]: groups of one. */
+  groupSizes: number[];
+}
+
+/** runlog's Config; every field optional, unknown fields refused. */
+export interface StoreOptions {
+  payloadLenBytesMax?: number;
+  batchLenBytesMax?: number;
+  batchEventsMax?: number;
+  segmentLenBytesMax?: number;
+  lockTimeoutMs?: number;
+  waitPollIntervalMs?: number;
+  openRunsMax?: number;
+  /** null turns preallocation off. */
+  preallocateFromBytes?: number | null;
+}
+
+export declare class Store {
+  private constructor();
+  /** Opens (creating if missing or empty) the store at `dir`. */
+  static open(dir: string, options?: StoreOptions): Promise<Store>;
+  /** Opens an existing store without lock, write or recovery; writes reject with READ_ONLY. */
+  static openReadOnly(dir: string, options?: StoreOptions): Promise<Store>;
+  readonly path: string;
+  readonly readOnly: boolean;
+  readonly closed: boolean;
+  /** `meta` ≤ 2 KiB, returned by runMeta. */
+  createRun(runId: string, meta?: Bytes): Promise<void>;
+  appendFacts(runId: string, events: NewEvent[]): Promise<Appended[]>;
+  /** Rejects with FENCED (expected, actual) unless the run's last seq is `expectedSeq`. */
+  appendDecisions(runId: string, expectedSeq: number, events: NewEvent[]): Promise<number[]>;
+  /** Events after seq `after` (default 0), at most `limit` (default 1000, max 100000). */
+  read(runId: string, after?: number, limit?: number): Promise<ReadPage>;
+  lastSeq(runId: string): Promise<number>;
+  /** The last seq once it exceeds `after`, or at the timeout (then ≤ after). */
+  wait(runId: string, after: number, timeoutMs: number): Promise<number>;
+  runInfo(runId: string): Promise<RunInfo>;
+  runMeta(runId: string): Promise<Buffer>;
+  /** Runs in id order after `after` (exclusive), at most `limit` (default 1000). */
+  listRuns(after?: string | null, limit?: number): Promise<RunPage>;
+  deleteRun(runId: string): Promise<void>;
+  verifyRun(runId: string): Promise<VerifyReport>;
+  /** Synchronous: group-commit counters of this handle since it was opened. */
+  commitStats(): CommitStats;
+  /** New calls reject with CLOSED; resolves once earlier calls settled. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface LaneStats {
+  threads: number;
+  idle: number;
+  queued: number;
+  threadsMax: number;
+  threadsStarted: number;
+  jobsRun: number;
+}
+
+/** The addon's worker threads: `io` (every call but wait) and `wait`. */
+export declare function threadPoolStats(): { io: LaneStats; wait: LaneStats };
+export declare function version(): string;
+/** The addon file loaded (RUNLOG_NODE_ADDON, else native/runlog_node.node). */
+export declare const addonPath: string;

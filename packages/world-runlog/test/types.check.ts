@@ -1,0 +1,29 @@
+// Compiled by `npm run typecheck` (tsc, no emit): the declarations describe the API as the
+// tests use it, and the World satisfies @workflow/world's World interface.
+import type { World } from '@workflow/world';
+
+import { createWorld, Store, type RunlogError, type ReadPage } from 'world-runlog';
+import { isRunlogError } from 'world-runlog/store';
+
+async function roundTrip(): Promise<number> {
+  const store = await Store.open('/tmp/x.runlog', { payloadLenBytesMax: 1024, preallocateFromBytes: null });
+  await store.createRun('wrun_1', Buffer.from('meta'));
+  const [first] = await store.appendFacts('wrun_1', [{ kind: 'step_completed', payload: new Uint8Array([0]), key: 'k' }]);
+  const seqs: number[] = await store.appendDecisions('wrun_1', first.seq, [{ kind: 'run_completed' }]);
+  const page: ReadPage = await store.read('wrun_1', 0, 10);
+  const payload: Buffer = page.events[0].payload;
+  try {
+    await store.appendDecisions('wrun_1', 0, [{ kind: 'x' }]);
+  } catch (e) {
+    if (isRunlogError(e, 'FENCED')) {
+      const err: RunlogError = e;
+      return (err.actual ?? 0) + seqs.length + payload.length;
+    }
+  }
+  await store.close();
+  return store.commitStats().groups;
+}
+
+const world: World = createWorld({ dataDir: '/tmp/w', recoverActiveRuns: false });
+void world;
+void roundTrip;
