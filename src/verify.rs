@@ -199,9 +199,9 @@ fn scan_tail(seg: &Segment, start: u64, last_seq: Seq, len_max: u32) -> Tail {
 /// bytes (cut by it) — neither is corruption; zeros alone (preallocated space) are not noted —
 /// or a bad batch with a valid batch after it, which is corruption (the rule of recovery, SPEC
 /// §6). Verify takes no lock, and a live writer may be writing past the counter while it reads,
-/// so corruption is reported only when it is still there with the run lock taken for a moment
-/// and the counter unchanged (a lock held by a writer leaves it a note). Read with `read_at`,
-/// never mapped: the tail may be cut while this runs.
+/// so corruption is reported only when it is still there a moment later with the counter
+/// unchanged (a tail in flux stays a note). Read with `read_at`, never mapped: the tail may be
+/// cut while this runs.
 fn note_tail(
     seg: &Segment,
     start: u64,
@@ -240,20 +240,21 @@ fn note_tail(
     }
 }
 
-/// The tail scanned again with the run lock held for a moment and the counter unchanged, or
-/// `None` when a writer holds the lock or the counter moved (the tail is in flux).
+/// The tail scanned again a moment later with the counter unchanged, or `None` when the
+/// counter moved (a live writer was writing there: the tail was in flux). Verify takes no lock
+/// (a reader never blocks a writer), so this is how it tells a writer's write in progress
+/// from damage that stays.
 fn settled_tail(seg: &Segment, start: u64, last_seq: Seq, ctx: &SegmentCheck<'_>) -> Option<Tail> {
-    let lock = ctx.lock?;
-    if !lock.try_lock().unwrap_or(false) {
-        return None;
-    }
+    std::thread::sleep(SETTLE);
     let same = seg
-        .read_counter(ctx.run.as_str(), Some(lock))
+        .read_counter(ctx.run.as_str(), ctx.lock)
         .is_ok_and(|c| c.newest.committed_len == start && !c.newest.sealed);
-    let tail = same.then(|| scan_tail(seg, start, last_seq, ctx.len_max));
-    let _ = lock.unlock();
-    tail
+    same.then(|| scan_tail(seg, start, last_seq, ctx.len_max))
 }
+
+/// How long verify waits before judging a bad-then-valid tail again (a group write and its
+/// fdatasync take well under this on any disk runlog is meant for).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The valid batch continuing at `next_seq` at offset `at` of the file, if one is there.
 fn tail_batch(
