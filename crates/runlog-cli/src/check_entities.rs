@@ -114,6 +114,8 @@ pub struct RunDifferences {
 /// The whole comparison.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EntityCheck {
+    /// The kinds compared: `runs`, `steps`, `hooks` — those the source has a directory of.
+    pub compared: Vec<&'static str>,
     /// Runs compared (any entity of theirs or ours).
     pub runs: usize,
     /// Steps compared (either side).
@@ -190,16 +192,25 @@ fn exists(entity: String, ours: bool) -> Difference {
     }
 }
 
-/// The source's entity files of one kind: (run id, entity id) → value. Temp files and
+/// The source's entity files of one kind: (run id, entity id) → value; `None` when the
+/// source has no such directory (that kind is then not compared). Temp files and
 /// subdirectories (the hook indexes) are not entities.
 fn read_entities(
     dir: &Path,
     id_member: &str,
     problems: &mut Vec<FileProblem>,
-) -> BTreeMap<(String, String), Value> {
+) -> Option<BTreeMap<(String, String), Value>> {
     let mut out = BTreeMap::new();
-    let Ok(list) = fs::read_dir(dir) else {
-        return out;
+    let list = match fs::read_dir(dir) {
+        Ok(list) => list,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            problems.push(FileProblem {
+                path: dir.to_path_buf(),
+                reason: format!("cannot list: {e}"),
+            });
+            return Some(out);
+        }
     };
     let mut paths: Vec<_> = list.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
@@ -230,7 +241,7 @@ fn read_entities(
             }),
         }
     }
-    out
+    Some(out)
 }
 
 /// What the log says about a run, for its class.
@@ -384,10 +395,21 @@ pub fn check_entities<B: RunLog>(
     let their_steps = read_entities(&src.join("steps"), "stepId", &mut problems);
     let their_hooks = read_entities(&src.join("hooks"), "hookId", &mut problems);
     let temps = temp_terminals(src);
+    check.compared = [
+        ("runs", their_runs.is_some()),
+        ("steps", their_steps.is_some()),
+        ("hooks", their_hooks.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(kind, present)| present.then_some(kind))
+    .collect();
     let mut ids: BTreeSet<String> = runs.into_iter().collect();
-    ids.extend(their_runs.keys().map(|(r, _)| r.clone()));
-    ids.extend(their_steps.keys().map(|(r, _)| r.clone()));
-    ids.extend(their_hooks.keys().map(|(r, _)| r.clone()));
+    for m in [&their_runs, &their_steps, &their_hooks]
+        .into_iter()
+        .flatten()
+    {
+        ids.extend(m.keys().map(|(r, _)| r.clone()));
+    }
     for run in ids {
         check.runs += 1;
         let mut diffs = Vec::new();
@@ -405,10 +427,12 @@ pub fn check_entities<B: RunLog>(
             }
         };
         let ours_run = state.as_ref().and_then(RunState::run);
-        match (ours_run, their_runs.get(&(run.clone(), run.clone()))) {
-            (Some(o), Some(t)) => diff_entity("run", &to_value(o), t, &mut diffs),
-            (None, None) => {}
-            (o, _) => diffs.push(exists("run".into(), o.is_some())),
+        if let Some(their_runs) = &their_runs {
+            match (ours_run, their_runs.get(&(run.clone(), run.clone()))) {
+                (Some(o), Some(t)) => diff_entity("run", &to_value(o), t, &mut diffs),
+                (None, None) => {}
+                (o, _) => diffs.push(exists("run".into(), o.is_some())),
+            }
         }
         let prefix = (run.clone(), String::new());
         let theirs_of = |m: &BTreeMap<(String, String), Value>| -> BTreeMap<String, Value> {
@@ -417,10 +441,11 @@ pub fn check_entities<B: RunLog>(
                 .map(|((_, id), v)| (id.clone(), v.clone()))
                 .collect()
         };
-        let mut steps = theirs_of(&their_steps);
-        let mut hooks = theirs_of(&their_hooks);
+        let mut steps = their_steps.as_ref().map(theirs_of).unwrap_or_default();
+        let mut hooks = their_hooks.as_ref().map(theirs_of).unwrap_or_default();
         if let Some(state) = &state {
-            for (_, step) in state.steps() {
+            let (with_steps, with_hooks) = (their_steps.is_some(), their_hooks.is_some());
+            for (_, step) in state.steps().filter(|_| with_steps) {
                 check.steps += 1;
                 let entity = format!("step {}", step.step_id);
                 match steps.remove(&step.step_id) {
@@ -428,7 +453,7 @@ pub fn check_entities<B: RunLog>(
                     None => diffs.push(exists(entity, true)),
                 }
             }
-            for (_, hook) in state.live_hooks() {
+            for (_, hook) in state.live_hooks().filter(|_| with_hooks) {
                 check.hooks += 1;
                 let entity = format!("hook {}", hook.hook_id);
                 match hooks.remove(&hook.hook_id) {

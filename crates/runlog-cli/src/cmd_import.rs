@@ -263,7 +263,7 @@ fn print_check_json(out: &mut impl Write, check: &EntityCheck) -> io::Result<()>
         .collect();
     json_line(
         out,
-        &json!({"check": "summary", "runs": check.runs, "steps": check.steps, "hooks": check.hooks,
+        &json!({"check": "summary", "compared": check.compared, "runs": check.runs, "steps": check.steps, "hooks": check.hooks,
                 "differing_runs": check.differing.len(), "classes": classes}),
     )
 }
@@ -271,7 +271,8 @@ fn print_check_json(out: &mut impl Write, check: &EntityCheck) -> io::Result<()>
 fn print_check_report(out: &mut impl Write, check: &EntityCheck) -> io::Result<()> {
     writeln!(
         out,
-        "check-entities: compared {} runs, {} steps, {} live hooks with the source's files: {} runs differ",
+        "check-entities ({}): compared {} runs, {} steps, {} live hooks with the source's files: {} runs differ",
+        check.compared.join(", "),
         check.runs,
         check.steps,
         check.hooks,

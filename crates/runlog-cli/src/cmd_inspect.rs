@@ -45,6 +45,18 @@ pub enum What {
     Streams,
 }
 
+impl What {
+    fn name(self) -> &'static str {
+        match self {
+            What::Runs => "runs",
+            What::Steps => "steps",
+            What::Hooks => "hooks",
+            What::Events => "events",
+            What::Streams => "streams",
+        }
+    }
+}
+
 /// Arguments of `runlog inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
@@ -145,15 +157,11 @@ pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
     let store = Arc::new(open_for_reading(store_dir)?);
     let world = World::new(store.clone(), WorldConfig::default());
     let mut out = BufWriter::new(io::stdout().lock());
+    let what = args.what;
     let need_run = || {
-        args.run.clone().ok_or_else(|| {
-            CliError::Input(format!(
-                "inspect {:?} needs a RUN",
-                args.what
-                    .to_possible_value()
-                    .map(|v| v.get_name().to_string())
-            ))
-        })
+        args.run
+            .clone()
+            .ok_or_else(|| CliError::Input(format!("inspect {} needs a RUN", what.name())))
     };
     match args.what {
         What::Runs => runs(&world, &store, &mut out, args.json),
