@@ -71,6 +71,9 @@ pub struct InspectArgs {
 
 type StoreWorld = World<Arc<Store>>;
 
+/// A workflow run's id and its fold (or why it could not be folded).
+type FoldedRun = (String, Result<RunState, WorldError>);
+
 /// A World error as the CLI's: storage faults keep their exit codes, a missing run is bad input.
 fn cli_error(e: WorldError) -> CliError {
     match e {
@@ -174,10 +177,7 @@ pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
 
 /// The workflow runs of the store (ids `wrun_<ULID>`), each with the result of its fold;
 /// a run the store cannot even list is an error entry.
-fn world_runs(
-    world: &StoreWorld,
-    store: &Store,
-) -> Result<Vec<(String, Result<RunState, WorldError>)>, CliError> {
+fn world_runs(world: &StoreWorld, store: &Store) -> Result<Vec<FoldedRun>, CliError> {
     let mut runs = Vec::new();
     for listed in all_runs(store)? {
         match listed {
