@@ -11,7 +11,8 @@ use serde_json::json;
 
 use crate::output::{Table, error_json, json_line};
 use crate::support::{
-    CliError, RunFailures, open_for_reading, per_run, read_all, selected_runs, stamp_of,
+    CliError, RunFailures, open_for_reading, per_run, read_all, selected_runs,
+    selected_workflow_runs, stamp_of,
 };
 
 /// Extra `--help` text of `verify`.
@@ -148,7 +149,7 @@ pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "CLASS", "SEQS", "DETAIL"]);
     let mut failures = RunFailures::default();
-    let runs = selected_runs(&store, args.run)?;
+    let runs = selected_workflow_runs(&store, args.run)?;
     let total = runs.len();
     let (mut findings, mut runs_with) = (0, 0);
     for entry in runs {

@@ -20,7 +20,7 @@ use crate::output::{
 };
 use crate::support::{
     CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
-    selected_runs, stamp_of,
+    selected_workflow_runs, stamp_of,
 };
 
 /// Extra `--help` text of `runs`.
@@ -282,7 +282,7 @@ pub fn export(store_dir: &Path, args: ExportArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut failures = RunFailures::default();
-    let selected = selected_runs(&store, args.run)?;
+    let selected = selected_workflow_runs(&store, args.run)?;
     let total = selected.len();
     for entry in selected {
         let failed = match entry {

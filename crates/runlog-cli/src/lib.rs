@@ -5,11 +5,16 @@
 //!   imports its runs with dense seqs in that store's own order;
 //! - [`audit`]: workflow-level anomalies of a run's log (extra terminal events, events before
 //!   the entity they name);
+//! - [`stream_import`]: the source's `streams/` chunk files into `runlog-world` streams;
+//! - [`check_entities`]: the World's runs, steps and hooks against the source's own entity
+//!   files, every difference classified;
 //! - [`storm`]: the concurrency storm, simulated workflows racing on the same runs through the
 //!   replay driver, judged fenced vs unfenced.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod audit;
+pub mod check_entities;
 pub mod import;
 pub mod storm;
+pub mod stream_import;

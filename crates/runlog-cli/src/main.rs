@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod cmd_append;
 mod cmd_check;
 mod cmd_import;
+mod cmd_inspect;
 mod cmd_read;
 mod output;
 mod storm_cmd;
@@ -75,6 +76,9 @@ enum Command {
     /// Print events as world-local JSON lines (runId, eventId, eventType, ..., seq).
     #[command(after_help = cmd_read::EXPORT_HELP)]
     Export(cmd_read::ExportArgs),
+    /// The World's view, computed from the logs: runs, steps, hooks, events or streams.
+    #[command(after_help = cmd_inspect::INSPECT_HELP)]
+    Inspect(cmd_inspect::InspectArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
     Storm(storm_cmd::StormArgs),
 }
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => cmd_check::audit(&cli.store, args),
         Command::Repair(args) => cmd_check::repair(&cli.store, args),
         Command::Export(args) => cmd_read::export(&cli.store, args),
+        Command::Inspect(args) => cmd_inspect::run(&cli.store, args),
         Command::Storm(args) => return storm_cmd::run(args),
     };
     match result {

@@ -35,6 +35,13 @@ impl Table {
         self.rows.push(escape_cells(cells));
     }
 
+    /// Replaces the column headers (e.g. to add a trailing `ERROR` column once a row needs it).
+    pub fn set_headers(&mut self, headers: &[&str]) {
+        if let Some(first) = self.rows.first_mut() {
+            *first = headers.iter().map(|h| h.to_string()).collect();
+        }
+    }
+
     /// Whether only the header is present.
     pub fn is_empty(&self) -> bool {
         self.rows.len() <= 1

@@ -222,6 +222,36 @@ pub fn selected_runs(store: &Store, run: Option<RunId>) -> Result<Vec<Selected>,
     }
 }
 
+/// Whether `run` is one of the World's own logs rather than a workflow run's event log: a
+/// stream's chunk log or a run's stream index (`stream-…`), or the hook token claims. `audit`
+/// and `export` without RUN skip them (they hold no workflow events); `runs` and `verify`,
+/// the storage views, list them.
+pub fn is_world_internal(run: &RunId) -> bool {
+    run.as_str()
+        .starts_with(runlog_world::streams::LOG_ID_PREFIX)
+        || run.as_str() == runlog_world::HOOK_TOKENS_RUN
+}
+
+/// [`selected_runs`] for a workflow-level command: without RUN, the World's own logs
+/// ([`is_world_internal`]) are left out.
+pub fn selected_workflow_runs(
+    store: &Store,
+    run: Option<RunId>,
+) -> Result<Vec<Selected>, CliError> {
+    let explicit = run.is_some();
+    let mut runs = selected_runs(store, run)?;
+    if !explicit {
+        runs.retain(|s| {
+            let id = match s {
+                Ok(id) => id,
+                Err((id, _)) => id,
+            };
+            !is_world_internal(id)
+        });
+    }
+    Ok(runs)
+}
+
 /// Splits the outcome of one run's work in a store-wide command: a store error is that run's
 /// failure (`Ok(Err)`: print its row and go on); anything else, such as a closed output pipe,
 /// ends the command.
