@@ -28,7 +28,12 @@ export function createWorld(options = {}) {
     opening ??= Store.open(config.dataDir, config.store);
     return opening;
   };
-  const storage = createStorage(openStore);
+  let world;
+  const openWorld = () => {
+    world ??= openStore().then((store) => store.world());
+    return world;
+  };
+  const storage = createStorage(openWorld);
   let closed = false;
 
   return {
@@ -53,6 +58,7 @@ export function createWorld(options = {}) {
     async close() {
       if (closed) return;
       closed = true;
+      storage.close();
       await local.close();
       const store = await opening?.catch(() => undefined);
       await store?.close();
