@@ -36,7 +36,7 @@ export function createWorld(options = {}) {
   const storage = createStorage(openWorld);
   let closed = false;
 
-  return {
+  const self = {
     specVersion: SPEC_VERSION_CURRENT,
     ...queue,
     runs: storage.runs,
@@ -50,7 +50,9 @@ export function createWorld(options = {}) {
     async start() {
       await openStore();
       if (config.recoverActiveRuns && storage.available) {
-        await reenqueueActiveRuns(storage.runs, queue.queue, 'world-runlog');
+        // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
+        // is used.
+        await reenqueueActiveRuns(storage.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
       }
     },
 
@@ -65,6 +67,7 @@ export function createWorld(options = {}) {
     },
 
     /** This World's runlog side: the resolved config and the store (opened on first use). */
-    runlog: { config, store: openStore },
+    runlog: { config, store: openStore, world: openWorld },
   };
+  return self;
 }
