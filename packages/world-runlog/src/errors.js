@@ -40,6 +40,11 @@ export const ERROR_CODES = Object.freeze({
   OUT_OF_RANGE: 'a value the store returned exceeds Number.MAX_SAFE_INTEGER',
   INTERNAL: 'a Node-API call failed',
   UNKNOWN: 'a store error this binding does not know yet',
+  CONFLICT: 'World: the request conflicts with the run (a terminal run, an entity created twice, a repeated event id); className EntityConflictError, status 409',
+  GONE: 'World: the run ended (RunExpiredError, status 410)',
+  PRECONDITION_FAILED: 'World: an event newer than stateUpdatedAt (PreconditionFailedError, status 412)',
+  TOO_EARLY: 'World: the step may not start before its retryAfter (TooEarlyError, status 425, retryAfter in seconds)',
+  STREAM_CLOSED: 'World streams: a write to a closed stream; nothing was written (status 409)',
 });
 
 /** Whether `err` is a rejection of the addon (optionally with the given code). */
