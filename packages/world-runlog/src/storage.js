@@ -42,8 +42,36 @@ export function jsonReviver(key, value) {
   return value;
 }
 
+/**
+ * What `jsonReviver` does, as one walk over a parsed value (in place): several times
+ * faster than `JSON.parse` with a reviver, which takes V8's slow path.
+ */
+function revive(value) {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v = value[i];
+      if (v !== null && typeof v === 'object') value[i] = revive(v);
+    }
+    return value;
+  }
+  if (value.__type === 'Uint8Array' && typeof value.data === 'string') {
+    return new Uint8Array(Buffer.from(value.data, 'base64'));
+  }
+  for (const key in value) {
+    const v = value[key];
+    if (v === null) continue;
+    if (typeof v === 'object') value[key] = revive(v);
+    else if (typeof v === 'string' && DATE_KEYS.has(key)) {
+      const d = new Date(v);
+      if (!Number.isNaN(d.getTime())) value[key] = d;
+    }
+  }
+  return value;
+}
+
 export const toJson = (value) => JSON.stringify(value ?? {}, jsonReplacer);
-export const fromJson = (text) => JSON.parse(text, jsonReviver);
+export const fromJson = (text) => revive(JSON.parse(text));
 
 /** Bytes of a stream chunk (`string` as UTF-8). */
 function chunkBytes(chunk) {
@@ -148,7 +176,7 @@ export function createStorage(openWorld) {
                   controller.close();
                   return;
                 }
-                const r = await w.streamsRead(runId, name, next, 1000);
+                const r = await w.streamsRead(runId, name, next, 100);
                 next = r.nextIndex;
                 const nonEmpty = r.chunks.filter((c) => c.data.byteLength > 0);
                 for (const c of nonEmpty) controller.enqueue(new Uint8Array(c.data.buffer, c.data.byteOffset, c.data.byteLength));
