@@ -299,7 +299,8 @@ fn pagination(v: &Value, field: &str) -> Result<Pagination, BindError> {
     };
     Ok(Pagination {
         limit: opt_uint(p, "limit", &field)?.map(|n| n as usize),
-        cursor: opt_str(p, "cursor", &field)?,
+        // An empty cursor is no cursor (the SDK's CLI passes `''` for the first page).
+        cursor: opt_str(p, "cursor", &field)?.filter(|c| !c.is_empty()),
         sort_order,
     })
 }
@@ -810,7 +811,7 @@ impl JsWorld {
             let v = opt_json(params, "params")?;
             obj(&v, "params")?;
             let limit = opt_uint(&v, "limit", "params")?.map(|n| n as usize);
-            let cursor = opt_str(&v, "cursor", "params")?;
+            let cursor = opt_str(&v, "cursor", "params")?.filter(|c| !c.is_empty());
             let lease = self.lease()?;
             spawn(&env, &pool::IO, move || {
                 let p = lease

@@ -125,6 +125,9 @@ describe('events.create and reads', () => {
     expect(got.output).toEqual(output);
     expect((await w.runs.get(run.runId, { resolveData: 'none' })).output).toBeUndefined();
     expect((await w.runs.list({ status: 'completed' })).data.map((r) => r.runId)).toEqual([run.runId]);
+    // The SDK's CLI (`workflow inspect runs`) asks for the first page with cursor ''.
+    const cli = await w.runs.list({ resolveData: 'none', pagination: { sortOrder: 'desc', cursor: '', limit: 20 } });
+    expect(cli.data.map((r) => r.runId)).toEqual([run.runId]);
 
     // A second terminal event: the SDK's conflict class; nothing written.
     const again = await rejection(w.events.create(run.runId, { eventType: 'run_failed', specVersion: 5, eventData: { error: 'x' } }));
