@@ -851,3 +851,91 @@ impl JsWorld {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::Prop;
+
+    fn prop<'a>(e: &'a BindError, key: &str) -> Option<&'a Prop> {
+        e.props.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    #[test]
+    fn world_errors_carry_code_class_status_and_fields() {
+        let e = world_err(WorldError::TooEarly {
+            run_id: "wrun_1".into(),
+            step_id: "step_1".into(),
+            retry_after_s: 7,
+        });
+        assert_eq!(e.code, "TOO_EARLY");
+        assert_eq!(
+            prop(&e, "className"),
+            Some(&Prop::Str("TooEarlyError".into()))
+        );
+        assert_eq!(prop(&e, "status"), Some(&Prop::Num(425.0)));
+        assert_eq!(prop(&e, "retryAfter"), Some(&Prop::Num(7.0)));
+        assert_eq!(prop(&e, "stepId"), Some(&Prop::Str("step_1".into())));
+
+        let cases = [
+            (
+                WorldError::RunNotFound {
+                    run_id: "wrun_1".into(),
+                },
+                "NOT_FOUND",
+                404.0,
+            ),
+            (
+                WorldError::EntityConflict {
+                    run_id: "wrun_1".into(),
+                    message: "terminal".into(),
+                },
+                "CONFLICT",
+                409.0,
+            ),
+            (
+                WorldError::RunExpired {
+                    run_id: "wrun_1".into(),
+                    message: "ended".into(),
+                },
+                "GONE",
+                410.0,
+            ),
+            (
+                WorldError::InvalidRequest {
+                    field: "runId".into(),
+                    reason: "bad".into(),
+                },
+                "INVALID_INPUT",
+                400.0,
+            ),
+        ];
+        for (err, code, status) in cases {
+            let b = world_err(err);
+            assert_eq!(b.code, code);
+            assert_eq!(prop(&b, "status"), Some(&Prop::Num(status)));
+        }
+    }
+
+    #[test]
+    fn storage_faults_keep_the_store_code_and_a_5xx_status() {
+        let e = world_err(WorldError::Storage(runlog::Error::corrupt(
+            "wrun_1",
+            "seg-00000001.log",
+            4096,
+            "crc",
+        )));
+        assert_eq!(e.code, "CORRUPT");
+        assert_eq!(prop(&e, "status"), Some(&Prop::Num(500.0)));
+        assert_eq!(
+            prop(&e, "className"),
+            Some(&Prop::Str("WorkflowWorldError".into()))
+        );
+        let s = stream_err(StreamError::Closed {
+            run: "wrun_1".into(),
+            name: "s".into(),
+        });
+        assert_eq!(s.code, "STREAM_CLOSED");
+        assert_eq!(prop(&s, "status"), Some(&Prop::Num(409.0)));
+    }
+}

@@ -4,10 +4,10 @@
 // the fields of the failure (FENCED: runId, expected, actual; CORRUPT: runId, segment,
 // offset, detail; ...). The World must throw the SDK's classes instead: the runtime
 // dispatches on their `name` (`EntityConflictError.is(e)` and so on). `toWorkflowError`
-// does that translation, for store errors now and for the World layer's errors once it
-// lands: the Rust World (crates/runlog-world, `WorldError::class_name()` / `status()`) is
-// to reject with `className`, `status` and, where they apply, `runId`, `hook`,
-// `retryAfter`, `found`, `supported`.
+// does that translation, for store errors and for the World layer's: the addon's World
+// (crates/runlog-node/src/world.rs, `WorldError::class_name()` / `status()`) rejects with
+// `className`, `status` and, where they apply, `runId`, `hook`, `retryAfter`, `found`,
+// `supported`.
 import {
   EntityConflictError,
   HookNotFoundError,

@@ -1,6 +1,6 @@
 // The package as a World module: what @workflow/core's createWorldFromModule accepts, the
-// options and environment it reads, the queue it takes from world-local, and the storage
-// left for the World layer (rejecting with NOT_IMPLEMENTED until it is wired).
+// options and environment it reads, the queue it takes from world-local, and its storage
+// methods (wired to the runlog World; test/world-storage.test.mjs tests them in depth).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
