@@ -2,16 +2,16 @@
 # The Node side of CI, called by .ci/run: on a fresh clone, installs packages/world-runlog's
 # npm dependencies as locked in its package-lock.json, builds the runlog addon (crates/runlog-node,
 # release, plain cargo), then runs the package's tests (vitest: the store API, errors and
-# codes, a corrupt store, group commit) and its type check. Exits non-zero on any failure.
-# About 2–3 minutes here (npm install ~35 s, a cold release build of the addon ~1–2 min).
+# codes, a corrupt store, group commit, the World's storage and streams) and its type check,
+# then the SDK's published conformance suite (@workflow/world-testing 5.0.0-beta.35, 12
+# tests) against this package's World. Exits non-zero on any failure.
+# About 3–4 minutes here (npm install ~35 s, a cold release build of the addon ~1–2 min,
+# the conformance suite ~30 s).
 #
 # `npm install`, not `npm ci`: the registry reached here lacks a few optional, platform-only
 # packages (@cbor-extract/cbor-extract-<platform>, napi-windows-process-start-time; nothing
 # this package runs needs them), so the lock file cannot list them and `npm ci` refuses it
 # as out of sync. `npm install` installs the locked versions and skips those.
-#
-# Not run here: the SDK's conformance suite (npm run conformance), which passes only once
-# the World layer is wired into the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -34,6 +34,9 @@ bash crates/runlog-node/build.sh
 
 step "package tests (npm test) and type check"
 (cd packages/world-runlog && npm test && npm run typecheck)
+
+step "SDK conformance suite against the runlog World (npm run conformance, 12 tests)"
+(cd packages/world-runlog && npm run conformance)
 
 echo
 echo "node CI passed"

@@ -1,7 +1,7 @@
 // world-runlog: a Workflow SDK World on runlog.
 import type { World } from '@workflow/world';
 
-import type { StoreOptions, Store } from './store.js';
+import type { StoreOptions, Store, RunlogNativeWorld } from './store.js';
 
 export * from './store.js';
 
@@ -31,7 +31,7 @@ export interface ResolvedConfig {
 
 export interface RunlogWorld extends World {
   /** This World's runlog side: the resolved config and its store (opened on first use). */
-  runlog: { config: ResolvedConfig; store(): Promise<Store> };
+  runlog: { config: ResolvedConfig; store(): Promise<Store>; world(): Promise<RunlogNativeWorld> };
 }
 
 /** The World; `createWorldFromModule` calls it with no arguments. */

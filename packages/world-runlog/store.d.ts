@@ -25,7 +25,13 @@ export type RunlogErrorCode =
   | 'CLOSED'
   | 'OUT_OF_RANGE'
   | 'INTERNAL'
-  | 'UNKNOWN';
+  | 'UNKNOWN'
+  // The World layer (Store#world()):
+  | 'CONFLICT'
+  | 'GONE'
+  | 'PRECONDITION_FAILED'
+  | 'TOO_EARLY'
+  | 'STREAM_CLOSED';
 
 /** A rejection of the addon: `code`, message, and the fields of the failure. */
 export interface RunlogError extends Error {
@@ -51,6 +57,16 @@ export interface RunlogError extends Error {
   path?: string;
   errno?: number;
   reason?: string;
+  /** World errors: the `@workflow/errors` class name and HTTP-like status. */
+  className?: string;
+  status?: number;
+  /** TOO_EARLY: whole seconds to wait. */
+  retryAfter?: number;
+  stepId?: string;
+  hook?: string;
+  eventId?: string;
+  found?: number;
+  supported?: number;
   cause?: unknown;
 }
 
@@ -190,6 +206,54 @@ export declare class Store {
   commitStats(): CommitStats;
   /** New calls reject with CLOSED; resolves once earlier calls settled. Idempotent. */
   close(): Promise<void>;
+  /** The World layer on this store (synchronous; one per store handle, shared). */
+  world(): RunlogNativeWorld;
+}
+
+/** JSON text, or a value the addon passes through `JSON.stringify`. */
+export type JsonArg = string | object;
+
+export interface StreamChunkOut {
+  index: number;
+  data: Buffer;
+}
+
+/**
+ * The addon's World (`runlog_world::World` and its streams). Requests, params and results
+ * are JSON text in the SDK's shapes; every call runs on the addon's `io` lane
+ * (`streamsWait` on the `wait` lane) and rejects with a `RunlogError`.
+ */
+export declare class RunlogNativeWorld {
+  private constructor();
+  readonly closed: boolean;
+  createEvent(runId: string | null, request: JsonArg, params?: JsonArg): Promise<string>;
+  runsGet(runId: string, params?: JsonArg): Promise<string>;
+  runsList(params?: JsonArg): Promise<string>;
+  stepsGet(runId: string, stepId: string, params?: JsonArg): Promise<string>;
+  stepsList(params: JsonArg): Promise<string>;
+  eventsGet(runId: string, eventId: string, params?: JsonArg): Promise<string>;
+  eventsList(params: JsonArg): Promise<string>;
+  eventsListByCorrelationId(params: JsonArg): Promise<string>;
+  hooksGet(hookId: string, params?: JsonArg): Promise<string>;
+  hooksGetByToken(token: string): Promise<string>;
+  hooksList(params?: JsonArg): Promise<string>;
+  streamsWrite(runId: string, name: string, chunk: Bytes): Promise<number>;
+  streamsWriteMulti(runId: string, name: string, chunks: Bytes[]): Promise<{ start: number; end: number }>;
+  streamsClose(runId: string, name: string): Promise<void>;
+  streamsRead(
+    runId: string,
+    name: string,
+    startIndex?: number,
+    limit?: number,
+  ): Promise<{ chunks: StreamChunkOut[]; nextIndex: number; hasMore: boolean; done: boolean }>;
+  streamsWait(runId: string, name: string, index: number, timeoutMs: number): Promise<{ tailIndex: number; done: boolean }>;
+  streamsGetChunks(
+    runId: string,
+    name: string,
+    params?: JsonArg,
+  ): Promise<{ data: StreamChunkOut[]; cursor: string | null; hasMore: boolean; done: boolean }>;
+  streamsInfo(runId: string, name: string): Promise<{ tailIndex: number; done: boolean }>;
+  streamsList(runId: string): Promise<string[]>;
 }
 
 export interface LaneStats {

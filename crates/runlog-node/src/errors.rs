@@ -43,6 +43,16 @@ impl BindError {
         self
     }
 
+    /// Adds a string field.
+    pub(crate) fn with_str(self, key: &'static str, value: impl Into<String>) -> BindError {
+        self.with(key, Prop::Str(value.into()))
+    }
+
+    /// Adds a number field.
+    pub(crate) fn with_num(self, key: &'static str, value: u64) -> BindError {
+        self.num(key, value)
+    }
+
     fn str(self, key: &'static str, value: impl Into<String>) -> BindError {
         self.with(key, Prop::Str(value.into()))
     }

@@ -291,6 +291,52 @@ impl Arg {
             .collect()
     }
 
+    /// JSON text: a string as given, or any other value through the global
+    /// `JSON.stringify` (a throwing `toJSON` or getter rejects with `INVALID_INPUT`).
+    pub(crate) fn json_text(&self) -> Result<String, BindError> {
+        match self.type_of()? {
+            sys::ValueType::napi_string => self.string(),
+            sys::ValueType::napi_object => {
+                let env = self.env;
+                let (mut global, mut json, mut stringify, mut out) = (
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                );
+                check(env, unsafe { sys::napi_get_global(env, &mut global) })?;
+                check(env, unsafe {
+                    sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json)
+                })?;
+                check(env, unsafe {
+                    sys::napi_get_named_property(env, json, c"stringify".as_ptr(), &mut stringify)
+                })?;
+                let argv = [self.raw];
+                check(env, unsafe {
+                    sys::napi_call_function(env, json, stringify, 1, argv.as_ptr(), &mut out)
+                })?;
+                self.child(out, self.name.clone()).string()
+            }
+            _ => Err(self.bad("must be a JSON string or an object")),
+        }
+    }
+
+    /// A signed integral number in `-(2^53 - 1)..=2^53 - 1`.
+    pub(crate) fn int(&self) -> Result<i64, BindError> {
+        if self.type_of()? != sys::ValueType::napi_number {
+            return Err(self.bad("must be a number (an integer)"));
+        }
+        let mut n = 0f64;
+        check(self.env, unsafe {
+            sys::napi_get_value_double(self.env, self.raw, &mut n)
+        })?;
+        let max = MAX_SAFE_INTEGER as f64;
+        if !n.is_finite() || n.fract() != 0.0 || n.abs() > max {
+            return Err(self.bad(&format!("must be a safe integer, got {n}")));
+        }
+        Ok(n as i64)
+    }
+
     /// Rejects keys outside `allowed` (a misspelt option or field fails loudly).
     pub(crate) fn only_keys(&self, allowed: &[&str]) -> Result<(), BindError> {
         for key in self.object_keys()? {

@@ -24,6 +24,7 @@ mod js;
 mod out;
 mod pool;
 mod store;
+mod world;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
@@ -34,6 +35,7 @@ use crate::js::{Arg, ObjOut, Raw, entry, spawn};
 use crate::out::Unit;
 
 pub use crate::store::JsStore;
+pub use crate::world::JsWorld;
 
 /// The binding's version (the workspace version).
 #[napi]

@@ -39,7 +39,7 @@ pub struct JsStore {
     shared: Arc<Shared>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     path: String,
     read_only: bool,
     /// `None` once `close()` was called.
@@ -49,11 +49,14 @@ struct Shared {
     idle: Condvar,
     /// The commit counters as of `close()`.
     stats_at_close: Mutex<CommitStatsSnapshot>,
+    /// The World layer on this store (one per opened handle, shared by every `World`
+    /// object of it); `None` once `close()` was called.
+    pub(crate) world: Mutex<Option<Arc<crate::world::Worlds>>>,
 }
 
 /// A call's use of the store: counted in `inflight` until dropped.
-struct Lease {
-    store: CoreStore,
+pub(crate) struct Lease {
+    pub(crate) store: CoreStore,
     shared: Arc<Shared>,
 }
 
@@ -68,7 +71,7 @@ impl Drop for Lease {
 }
 
 impl Shared {
-    fn lease(self: &Arc<Shared>) -> Result<Lease, BindError> {
+    pub(crate) fn lease(self: &Arc<Shared>) -> Result<Lease, BindError> {
         let store = self.store.lock().clone().ok_or_else(BindError::closed)?;
         *self.inflight.lock() += 1;
         Ok(Lease {
@@ -77,7 +80,7 @@ impl Shared {
         })
     }
 
-    fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.store.lock().is_none()
     }
 }
@@ -402,6 +405,14 @@ impl JsStore {
         })
     }
 
+    /// `world() → World`: the World layer (`runlog_world::World` and its streams) on this
+    /// store, synchronous; every `World` object of one store shares one World and its
+    /// caches, and rejects with `CLOSED` once the store is closed.
+    #[napi(ts_return_type = "World")]
+    pub fn world(&self) -> crate::world::JsWorld {
+        crate::world::JsWorld::new(self.shared.clone())
+    }
+
     /// `commitStats() → {groups, requests, events, groupSizes}` (synchronous): the group
     /// commit counters of this handle since it was opened (`runlog::Store::commit_stats`);
     /// after `close()`, the counters as of closing.
@@ -421,6 +432,7 @@ impl JsStore {
     pub fn close(&self, env: Env) -> napi::Result<Raw> {
         entry(&env, || {
             let taken = self.shared.store.lock().take();
+            let world = self.shared.world.lock().take();
             if let Some(store) = &taken {
                 *self.shared.stats_at_close.lock() = store.commit_stats();
             }
@@ -433,6 +445,7 @@ impl JsStore {
                     shared.idle.wait(&mut n);
                 }
                 drop(n);
+                drop(world);
                 if let Some(store) = taken {
                     *shared.stats_at_close.lock() = store.commit_stats();
                 }
@@ -460,6 +473,7 @@ fn open_with(
             } else {
                 CoreStore::open(&dir, config)?
             };
+            let store_clone = store.clone();
             Ok(JsStore {
                 shared: Arc::new(Shared {
                     path: dir,
@@ -468,6 +482,7 @@ fn open_with(
                     inflight: Mutex::new(0),
                     idle: Condvar::new(),
                     stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
+                    world: Mutex::new(Some(Arc::new(crate::world::Worlds::new(store_clone)))),
                 }),
             })
         })

@@ -1,7 +1,7 @@
 // The Workflow SDK's published conformance suite (@workflow/world-testing 5.0.0-beta.35,
 // 12 tests) against a World module. Run from packages/world-runlog:
 //
-//   npm run conformance              # this package (passes once the World layer is wired)
+//   npm run conformance              # this package (12/12, in .ci/node.sh)
 //   npm run conformance:local        # @workflow/world-local, to check the harness itself
 //   RUNLOG_CONFORMANCE_WORLD=./path/to/world.mjs npm run conformance
 //

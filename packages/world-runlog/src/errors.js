@@ -4,10 +4,10 @@
 // the fields of the failure (FENCED: runId, expected, actual; CORRUPT: runId, segment,
 // offset, detail; ...). The World must throw the SDK's classes instead: the runtime
 // dispatches on their `name` (`EntityConflictError.is(e)` and so on). `toWorkflowError`
-// does that translation, for store errors now and for the World layer's errors once it
-// lands: the Rust World (crates/runlog-world, `WorldError::class_name()` / `status()`) is
-// to reject with `className`, `status` and, where they apply, `runId`, `hook`,
-// `retryAfter`, `found`, `supported`.
+// does that translation, for store errors and for the World layer's: the addon's World
+// (crates/runlog-node/src/world.rs, `WorldError::class_name()` / `status()`) rejects with
+// `className`, `status` and, where they apply, `runId`, `hook`, `retryAfter`, `found`,
+// `supported`.
 import {
   EntityConflictError,
   HookNotFoundError,
@@ -40,6 +40,11 @@ export const ERROR_CODES = Object.freeze({
   OUT_OF_RANGE: 'a value the store returned exceeds Number.MAX_SAFE_INTEGER',
   INTERNAL: 'a Node-API call failed',
   UNKNOWN: 'a store error this binding does not know yet',
+  CONFLICT: 'World: the request conflicts with the run (a terminal run, an entity created twice, a repeated event id); className EntityConflictError, status 409',
+  GONE: 'World: the run ended (RunExpiredError, status 410)',
+  PRECONDITION_FAILED: 'World: an event newer than stateUpdatedAt (PreconditionFailedError, status 412)',
+  TOO_EARLY: 'World: the step may not start before its retryAfter (TooEarlyError, status 425, retryAfter in seconds)',
+  STREAM_CLOSED: 'World streams: a write to a closed stream; nothing was written (status 409)',
 });
 
 /** Whether `err` is a rejection of the addon (optionally with the given code). */

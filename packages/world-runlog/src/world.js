@@ -28,10 +28,15 @@ export function createWorld(options = {}) {
     opening ??= Store.open(config.dataDir, config.store);
     return opening;
   };
-  const storage = createStorage(openStore);
+  let world;
+  const openWorld = () => {
+    world ??= openStore().then((store) => store.world());
+    return world;
+  };
+  const storage = createStorage(openWorld);
   let closed = false;
 
-  return {
+  const self = {
     specVersion: SPEC_VERSION_CURRENT,
     ...queue,
     runs: storage.runs,
@@ -45,7 +50,9 @@ export function createWorld(options = {}) {
     async start() {
       await openStore();
       if (config.recoverActiveRuns && storage.available) {
-        await reenqueueActiveRuns(storage.runs, queue.queue, 'world-runlog');
+        // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
+        // is used.
+        await reenqueueActiveRuns(storage.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
       }
     },
 
@@ -53,12 +60,14 @@ export function createWorld(options = {}) {
     async close() {
       if (closed) return;
       closed = true;
+      storage.close();
       await local.close();
       const store = await opening?.catch(() => undefined);
       await store?.close();
     },
 
     /** This World's runlog side: the resolved config and the store (opened on first use). */
-    runlog: { config, store: openStore },
+    runlog: { config, store: openStore, world: openWorld },
   };
+  return self;
 }

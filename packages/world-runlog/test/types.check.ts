@@ -27,3 +27,12 @@ async function roundTrip(): Promise<number> {
 const world: World = createWorld({ dataDir: '/tmp/w', recoverActiveRuns: false });
 void world;
 void roundTrip;
+
+async function nativeWorld(): Promise<number> {
+  const store = await Store.open('/tmp/y.runlog');
+  const w = store.world();
+  const created = JSON.parse(await w.createEvent(null, { eventType: 'run_created' }));
+  const read = await w.streamsRead(created.run.runId, 'strm_x', -1, 10);
+  return read.chunks.length + (await w.streamsInfo(created.run.runId, 'strm_x')).tailIndex;
+}
+void nativeWorld;

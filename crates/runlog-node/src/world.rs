@@ -1,0 +1,941 @@
+//! The `World` class: `runlog_world::World` and `runlog_world::Streams` on an open store, as
+//! a Promise API (`store.world()`).
+//!
+//! Requests, parameters and results cross the boundary as JSON text in the SDK's shapes
+//! (`eventType`, `correlationId`, `eventData`, ...; dates as ISO strings; binary values as
+//! the `{"__type":"Uint8Array","data":"<base64>"}` objects the SDK's local store writes):
+//! the World keeps payload bytes exactly as given, so the text in is the text stored and
+//! the text out. A request or parameter object may also be passed as an object (it is
+//! stringified with `JSON.stringify`). Stream chunks are bytes (`Buffer`).
+//!
+//! Every call runs on the `io` lane but `streamsWait` (the `wait` lane). A `WorldError`
+//! rejects with `code` (`NOT_FOUND`, `CONFLICT`, `GONE`, `PRECONDITION_FAILED`,
+//! `TOO_EARLY`, `INVALID_INPUT`, `BUSY`, or the store's own code for a storage fault),
+//! `className` and `status` (the SDK's error class and HTTP-like status), and where they
+//! apply `runId`, `stepId`, `hook`, `eventId`, `retryAfter`, `found`, `supported`, `field`.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use napi::bindgen_prelude::Unknown;
+use napi::{Env, sys};
+use napi_derive::napi;
+use runlog::{RunId, Store as CoreStore};
+use runlog_world::streams::{CHUNKS_PER_PAGE_DEFAULT, ChunkPage, ChunkRead, StreamInfo};
+use runlog_world::{
+    CreateEventParams, EventRequest, ListRunsParams, Pagination, ResolveData, RunStatus, SortOrder,
+    StreamError, Streams, World, WorldConfig, WorldError,
+};
+use serde_json::Value;
+
+use crate::errors::{BindError, MAX_SAFE_INTEGER};
+use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
+use crate::out::{Number, Unit};
+use crate::pool;
+use crate::store::{Lease, Shared};
+
+/// Largest stream wait: about 24.8 days (`setTimeout`'s limit).
+const WAIT_TIMEOUT_MS_MAX: u64 = (1 << 31) - 1;
+/// A stream wait sleeps in slices of at most this long, so that `close()` ends it promptly.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+/// The World layer of one opened store handle.
+pub(crate) struct Worlds {
+    world: World<CoreStore>,
+    streams: Streams<CoreStore>,
+}
+
+impl Worlds {
+    pub(crate) fn new(store: CoreStore) -> Worlds {
+        Worlds {
+            streams: Streams::new(store.clone()),
+            world: World::new(store, WorldConfig::default()),
+        }
+    }
+}
+
+/// A call's use of the World: holds the store open (counted by `close()`) until dropped.
+struct WorldLease {
+    worlds: Arc<Worlds>,
+    _lease: Lease,
+}
+
+/// The World of an open store (`store.world()`).
+#[napi(js_name = "World")]
+pub struct JsWorld {
+    shared: Arc<Shared>,
+}
+
+impl JsWorld {
+    pub(crate) fn new(shared: Arc<Shared>) -> JsWorld {
+        JsWorld { shared }
+    }
+
+    fn lease(&self) -> Result<WorldLease, BindError> {
+        let worlds = self
+            .shared
+            .world
+            .lock()
+            .clone()
+            .ok_or_else(BindError::closed)?;
+        let lease = self.shared.lease()?;
+        Ok(WorldLease {
+            worlds,
+            _lease: lease,
+        })
+    }
+
+    /// Runs `f` with the World on the `io` lane; its `Ok` is JSON text.
+    fn json_call(
+        &self,
+        env: &Env,
+        f: impl FnOnce(&Worlds) -> Result<String, BindError> + Send + 'static,
+    ) -> Result<Raw, BindError> {
+        let lease = self.lease()?;
+        spawn(env, &pool::IO, move || f(&lease.worlds).map(Json))
+    }
+}
+
+/// JSON text, resolved as a JavaScript string.
+struct Json(String);
+
+impl IntoJs for Json {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        unsafe { <String as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self.0) }
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, BindError> {
+    serde_json::to_string(v)
+        .map_err(|e| BindError::new("INTERNAL", format!("cannot serialize a result: {e}")))
+}
+
+/// The `code` of a World error: what it means, in the binding's vocabulary.
+fn world_code(e: &WorldError) -> &'static str {
+    match e.status() {
+        400 => "INVALID_INPUT",
+        404 => "NOT_FOUND",
+        409 => "CONFLICT",
+        410 => "GONE",
+        412 => "PRECONDITION_FAILED",
+        425 => "TOO_EARLY",
+        503 => "BUSY",
+        _ => "INTERNAL",
+    }
+}
+
+/// A `WorldError` as a rejection: `code`, `className`, `status` and the error's fields.
+pub(crate) fn from_world(e: WorldError) -> BindError {
+    let class = e.class_name();
+    let status = e.status();
+    let retry = e.retry_after_s();
+    let message = e.to_string();
+    let mut b = match e {
+        WorldError::Storage(inner) => BindError::from_store(inner),
+        ref other => BindError::new(world_code(other), message),
+    };
+    b = b
+        .with_str("className", class)
+        .with_num("status", u64::from(status));
+    if let Some(s) = retry {
+        b = b.with_num("retryAfter", s);
+    }
+    b
+}
+
+fn world_fields(b: BindError, e: &WorldError) -> BindError {
+    match e {
+        WorldError::RunNotFound { run_id }
+        | WorldError::EntityConflict { run_id, .. }
+        | WorldError::RunExpired { run_id, .. }
+        | WorldError::PreconditionFailed { run_id, .. }
+        | WorldError::LegacySpecVersion { run_id, .. }
+        | WorldError::Busy { run_id, .. }
+        | WorldError::InvalidStoredEvent { run_id, .. } => b.with_str("runId", run_id),
+        WorldError::StepNotFound { run_id, step_id }
+        | WorldError::TooEarly {
+            run_id, step_id, ..
+        } => b.with_str("runId", run_id).with_str("stepId", step_id),
+        WorldError::HookNotFound { hook } => b.with_str("hook", hook),
+        WorldError::WaitNotFound { run_id, wait_id } => {
+            b.with_str("runId", run_id).with_str("waitId", wait_id)
+        }
+        WorldError::EventNotFound { run_id, event_id }
+        | WorldError::DuplicateEventId { run_id, event_id } => {
+            b.with_str("runId", run_id).with_str("eventId", event_id)
+        }
+        WorldError::RunNotSupported {
+            run_id,
+            found,
+            supported,
+        } => b
+            .with_str("runId", run_id)
+            .with_num("found", u64::from(*found))
+            .with_num("supported", u64::from(*supported)),
+        WorldError::InvalidRequest { field, .. } => b.with_str("field", field),
+        _ => b,
+    }
+}
+
+fn world_err(e: WorldError) -> BindError {
+    let fields = world_fields(BindError::new("X", ""), &e);
+    let mut b = from_world(e);
+    for (k, v) in fields.props {
+        if !b.props.iter().any(|(key, _)| *key == k) {
+            b.props.push((k, v));
+        }
+    }
+    b
+}
+
+/// A `StreamError` as a rejection (`className` `WorkflowWorldError` with a status).
+fn stream_err(e: StreamError) -> BindError {
+    let message = e.to_string();
+    let (b, status) = match e {
+        StreamError::InvalidName { .. }
+        | StreamError::InvalidLimit { .. }
+        | StreamError::InvalidCursor { .. } => (BindError::new("INVALID_INPUT", message), 400),
+        StreamError::Closed { run, name } => (
+            BindError::new("STREAM_CLOSED", message)
+                .with_str("runId", run)
+                .with_str("name", name),
+            409,
+        ),
+        StreamError::Contended { .. } => (BindError::new("BUSY", message), 503),
+        StreamError::Collision { .. } => (BindError::new("CONFLICT", message), 409),
+        StreamError::Malformed { .. } => (BindError::new("CORRUPT", message), 500),
+        StreamError::Store(inner) => {
+            let status = match &inner {
+                runlog::Error::Busy { .. } => 503,
+                runlog::Error::DiskFull { .. } => 507,
+                runlog::Error::InvalidEvent { .. } => 400,
+                _ => 500,
+            };
+            (BindError::from_store(inner), status)
+        }
+        _ => (BindError::new("UNKNOWN", message), 500),
+    };
+    b.with_str("className", "WorkflowWorldError")
+        .with_num("status", status)
+}
+
+fn parse_json(text: &str, field: &str) -> Result<Value, BindError> {
+    serde_json::from_str(text).map_err(|e| BindError::invalid(field, format!("not JSON: {e}")))
+}
+
+fn opt_json(arg: Option<Unknown<'_>>, name: &str) -> Result<Value, BindError> {
+    match arg.map(|a| Arg::new(a, name)) {
+        Some(a) if !a.is_nullish()? => parse_json(&a.json_text()?, name),
+        _ => Ok(Value::Object(Default::default())),
+    }
+}
+
+fn obj<'a>(v: &'a Value, field: &str) -> Result<&'a serde_json::Map<String, Value>, BindError> {
+    v.as_object()
+        .ok_or_else(|| BindError::invalid(field, "must be an object"))
+}
+
+fn resolve_data(v: &Value, field: &str) -> Result<ResolveData, BindError> {
+    match v.get("resolveData") {
+        None | Some(Value::Null) => Ok(ResolveData::All),
+        Some(Value::String(s)) if s == "all" => Ok(ResolveData::All),
+        Some(Value::String(s)) if s == "none" => Ok(ResolveData::None),
+        Some(_) => Err(BindError::invalid(
+            format!("{field}.resolveData"),
+            "must be 'all' or 'none'",
+        )),
+    }
+}
+
+fn opt_str(v: &Value, key: &str, field: &str) -> Result<Option<String>, BindError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(BindError::invalid(
+            format!("{field}.{key}"),
+            "must be a string",
+        )),
+    }
+}
+
+fn opt_uint(v: &Value, key: &str, field: &str) -> Result<Option<u64>, BindError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= MAX_SAFE_INTEGER as f64 => {
+                Ok(Some(f as u64))
+            }
+            _ => Err(BindError::invalid(
+                format!("{field}.{key}"),
+                "must be a non-negative integer",
+            )),
+        },
+        Some(_) => Err(BindError::invalid(
+            format!("{field}.{key}"),
+            "must be a number",
+        )),
+    }
+}
+
+/// `pagination: {limit, cursor, sortOrder}` of a list's params.
+fn pagination(v: &Value, field: &str) -> Result<Pagination, BindError> {
+    let p = match v.get("pagination") {
+        None | Some(Value::Null) => return Ok(Pagination::default()),
+        Some(p) => p,
+    };
+    let field = format!("{field}.pagination");
+    obj(p, &field)?;
+    let sort_order = match opt_str(p, "sortOrder", &field)?.as_deref() {
+        None => None,
+        Some("asc") => Some(SortOrder::Asc),
+        Some("desc") => Some(SortOrder::Desc),
+        Some(_) => {
+            return Err(BindError::invalid(
+                format!("{field}.sortOrder"),
+                "must be 'asc' or 'desc'",
+            ));
+        }
+    };
+    Ok(Pagination {
+        limit: opt_uint(p, "limit", &field)?.map(|n| n as usize),
+        // An empty cursor is no cursor (the SDK's CLI passes `''` for the first page).
+        cursor: opt_str(p, "cursor", &field)?.filter(|c| !c.is_empty()),
+        sort_order,
+    })
+}
+
+fn create_params(v: &Value) -> Result<CreateEventParams, BindError> {
+    obj(v, "params")?;
+    let state_updated_at_ms = match v.get("stateUpdatedAt") {
+        Some(Value::String(s)) => Some(
+            runlog_world::parse_iso_ms(s)
+                .ok_or_else(|| BindError::invalid("params.stateUpdatedAt", "not a date"))?,
+        ),
+        _ => opt_uint(v, "stateUpdatedAt", "params")?,
+    };
+    Ok(CreateEventParams {
+        resolve_data: resolve_data(v, "params")?,
+        state_updated_at_ms,
+        since_cursor: opt_str(v, "sinceCursor", "params")?,
+        skip_preload: matches!(v.get("skipPreload"), Some(Value::Bool(true))),
+    })
+}
+
+fn run_status(s: &str) -> Result<RunStatus, BindError> {
+    Ok(match s {
+        "pending" => RunStatus::Pending,
+        "running" => RunStatus::Running,
+        "completed" => RunStatus::Completed,
+        "failed" => RunStatus::Failed,
+        "cancelled" => RunStatus::Cancelled,
+        _ => return Err(BindError::invalid("params.status", "not a run status")),
+    })
+}
+
+fn string_arg(v: Unknown<'_>, name: &str) -> Result<String, BindError> {
+    Arg::new(v, name).string()
+}
+
+fn stream_run(v: Unknown<'_>) -> Result<RunId, BindError> {
+    let s = Arg::new(v, "runId").string()?;
+    runlog_world::parse_run_id(&s)
+        .map(|(run, _)| run)
+        .map_err(world_err)
+}
+
+/// A chunk list `[{index, data}]`.
+fn chunks_js(
+    env: sys::napi_env,
+    chunks: &[runlog_world::streams::StreamChunk],
+) -> napi::Result<sys::napi_value> {
+    let items = chunks
+        .iter()
+        .map(|c| {
+            Ok(ObjOut::new(env)?
+                .set("index", c.index as f64)?
+                .set_raw("data", buffer(env, &c.data)?)?
+                .raw())
+        })
+        .collect::<napi::Result<_>>()?;
+    array(env, items)
+}
+
+struct ReadOut(ChunkRead);
+
+impl IntoJs for ReadOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let r = self.0;
+        Ok(ObjOut::new(env)?
+            .set_raw("chunks", chunks_js(env, &r.chunks)?)?
+            .set("nextIndex", r.next_index as f64)?
+            .set("hasMore", r.has_more)?
+            .set("done", r.done)?
+            .raw())
+    }
+}
+
+struct PageOut(ChunkPage);
+
+impl IntoJs for PageOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let p = self.0;
+        Ok(ObjOut::new(env)?
+            .set_raw("data", chunks_js(env, &p.data)?)?
+            .set("cursor", p.cursor)?
+            .set("hasMore", p.has_more)?
+            .set("done", p.done)?
+            .raw())
+    }
+}
+
+struct InfoOut(StreamInfo);
+
+impl IntoJs for InfoOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        Ok(ObjOut::new(env)?
+            .set("tailIndex", self.0.tail_index as f64)?
+            .set("done", self.0.done)?
+            .raw())
+    }
+}
+
+struct RangeOut(Range<u64>);
+
+impl IntoJs for RangeOut {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        Ok(ObjOut::new(env)?
+            .set("start", self.0.start as f64)?
+            .set("end", self.0.end as f64)?
+            .raw())
+    }
+}
+
+struct Names(Vec<String>);
+
+impl IntoJs for Names {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let items = self
+            .0
+            .into_iter()
+            .map(|n| unsafe {
+                <String as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, n)
+            })
+            .collect::<napi::Result<_>>()?;
+        array(env, items)
+    }
+}
+
+#[napi]
+impl JsWorld {
+    /// Whether the store under this World was closed.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    /// `createEvent(runId | null, request, params?) → Promise<string>`: `events.create`;
+    /// `request` and `params` are JSON text (or objects); resolves with the `EventResult`
+    /// as JSON text.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn create_event(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        request: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = Arg::new(run, "runId").opt_string()?;
+            let text = Arg::new(request, "request").json_text()?;
+            let request: EventRequest = serde_json::from_str(&text)
+                .map_err(|e| BindError::invalid("request", e.to_string()))?;
+            let params = create_params(&opt_json(params, "params")?)?;
+            self.json_call(&env, move |w| {
+                let r = w
+                    .world
+                    .create_event(run.as_deref(), request, &params)
+                    .map_err(world_err)?;
+                to_json(&r)
+            })
+        })
+    }
+
+    /// `runsGet(runId, params?) → Promise<string>` (`params.resolveData`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn runs_get(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = string_arg(run, "runId")?;
+            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+            self.json_call(&env, move |w| {
+                to_json(&w.world.get_run(&run, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `runsList(params?) → Promise<string>`: `{workflowName, status, pagination,
+    /// resolveData}`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn runs_list(&self, env: Env, params: Option<Unknown<'_>>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let v = opt_json(params, "params")?;
+            obj(&v, "params")?;
+            let p = ListRunsParams {
+                workflow_name: opt_str(&v, "workflowName", "params")?,
+                status: opt_str(&v, "status", "params")?
+                    .as_deref()
+                    .map(run_status)
+                    .transpose()?,
+                pagination: pagination(&v, "params")?,
+                resolve_data: resolve_data(&v, "params")?,
+            };
+            self.json_call(&env, move |w| {
+                to_json(&w.world.list_runs(&p).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `stepsGet(runId, stepId, params?) → Promise<string>`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn steps_get(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        step: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = string_arg(run, "runId")?;
+            let step = string_arg(step, "stepId")?;
+            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+            self.json_call(&env, move |w| {
+                to_json(&w.world.get_step(&run, &step, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `stepsList(params) → Promise<string>`: `{runId, pagination, resolveData}`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn steps_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let v = opt_json(Some(params), "params")?;
+            let run = opt_str(&v, "runId", "params")?
+                .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
+            let p = pagination(&v, "params")?;
+            let resolve = resolve_data(&v, "params")?;
+            self.json_call(&env, move |w| {
+                to_json(&w.world.list_steps(&run, &p, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `eventsGet(runId, eventId, params?) → Promise<string>`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn events_get(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        event: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = string_arg(run, "runId")?;
+            let event = string_arg(event, "eventId")?;
+            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+            self.json_call(&env, move |w| {
+                to_json(
+                    &w.world
+                        .get_event(&run, &event, resolve)
+                        .map_err(world_err)?,
+                )
+            })
+        })
+    }
+
+    /// `eventsList(params) → Promise<string>`: `{runId, pagination, resolveData}`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn events_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let v = opt_json(Some(params), "params")?;
+            let run = opt_str(&v, "runId", "params")?
+                .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
+            let p = pagination(&v, "params")?;
+            let resolve = resolve_data(&v, "params")?;
+            self.json_call(&env, move |w| {
+                to_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `eventsListByCorrelationId(params) → Promise<string>`: `{correlationId, runId?,
+    /// pagination, resolveData}` (without `runId`: across the store).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn events_list_by_correlation_id(
+        &self,
+        env: Env,
+        params: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let v = opt_json(Some(params), "params")?;
+            let corr = opt_str(&v, "correlationId", "params")?
+                .ok_or_else(|| BindError::invalid("params.correlationId", "required"))?;
+            let run = opt_str(&v, "runId", "params")?;
+            let p = pagination(&v, "params")?;
+            let resolve = resolve_data(&v, "params")?;
+            self.json_call(&env, move |w| {
+                let page = w
+                    .world
+                    .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)
+                    .map_err(world_err)?;
+                to_json(&page)
+            })
+        })
+    }
+
+    /// `hooksGet(hookId, params?) → Promise<string>`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn hooks_get(
+        &self,
+        env: Env,
+        hook: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let hook = string_arg(hook, "hookId")?;
+            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+            self.json_call(&env, move |w| {
+                to_json(&w.world.get_hook(&hook, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `hooksGetByToken(token) → Promise<string>`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn hooks_get_by_token(&self, env: Env, token: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let token = string_arg(token, "token")?;
+            self.json_call(&env, move |w| {
+                to_json(&w.world.get_hook_by_token(&token).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `hooksList(params?) → Promise<string>`: `{runId?, pagination, resolveData}`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn hooks_list(&self, env: Env, params: Option<Unknown<'_>>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let v = opt_json(params, "params")?;
+            obj(&v, "params")?;
+            let run = opt_str(&v, "runId", "params")?;
+            let p = pagination(&v, "params")?;
+            let resolve = resolve_data(&v, "params")?;
+            self.json_call(&env, move |w| {
+                let page = w
+                    .world
+                    .list_hooks(run.as_deref(), &p, resolve)
+                    .map_err(world_err)?;
+                to_json(&page)
+            })
+        })
+    }
+
+    /// `streamsWrite(runId, name, chunk) → Promise<number>`: the chunk's index.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn streams_write(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        name: Unknown<'_>,
+        chunk: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let chunk = Arg::new(chunk, "chunk").bytes()?;
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                let i = lease
+                    .worlds
+                    .streams
+                    .write(&run, &name, chunk)
+                    .map_err(stream_err)?;
+                Number::seq(i)
+            })
+        })
+    }
+
+    /// `streamsWriteMulti(runId, name, chunks) → Promise<{start, end}>`: one atomic batch.
+    #[napi(ts_return_type = "Promise<{ start: number; end: number }>")]
+    pub fn streams_write_multi(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        name: Unknown<'_>,
+        chunks: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let chunks = Arg::new(chunks, "chunks")
+                .array_items()?
+                .iter()
+                .map(|c| c.bytes().map(bytes::Bytes::from))
+                .collect::<Result<Vec<_>, _>>()?;
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                let r = lease
+                    .worlds
+                    .streams
+                    .write_many(&run, &name, chunks)
+                    .map_err(stream_err)?;
+                safe_number("index", r.end)?;
+                Ok(RangeOut(r))
+            })
+        })
+    }
+
+    /// `streamsClose(runId, name) → Promise<void>`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn streams_close(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        name: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                lease
+                    .worlds
+                    .streams
+                    .close(&run, &name)
+                    .map_err(stream_err)?;
+                Ok(Unit)
+            })
+        })
+    }
+
+    /// `streamsRead(runId, name, startIndex = 0, limit = 100) → Promise<{chunks, nextIndex,
+    /// hasMore, done}>`; a negative `startIndex` counts back from the end.
+    #[napi(ts_return_type = "Promise<StreamRead>")]
+    pub fn streams_read(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        name: Unknown<'_>,
+        start: Option<Unknown<'_>>,
+        limit: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let start = match start.map(|s| Arg::new(s, "startIndex")) {
+                Some(a) if !a.is_nullish()? => a.int()?,
+                _ => 0,
+            };
+            let limit = match limit.map(|s| Arg::new(s, "limit")) {
+                Some(a) => a.uint_or(CHUNKS_PER_PAGE_DEFAULT as u64, MAX_SAFE_INTEGER)? as usize,
+                None => CHUNKS_PER_PAGE_DEFAULT,
+            };
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                let r = lease
+                    .worlds
+                    .streams
+                    .read(&run, &name, start, limit)
+                    .map_err(stream_err)?;
+                Ok(ReadOut(r))
+            })
+        })
+    }
+
+    /// `streamsWait(runId, name, index, timeoutMs) → Promise<{tailIndex, done}>`: until chunk
+    /// `index` exists or the stream is closed, at most `timeoutMs`; on the `wait` lane;
+    /// `close()` ends it with `CLOSED`.
+    #[napi(ts_return_type = "Promise<{ tailIndex: number; done: boolean }>")]
+    pub fn streams_wait(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        name: Unknown<'_>,
+        index: Unknown<'_>,
+        timeout_ms: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let index = Arg::new(index, "index").uint(MAX_SAFE_INTEGER)?;
+            let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
+            let deadline = Instant::now() + Duration::from_millis(timeout);
+            let lease = self.lease()?;
+            let shared = self.shared.clone();
+            spawn(&env, &pool::WAIT, move || {
+                loop {
+                    if shared.is_closed() {
+                        return Err(BindError::closed());
+                    }
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let info = lease
+                        .worlds
+                        .streams
+                        .wait(&run, &name, index, left.min(WAIT_SLICE))
+                        .map_err(stream_err)?;
+                    if info.done || info.tail_index >= index as i64 || left <= WAIT_SLICE {
+                        return Ok(InfoOut(info));
+                    }
+                }
+            })
+        })
+    }
+
+    /// `streamsGetChunks(runId, name, params?) → Promise<{data, cursor, hasMore, done}>`:
+    /// `params` `{limit, cursor}`.
+    #[napi(ts_return_type = "Promise<StreamChunkPage>")]
+    pub fn streams_get_chunks(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        name: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let v = opt_json(params, "params")?;
+            obj(&v, "params")?;
+            let limit = opt_uint(&v, "limit", "params")?.map(|n| n as usize);
+            let cursor = opt_str(&v, "cursor", "params")?.filter(|c| !c.is_empty());
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                let p = lease
+                    .worlds
+                    .streams
+                    .get_chunks(&run, &name, cursor.as_deref(), limit)
+                    .map_err(stream_err)?;
+                Ok(PageOut(p))
+            })
+        })
+    }
+
+    /// `streamsInfo(runId, name) → Promise<{tailIndex, done}>` (`tailIndex` −1: no chunk).
+    #[napi(ts_return_type = "Promise<{ tailIndex: number; done: boolean }>")]
+    pub fn streams_info(&self, env: Env, run: Unknown<'_>, name: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let name = string_arg(name, "name")?;
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                Ok(InfoOut(
+                    lease.worlds.streams.info(&run, &name).map_err(stream_err)?,
+                ))
+            })
+        })
+    }
+
+    /// `streamsList(runId) → Promise<string[]>`: the run's stream names.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn streams_list(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = stream_run(run)?;
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                Ok(Names(lease.worlds.streams.list(&run).map_err(stream_err)?))
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::Prop;
+
+    fn prop<'a>(e: &'a BindError, key: &str) -> Option<&'a Prop> {
+        e.props.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    #[test]
+    fn world_errors_carry_code_class_status_and_fields() {
+        let e = world_err(WorldError::TooEarly {
+            run_id: "wrun_1".into(),
+            step_id: "step_1".into(),
+            retry_after_s: 7,
+        });
+        assert_eq!(e.code, "TOO_EARLY");
+        assert_eq!(
+            prop(&e, "className"),
+            Some(&Prop::Str("TooEarlyError".into()))
+        );
+        assert_eq!(prop(&e, "status"), Some(&Prop::Num(425.0)));
+        assert_eq!(prop(&e, "retryAfter"), Some(&Prop::Num(7.0)));
+        assert_eq!(prop(&e, "stepId"), Some(&Prop::Str("step_1".into())));
+
+        let cases = [
+            (
+                WorldError::RunNotFound {
+                    run_id: "wrun_1".into(),
+                },
+                "NOT_FOUND",
+                404.0,
+            ),
+            (
+                WorldError::EntityConflict {
+                    run_id: "wrun_1".into(),
+                    message: "terminal".into(),
+                },
+                "CONFLICT",
+                409.0,
+            ),
+            (
+                WorldError::RunExpired {
+                    run_id: "wrun_1".into(),
+                    message: "ended".into(),
+                },
+                "GONE",
+                410.0,
+            ),
+            (
+                WorldError::InvalidRequest {
+                    field: "runId".into(),
+                    reason: "bad".into(),
+                },
+                "INVALID_INPUT",
+                400.0,
+            ),
+        ];
+        for (err, code, status) in cases {
+            let b = world_err(err);
+            assert_eq!(b.code, code);
+            assert_eq!(prop(&b, "status"), Some(&Prop::Num(status)));
+        }
+    }
+
+    #[test]
+    fn storage_faults_keep_the_store_code_and_a_5xx_status() {
+        let e = world_err(WorldError::Storage(runlog::Error::corrupt(
+            "wrun_1",
+            "seg-00000001.log",
+            4096,
+            "crc",
+        )));
+        assert_eq!(e.code, "CORRUPT");
+        assert_eq!(prop(&e, "status"), Some(&Prop::Num(500.0)));
+        assert_eq!(
+            prop(&e, "className"),
+            Some(&Prop::Str("WorkflowWorldError".into()))
+        );
+        let s = stream_err(StreamError::Closed {
+            run: "wrun_1".into(),
+            name: "s".into(),
+        });
+        assert_eq!(s.code, "STREAM_CLOSED");
+        assert_eq!(prop(&s, "status"), Some(&Prop::Num(409.0)));
+    }
+}

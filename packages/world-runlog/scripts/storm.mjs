@@ -1,0 +1,219 @@
+#!/usr/bin/env node
+// A storm of concurrent events.create on the same runs, through a World, from P processes
+// × W writers each; then the logs are counted. Prints JSON.
+//
+//   node packages/world-runlog/scripts/storm.mjs                 # runlog and world-local, side by side
+//   node packages/world-runlog/scripts/storm.mjs --world runlog --processes 2 --writers 8 --runs 30
+//
+// Every writer visits every run (in its own random order) and tries, in random order: one
+// terminal event (run_completed, run_failed or run_cancelled, picked at random), the
+// creation of the same two steps (step_created), the same hook (hook_created) and the same
+// wait (wait_created), and a lazy start of a third step (step_started with stepName+input).
+// All writers race for the same entities. A correct World accepts exactly one terminal
+// event per run and creates each entity once, refusing the rest (409/410).
+//
+// Counted from the stored events afterwards (events.list of every run):
+//   runsWithExtraTerminal   runs holding more than one terminal event
+//   entitiesCreatedTwice    steps, hooks and waits whose creation event is stored more than once
+//   runsWithoutTerminal     runs left without a terminal event (should be 0: every writer tries one)
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const self = fileURLToPath(import.meta.url);
+const packageDir = path.resolve(path.dirname(self), '..');
+
+function args() {
+  const out = { world: 'both', processes: 2, writers: 8, runs: 30, child: false, dataDir: undefined, at: 0, seed: 1 };
+  const a = process.argv.slice(2);
+  for (let i = 0; i < a.length; i++) {
+    const k = a[i].replace(/^--/, '');
+    if (k === 'child') out.child = true;
+    else out[k] = ['processes', 'writers', 'runs', 'at', 'seed'].includes(k) ? Number(a[++i]) : a[++i];
+  }
+  return out;
+}
+
+async function openWorld(kind, dataDir) {
+  if (kind === 'runlog') {
+    const { createWorld } = await import(path.join(packageDir, 'index.js'));
+    return createWorld({ dataDir, recoverActiveRuns: false });
+  }
+  const { createWorld } = await import('@workflow/world-local');
+  const w = createWorld({ dataDir, recoverActiveRuns: false });
+  await w.start?.();
+  return w;
+}
+
+function shuffle(xs, rnd) {
+  const a = [...xs];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
+
+function mulberry32(seed) {
+  let t = seed >>> 0;
+  return () => {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const bytes = (s) => new TextEncoder().encode(s);
+const TERMINAL = ['run_completed', 'run_failed', 'run_cancelled'];
+
+function requests(runId, rnd) {
+  const terminal = TERMINAL[Math.floor(rnd() * 3)];
+  const data = {
+    run_completed: { output: bytes('done') },
+    run_failed: { error: bytes('failed') },
+    run_cancelled: undefined,
+  }[terminal];
+  return [
+    { eventType: terminal, specVersion: 5, ...(data && { eventData: data }) },
+    { eventType: 'step_created', correlationId: 'step_a', specVersion: 5, eventData: { stepName: 'step//storm//a', input: bytes('a') } },
+    { eventType: 'step_created', correlationId: 'step_b', specVersion: 5, eventData: { stepName: 'step//storm//b', input: bytes('b') } },
+    { eventType: 'step_started', correlationId: 'step_c', specVersion: 5, eventData: { stepName: 'step//storm//c', input: bytes('c') } },
+    { eventType: 'hook_created', correlationId: 'hook_a', specVersion: 5, eventData: { token: `tok_${runId}`, metadata: bytes('m') } },
+    { eventType: 'wait_created', correlationId: 'wait_a', specVersion: 5, eventData: { resumeAt: new Date(Date.now() + 3_600_000) } },
+  ];
+}
+
+async function child(o) {
+  const world = await openWorld(o.world, o.dataDir);
+  const runIds = JSON.parse(process.env.STORM_RUN_IDS);
+  const outcomes = {};
+  let attempts = 0;
+  const delay = o.at - Date.now();
+  if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: o.writers }, async (_, wi) => {
+      const rnd = mulberry32(o.seed * 1000 + wi + 1);
+      for (const runId of shuffle(runIds, rnd)) {
+        await Promise.all(
+          shuffle(requests(runId, rnd), rnd).map(async (req) => {
+            attempts++;
+            let k;
+            try {
+              const r = await world.events.create(runId, req);
+              k = `ok:${r.event?.eventType ?? 'none'}`;
+            } catch (err) {
+              k = `${err?.name ?? 'Error'}${err?.status ? `(${err.status})` : ''}`;
+            }
+            outcomes[k] = (outcomes[k] ?? 0) + 1;
+          }),
+        );
+      }
+    }),
+  );
+  const ms = performance.now() - t0;
+  await world.close?.();
+  process.stdout.write(JSON.stringify({ attempts, outcomes, ms }));
+}
+
+async function allEvents(world, runId) {
+  const out = [];
+  let cursor;
+  for (;;) {
+    const page = await world.events.list({ runId, resolveData: 'none', pagination: { limit: 1000, cursor, sortOrder: 'asc' } });
+    out.push(...page.data);
+    if (!page.hasMore) return out;
+    cursor = page.cursor;
+  }
+}
+
+function runChild(o, dataDir, runIds, seed, at) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(
+      process.execPath,
+      [self, '--child', '--world', o.world, '--dataDir', dataDir, '--writers', String(o.writers), '--seed', String(seed), '--at', String(at)],
+      { env: { ...process.env, STORM_RUN_IDS: JSON.stringify(runIds) }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`))));
+  });
+}
+
+async function storm(o) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `storm-${o.world}-`));
+  try {
+    const world = await openWorld(o.world, dataDir);
+    const runIds = [];
+    for (let i = 0; i < o.runs; i++) {
+      const { run } = await world.events.create(null, {
+        eventType: 'run_created',
+        specVersion: 5,
+        eventData: { deploymentId: 'dpl_storm', workflowName: 'workflow//storm//wf', input: bytes(`run ${i}`) },
+      });
+      await world.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+      runIds.push(run.runId);
+    }
+    await world.close?.();
+    const at = Date.now() + 1500;
+    const t0 = performance.now();
+    const children = await Promise.all(Array.from({ length: o.processes }, (_, p) => runChild(o, dataDir, runIds, p + 1, at)));
+    const wallMs = performance.now() - t0 - 1500;
+
+    const reader = await openWorld(o.world, dataDir);
+    let runsWithExtraTerminal = 0;
+    let runsWithoutTerminal = 0;
+    let extraTerminalEvents = 0;
+    let entitiesCreatedTwice = 0;
+    let events = 0;
+    for (const runId of runIds) {
+      const evs = await allEvents(reader, runId);
+      events += evs.length;
+      const terminal = evs.filter((e) => TERMINAL.includes(e.eventType)).length;
+      if (terminal > 1) runsWithExtraTerminal++;
+      if (terminal === 0) runsWithoutTerminal++;
+      extraTerminalEvents += Math.max(0, terminal - 1);
+      const created = {};
+      for (const e of evs) {
+        if (['step_created', 'hook_created', 'wait_created'].includes(e.eventType)) {
+          const key = `${e.eventType}/${e.correlationId}`;
+          created[key] = (created[key] ?? 0) + 1;
+        }
+      }
+      entitiesCreatedTwice += Object.values(created).filter((n) => n > 1).length;
+    }
+    await reader.close?.();
+    const outcomes = {};
+    for (const c of children) for (const [k, n] of Object.entries(c.outcomes)) outcomes[k] = (outcomes[k] ?? 0) + n;
+    return {
+      world: o.world === 'runlog' ? 'world-runlog' : '@workflow/world-local@5.0.0-beta.29',
+      processes: o.processes,
+      writers: o.writers,
+      runs: o.runs,
+      attempts: children.reduce((s, c) => s + c.attempts, 0),
+      storedEvents: events,
+      runsWithExtraTerminal,
+      extraTerminalEvents,
+      entitiesCreatedTwice,
+      runsWithoutTerminal,
+      outcomes,
+      stormMs: Math.round(wallMs),
+    };
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const o = args();
+if (o.child) {
+  await child(o);
+} else {
+  const kinds = o.world === 'both' ? ['runlog', 'local'] : [o.world];
+  const results = [];
+  for (const world of kinds) results.push(await storm({ ...o, world }));
+  console.log(JSON.stringify({ results }, null, 2));
+  if (results.some((r) => r.world === 'world-runlog' && (r.runsWithExtraTerminal > 0 || r.entitiesCreatedTwice > 0))) process.exitCode = 1;
+}

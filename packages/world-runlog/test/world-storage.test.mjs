@@ -1,0 +1,346 @@
+// The World's storage and streams from JavaScript, on real files: events.create through
+// the Rust World layer, entities and events read back with Uint8Array payloads byte for
+// byte and Date fields, the SDK's error classes, streams (write, writeMulti, close, get from
+// an index or from the end, getChunks, getInfo, list, a live reader), start() re-enqueuing
+// active runs, and bad input — invalid run ids, oversized payloads, a closed World, a
+// corrupt store — each a rejected promise with a code.
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+
+import {
+  EntityConflictError,
+  HookNotFoundError,
+  RunExpiredError,
+  TooEarlyError,
+  WorkflowRunNotFoundError,
+  WorkflowWorldError,
+} from '@workflow/errors';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+
+import { createWorld, Store } from '../index.js';
+import { rejection, tempDir } from './helpers.mjs';
+
+let tmp;
+const worlds = [];
+
+function world(options) {
+  const w = createWorld({ dataDir: `${tmp.dir}/data/runlog`, recoverActiveRuns: false, ...options });
+  worlds.push(w);
+  return w;
+}
+
+beforeEach(() => {
+  tmp = tempDir();
+});
+
+afterEach(async () => {
+  for (const w of worlds.splice(0)) await w.close();
+  tmp.cleanup();
+});
+
+const allBytes = new Uint8Array(256).map((_, i) => i);
+
+async function createRun(w, extra = {}) {
+  const { run, event } = await w.events.create(null, {
+    eventType: 'run_created',
+    specVersion: 5,
+    eventData: { deploymentId: 'dpl_test', workflowName: 'workflow//./t//wf', input: allBytes, ...extra },
+  });
+  expect(event.eventType).toBe('run_created');
+  return run;
+}
+
+async function text(stream) {
+  const chunks = [];
+  for await (const c of stream) chunks.push(Buffer.from(c).toString());
+  return chunks;
+}
+
+describe('events.create and reads', () => {
+  test('a run, a lazy step and its result: entities, events, bytes exact, dates', async () => {
+    const w = world();
+    const run = await createRun(w);
+    expect(run.runId).toMatch(/^wrun_[0-9A-Z]{26}$/);
+    expect(run.status).toBe('pending');
+    expect(run.createdAt).toBeInstanceOf(Date);
+    expect(run.input).toEqual(allBytes);
+
+    const started = await w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+    expect(started.run.status).toBe('running');
+    expect(started.events.map((e) => e.eventType)).toEqual(['run_created', 'run_started']);
+
+    const nul = new TextEncoder().encode('null byte \0 end');
+    const lazy = await w.events.create(run.runId, {
+      eventType: 'step_started',
+      correlationId: 'step_1',
+      specVersion: 5,
+      eventData: { stepName: 'step//./t//add', input: nul },
+    });
+    expect(lazy.stepCreated).toBe(true);
+    expect(lazy.step).toMatchObject({ stepId: 'step_1', status: 'running', attempt: 1 });
+    const done = await w.events.create(run.runId, {
+      eventType: 'step_completed',
+      correlationId: 'step_1',
+      specVersion: 5,
+      eventData: { result: nul },
+    });
+    expect(done.step.output).toEqual(nul);
+    expect(done.step.completedAt).toBeInstanceOf(Date);
+
+    const step = await w.steps.get(run.runId, 'step_1');
+    expect(step.input).toEqual(nul);
+    expect((await w.steps.list({ runId: run.runId })).data.map((s) => s.stepId)).toEqual(['step_1']);
+
+    const events = await w.events.list({ runId: run.runId, pagination: { sortOrder: 'asc' } });
+    expect(events.data.map((e) => e.eventType)).toEqual([
+      'run_created',
+      'run_started',
+      'step_created',
+      'step_started',
+      'step_completed',
+    ]);
+    expect(events.hasMore).toBe(false);
+    expect(events.data[4].eventData.result).toEqual(nul);
+    const one = await w.events.get(run.runId, events.data[4].eventId);
+    expect(one.eventData.result).toEqual(nul);
+    const none = await w.events.get(run.runId, events.data[4].eventId, { resolveData: 'none' });
+    expect(none.eventData).toBeUndefined();
+    const byCorr = await w.events.listByCorrelationId({ correlationId: 'step_1' });
+    expect(byCorr.data.length).toBe(3);
+
+    // Paging: two at a time, the cursor always advances, all five seen once.
+    const seen = [];
+    let cursor;
+    for (;;) {
+      const page = await w.events.list({ runId: run.runId, pagination: { limit: 2, cursor } });
+      seen.push(...page.data.map((e) => e.eventId));
+      if (!page.hasMore) break;
+      cursor = page.cursor;
+    }
+    expect(new Set(seen).size).toBe(5);
+
+    const output = new Uint8Array([0, 255, 0, 1]);
+    const completed = await w.events.create(run.runId, { eventType: 'run_completed', specVersion: 5, eventData: { output } });
+    expect(completed.run.status).toBe('completed');
+    const got = await w.runs.get(run.runId);
+    expect(got.output).toEqual(output);
+    expect((await w.runs.get(run.runId, { resolveData: 'none' })).output).toBeUndefined();
+    expect((await w.runs.list({ status: 'completed' })).data.map((r) => r.runId)).toEqual([run.runId]);
+    // The SDK's CLI (`workflow inspect runs`) asks for the first page with cursor ''.
+    const cli = await w.runs.list({ resolveData: 'none', pagination: { sortOrder: 'desc', cursor: '', limit: 20 } });
+    expect(cli.data.map((r) => r.runId)).toEqual([run.runId]);
+
+    // A second terminal event: the SDK's conflict class; nothing written.
+    const again = await rejection(w.events.create(run.runId, { eventType: 'run_failed', specVersion: 5, eventData: { error: 'x' } }));
+    expect(EntityConflictError.is(again)).toBe(true);
+    expect(again.cause).toMatchObject({ code: 'CONFLICT', className: 'EntityConflictError', status: 409 });
+    const gone = await rejection(w.events.create(run.runId, { eventType: 'step_started', correlationId: 'step_1', specVersion: 5 }));
+    expect(RunExpiredError.is(gone) || EntityConflictError.is(gone)).toBe(true);
+    expect((await w.events.list({ runId: run.runId })).data.length).toBe(6);
+  });
+
+  test('not found, too early with retryAfter, hooks by token', async () => {
+    const w = world();
+    const missing = await rejection(w.runs.get('wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV'));
+    expect(WorkflowRunNotFoundError.is(missing)).toBe(true);
+    expect(missing.cause).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+
+    const run = await createRun(w);
+    await w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+    await w.events.create(run.runId, {
+      eventType: 'step_started',
+      correlationId: 's',
+      specVersion: 5,
+      eventData: { stepName: 'step//x', input: allBytes },
+    });
+    await w.events.create(run.runId, {
+      eventType: 'step_retrying',
+      correlationId: 's',
+      specVersion: 5,
+      eventData: { error: 'later', retryAfter: new Date(Date.now() + 30_000) },
+    });
+    const early = await rejection(w.events.create(run.runId, { eventType: 'step_started', correlationId: 's', specVersion: 5 }));
+    expect(TooEarlyError.is(early)).toBe(true);
+    expect(early.retryAfter).toBeGreaterThanOrEqual(29);
+    expect(early.cause).toMatchObject({ code: 'TOO_EARLY', status: 425 });
+    expect((await w.steps.get(run.runId, 's')).retryAfter).toBeInstanceOf(Date);
+
+    const created = await w.events.create(run.runId, {
+      eventType: 'hook_created',
+      correlationId: 'hook_1',
+      specVersion: 5,
+      eventData: { token: 'tok-1', metadata: allBytes },
+    });
+    expect(created.hook.token).toBe('tok-1');
+    expect((await w.hooks.getByToken('tok-1')).metadata).toEqual(allBytes);
+    expect((await w.hooks.get('hook_1')).runId).toBe(run.runId);
+    expect((await w.hooks.list({ runId: run.runId })).data.length).toBe(1);
+    await w.events.create(run.runId, { eventType: 'hook_disposed', correlationId: 'hook_1', specVersion: 5 });
+    expect(HookNotFoundError.is(await rejection(w.hooks.getByToken('tok-1')))).toBe(true);
+  });
+});
+
+describe('streams', () => {
+  test('write, writeMulti, get from an index and from the end, getChunks, getInfo, list, close', async () => {
+    const w = world();
+    const run = await createRun(w);
+    const name = 'strm_01ARZ3NDEKTSV4RRFFQ69G5FAV_user';
+    expect(await w.streams.getInfo(run.runId, name)).toEqual({ tailIndex: -1, done: false });
+    // Not awaited one by one: call order is kept.
+    const writes = [w.streams.write(run.runId, name, 'a'), w.streams.write(Promise.resolve(run.runId), name, new Uint8Array([98]))];
+    writes.push(w.streams.writeMulti(run.runId, name, ['c', 'd', 'e']));
+    await Promise.all(writes);
+    expect(await w.streams.list(run.runId)).toEqual([name]);
+    expect(await w.streams.getInfo(run.runId, name)).toEqual({ tailIndex: 4, done: false });
+    const page = await w.streams.getChunks(run.runId, name, { limit: 2 });
+    expect(page.data.map((c) => [c.index, Buffer.from(c.data).toString()])).toEqual([
+      [0, 'a'],
+      [1, 'b'],
+    ]);
+    expect(page.hasMore).toBe(true);
+    const rest = await w.streams.getChunks(run.runId, name, { cursor: page.cursor });
+    expect(rest.data.map((c) => c.index)).toEqual([2, 3, 4]);
+
+    const live = await w.streams.get(run.runId, name, -2);
+    const reading = text(live);
+    await new Promise((r) => setTimeout(r, 50));
+    await w.streams.write(run.runId, name, 'f');
+    await w.streams.close(run.runId, name);
+    expect(await reading).toEqual(['d', 'e', 'f']);
+    expect(await text(await w.streams.get(run.runId, name, 1))).toEqual(['b', 'c', 'd', 'e', 'f']);
+    expect(await w.streams.getInfo(run.runId, name)).toEqual({ tailIndex: 5, done: true });
+    const closed = await rejection(w.streams.write(run.runId, name, 'late'));
+    expect(closed.cause).toMatchObject({ code: 'STREAM_CLOSED', status: 409 });
+  });
+});
+
+describe('start() and close()', () => {
+  test('start() re-enqueues the pending and running runs found in runlog', async () => {
+    const w = world();
+    const a = await createRun(w);
+    const b = await createRun(w);
+    await w.events.create(b.runId, { eventType: 'run_started', specVersion: 5 });
+    const c = await createRun(w);
+    await w.events.create(c.runId, { eventType: 'run_cancelled', specVersion: 5 });
+    await w.close();
+
+    const again = world({ recoverActiveRuns: true });
+    const queued = [];
+    again.queue = async (name, payload) => {
+      queued.push([name, payload.runId]);
+      return { messageId: null };
+    };
+    await again.start();
+    expect(queued.sort()).toEqual(
+      [
+        ['__wkf_workflow_workflow//./t//wf', a.runId],
+        ['__wkf_workflow_workflow//./t//wf', b.runId],
+      ].sort(),
+    );
+  });
+
+  test('a closed World rejects every call with CLOSED; a live reader ends', async () => {
+    const w = world();
+    const run = await createRun(w);
+    const reader = (await w.streams.get(run.runId, 'strm_x')).getReader();
+    const pending = reader.read();
+    await w.close();
+    expect((await pending).done).toBe(true);
+    for (const p of [
+      w.runs.get(run.runId),
+      w.events.create(run.runId, { eventType: 'run_started' }),
+      w.events.list({ runId: run.runId }),
+      w.streams.write(run.runId, 'strm_x', 'a'),
+      w.hooks.getByToken('t'),
+    ]) {
+      const err = await rejection(p);
+      expect(WorkflowWorldError.is(err)).toBe(true);
+      expect(err.cause.code).toBe('CLOSED');
+    }
+  });
+});
+
+describe('bad input', () => {
+  test('invalid run ids reject with INVALID_INPUT (400), nothing written', async () => {
+    const w = world();
+    for (const id of ['', 'run_1', 'wrun_short', 'wrun_../../etc', '_world-hook-tokens', 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV/x']) {
+      for (const p of [
+        w.runs.get(id),
+        w.events.create(id, { eventType: 'run_started' }),
+        w.events.list({ runId: id }),
+        w.steps.list({ runId: id }),
+        w.streams.write(id, 'strm_x', 'a'),
+      ]) {
+        const err = await rejection(p);
+        expect(WorkflowWorldError.is(err), `${id}: ${err}`).toBe(true);
+        expect(err.status).toBe(400);
+        expect(err.cause.code).toBe('INVALID_INPUT');
+      }
+    }
+    const badReq = await rejection(w.events.create(null, { eventType: 'no_such_event' }));
+    expect(badReq.cause.code).toBe('INVALID_INPUT');
+    const badParams = await rejection(w.events.list({ runId: 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV', pagination: { limit: -1 } }));
+    expect(badParams.cause.code).toBe('INVALID_INPUT');
+    expect((await w.runs.list()).data).toEqual([]);
+  });
+
+  test('an oversized payload rejects with INVALID_INPUT and writes nothing', async () => {
+    const w = world({ store: { payloadLenBytesMax: 4096 } });
+    const run = await createRun(w, { input: new Uint8Array(16) });
+    const big = await rejection(
+      w.events.create(run.runId, { eventType: 'run_completed', specVersion: 5, eventData: { output: new Uint8Array(8192) } }),
+    );
+    expect(big.cause.code).toBe('INVALID_INPUT');
+    expect((await w.runs.get(run.runId)).status).toBe('pending');
+    const chunk = await rejection(w.streams.write(run.runId, 'strm_big', new Uint8Array(8192)));
+    expect(chunk.cause.code).toBe('INVALID_INPUT');
+  });
+
+  test('a corrupt store rejects with CORRUPT (500), never not-found', async () => {
+    const dataDir = `${tmp.dir}/corrupt/runlog`;
+    const w = world({ dataDir });
+    const run = await createRun(w, { input: new TextEncoder().encode('MARKER-input') });
+    await w.close();
+    const segDir = `${dataDir}/runs/${run.runId}`;
+    const seg = readdirSync(segDir).find((f) => f.startsWith('seg-'));
+    const bytes = readFileSync(`${segDir}/${seg}`);
+    const at = bytes.indexOf('deploymentId');
+    expect(at).toBeGreaterThan(0);
+    bytes[at] ^= 0x01;
+    writeFileSync(`${segDir}/${seg}`, bytes);
+
+    const again = world({ dataDir });
+    for (const p of [again.runs.get(run.runId), again.events.list({ runId: run.runId })]) {
+      const err = await rejection(p);
+      expect(WorkflowWorldError.is(err)).toBe(true);
+      expect(err.status).toBe(500);
+      expect(err.cause).toMatchObject({ code: 'CORRUPT', runId: run.runId });
+    }
+  });
+});
+
+describe('the addon World directly', () => {
+  test('objects or JSON text in, JSON text out; errors carry code, className, status', async () => {
+    const store = await Store.open(`${tmp.dir}/direct`);
+    try {
+      const w = store.world();
+      const out = JSON.parse(
+        await w.createEvent(null, { eventType: 'run_created', eventData: { deploymentId: 'd', workflowName: 'wf', input: null } }),
+      );
+      expect(out.run.status).toBe('pending');
+      const runId = out.run.runId;
+      const text = await w.createEvent(runId, '{"eventType":"run_cancelled"}', '{}');
+      expect(JSON.parse(text).run.status).toBe('cancelled');
+      const err = await rejection(w.createEvent(runId, { eventType: 'run_completed', eventData: { output: 1 } }));
+      expect(err).toMatchObject({ code: 'CONFLICT', className: 'EntityConflictError', status: 409, runId });
+      const bad = await rejection(w.createEvent(runId, 'not json'));
+      expect(bad.code).toBe('INVALID_INPUT');
+      const badType = await rejection(w.runsGet(42));
+      expect(badType).toMatchObject({ code: 'INVALID_INPUT', field: 'runId' });
+      await store.close();
+      expect(w.closed).toBe(true);
+      expect((await rejection(w.runsGet(runId))).code).toBe('CLOSED');
+    } finally {
+      await store.close();
+    }
+  });
+});
