@@ -1,0 +1,868 @@
+//! runlog's [`RunLog`] contract on PostgreSQL ≥ 14: the same per-run, append-only event logs
+//! as the file store (dense store-assigned seqs, decisions fenced at `expected_seq`, facts
+//! idempotent by key and event id, atomic batches), held to the same conformance suite
+//! (`crates/runlog-conformance`, `tests/conformance.rs`).
+//!
+//! # Schema
+//! `migrations/001_init.sql`, applied idempotently at [`PgLog::connect`]: a `runs` row per run
+//! carrying `last_seq` (the seq counter), `committed_bytes`, times and the metadata blob;
+//! `events` keyed `(run_id, seq)` with unique `(run_id, event_id)` and `(run_id, key)`.
+//!
+//! # Appends
+//! One transaction per append: `SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE`
+//! serializes the writers of one run (and only of that run); facts look up existing keys and
+//! event ids (a duplicate appends nothing and reports the original seq); decisions are
+//! rejected with `Fenced` when `last_seq != expected_seq` and with `DuplicateDecision` on an
+//! existing key or id, before anything is written; the rest is inserted at `last_seq + 1 ..`
+//! with one `INSERT … SELECT FROM unnest(…)` and the counter is updated in the same
+//! transaction, so a batch is all or nothing. Event ids absent from the input are ULIDs minted
+//! by a process-wide monotonic generator.
+//!
+//! # Wait
+//! Every commit (and delete) sends `NOTIFY runlog_<schema>` with the run id in the same
+//! transaction (PostgreSQL delivers it at commit). `wait` blocks on a condition variable fed by
+//! one dedicated `LISTEN` connection per [`PgLog`] (started at the first `wait`), and re-reads
+//! `last_seq` on every notification, and at least every 250 ms in case a notification was lost
+//! (a reconnect of the listener); without a listener it polls every 5 ms.
+//!
+//! # Client and pool
+//! The synchronous [`postgres`] crate (the maintained blocking wrapper of `tokio-postgres`):
+//! the `RunLog` trait is synchronous, like the file store, so an async client (or `sqlx`) would
+//! only add a runtime to block on. Connections are kept in a small `Mutex<Vec<Client>>` pool
+//! rather than `r2d2_postgres`: the pool needs exactly "take an idle client or connect, give
+//! it back unless it broke", which is 40 lines here, and avoids a dependency whose releases
+//! trail `postgres`'s; a connection that saw an I/O error is dropped, not returned.
+//!
+//! # Errors
+//! The `runlog::Error` variants of the file store with the same meaning; a PostgreSQL failure
+//! (connection lost, statement timeout, server restart) is [`Error::Io`] with path
+//! `postgres` and the server's message; the transaction is rolled back, so nothing of the
+//! batch is visible.
+#![deny(missing_docs)]
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Condvar, Mutex};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, NoTls, Row};
+use runlog::{
+    Appended, Error, EventRef, NewEvent, Problem, ReadPage, Result, RunId, RunInfo, RunLog,
+    RunPage, Seq, VerifyReport,
+};
+use ulid::{Generator, Ulid};
+
+/// The schema migration, applied at connect.
+pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");
+
+/// Largest run metadata blob, in bytes (as the file store).
+pub const META_LEN_MAX: usize = 2048;
+
+/// Settings of a [`PgLog`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// PostgreSQL schema holding the tables (created if missing); `None` uses the
+    /// connection's default search path (normally `public`). Only `[a-z0-9_]`, 1–63 bytes.
+    pub schema: Option<String>,
+    /// Largest event payload, in bytes (default 16 MiB, as the file store).
+    pub payload_len_bytes_max: usize,
+    /// Most events in one append call (default 100,000).
+    pub batch_events_max: usize,
+    /// Idle connections kept for reuse (default 16).
+    pub idle_connections_max: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            schema: None,
+            payload_len_bytes_max: 16 << 20,
+            batch_events_max: 100_000,
+            idle_connections_max: 16,
+        }
+    }
+}
+
+/// A runlog store on PostgreSQL. Cheap to clone (one shared pool).
+#[derive(Clone)]
+pub struct PgLog {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: postgres::Config,
+    options: Options,
+    channel: String,
+    idle: Mutex<Vec<Client>>,
+    ids: Mutex<Generator>,
+    wake: Wake,
+}
+
+/// What `wait` blocks on: a generation bumped by the listener on every notification.
+struct Wake {
+    state: Mutex<WakeState>,
+    cond: Condvar,
+}
+
+#[derive(Default)]
+struct WakeState {
+    generation: u64,
+    listener: ListenerState,
+}
+
+#[derive(Default, PartialEq, Eq, Clone, Copy)]
+enum ListenerState {
+    #[default]
+    NotStarted,
+    Running,
+    Failed,
+}
+
+fn pg_err(op: &'static str, e: postgres::Error) -> Error {
+    Error::Io {
+        op,
+        path: PathBuf::from("postgres"),
+        source: io::Error::other(e),
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn not_found(run: &RunId) -> Error {
+    Error::RunNotFound {
+        run: run.to_string(),
+    }
+}
+
+/// A pooled client, given back on drop unless its connection broke.
+struct Conn<'a> {
+    client: Option<Client>,
+    inner: &'a Inner,
+}
+
+impl std::ops::Deref for Conn<'_> {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.client.as_ref().expect("client present until drop")
+    }
+}
+
+impl std::ops::DerefMut for Conn<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.client.as_mut().expect("client present until drop")
+    }
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take()
+            && !client.is_closed()
+        {
+            let mut idle = self.inner.idle.lock();
+            if idle.len() < self.inner.options.idle_connections_max {
+                idle.push(client);
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn connect_one(&self) -> Result<Client> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| pg_err("connecting to", e))?;
+        if let Some(schema) = &self.options.schema {
+            client
+                .batch_execute(&format!("SET search_path TO \"{schema}\""))
+                .map_err(|e| pg_err("setting search_path on", e))?;
+        }
+        Ok(client)
+    }
+
+    fn conn(&self) -> Result<Conn<'_>> {
+        let pooled = self.idle.lock().pop();
+        let client = match pooled {
+            Some(c) if !c.is_closed() => c,
+            _ => self.connect_one()?,
+        };
+        Ok(Conn {
+            client: Some(client),
+            inner: self,
+        })
+    }
+}
+
+impl PgLog {
+    /// Connects to the server named by `params` (a libpq-style `host=… user=… dbname=…` string
+    /// or a `postgres://` URL) with default [`Options`] and applies the migration.
+    ///
+    /// # Errors
+    /// `Io` (path `postgres`) when the server cannot be reached or the migration fails.
+    pub fn connect(params: &str) -> Result<PgLog> {
+        PgLog::connect_with(params, Options::default())
+    }
+
+    /// [`PgLog::connect`] with explicit [`Options`]; creates `options.schema` if missing.
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a bad schema name or connection string; `Io` as [`PgLog::connect`].
+    pub fn connect_with(params: &str, options: Options) -> Result<PgLog> {
+        let config: postgres::Config = params
+            .parse()
+            .map_err(|e| Error::InvalidConfig(format!("postgres connection string: {e}")))?;
+        if let Some(s) = &options.schema
+            && (s.is_empty()
+                || s.len() > 63
+                || !s
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+        {
+            return Err(Error::InvalidConfig(format!(
+                "schema {s:?}: only [a-z0-9_], 1-63 bytes"
+            )));
+        }
+        let channel = format!("runlog_{}", options.schema.as_deref().unwrap_or("default"));
+        let inner = Inner {
+            config,
+            options,
+            channel,
+            idle: Mutex::new(Vec::new()),
+            ids: Mutex::new(Generator::new()),
+            wake: Wake {
+                state: Mutex::new(WakeState::default()),
+                cond: Condvar::new(),
+            },
+        };
+        {
+            let mut client = inner
+                .config
+                .connect(NoTls)
+                .map_err(|e| pg_err("connecting to", e))?;
+            let mut tx = client.transaction().map_err(|e| pg_err("migrating", e))?;
+            // One migrator at a time per database; the lock ends with the transaction.
+            tx.execute("SELECT pg_advisory_xact_lock(7247083462)", &[])
+                .map_err(|e| pg_err("migrating", e))?;
+            if let Some(schema) = &inner.options.schema {
+                tx.batch_execute(&format!(
+                    "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\""
+                ))
+                .map_err(|e| pg_err("migrating", e))?;
+            }
+            tx.batch_execute(MIGRATION_001)
+                .map_err(|e| pg_err("migrating", e))?;
+            tx.commit().map_err(|e| pg_err("migrating", e))?;
+        }
+        Ok(PgLog {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The schema this store uses (`None`: the default search path).
+    pub fn schema(&self) -> Option<&str> {
+        self.inner.options.schema.as_deref()
+    }
+
+    fn validate(&self, events: &[NewEvent]) -> Result<()> {
+        let o = &self.inner.options;
+        if events.is_empty() || events.len() > o.batch_events_max {
+            return Err(Error::InvalidEvent {
+                field: "batch",
+                reason: format!(
+                    "{} events, allowed 1..={}",
+                    events.len(),
+                    o.batch_events_max
+                ),
+            });
+        }
+        for e in events {
+            e.validate(o.payload_len_bytes_max)?;
+        }
+        Ok(())
+    }
+
+    /// Inserts `events` at `last + 1 ..` and advances the counter, inside `tx`.
+    fn insert(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        run: &RunId,
+        last: Seq,
+        events: &[&NewEvent],
+    ) -> Result<()> {
+        let now = now_ms();
+        let n = events.len();
+        let mut seqs = Vec::with_capacity(n);
+        let mut ids = Vec::with_capacity(n);
+        let mut times = Vec::with_capacity(n);
+        let mut kinds = Vec::with_capacity(n);
+        let mut corrs = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
+        let mut payloads = Vec::with_capacity(n);
+        let mut bytes: i64 = 0;
+        {
+            let mut minter = self.inner.ids.lock();
+            for (i, e) in events.iter().enumerate() {
+                seqs.push((last + 1 + i as u64) as i64);
+                let id = match e.event_id {
+                    Some(id) => id,
+                    None => minter.generate().unwrap_or_else(|_| Ulid::generate()),
+                };
+                ids.push(id.to_bytes().to_vec());
+                times.push(e.created_at_ms.unwrap_or(now) as i64);
+                kinds.push(e.kind.as_str());
+                corrs.push(e.correlation_id.as_deref());
+                keys.push(e.key.as_deref());
+                payloads.push(&e.payload[..]);
+                bytes += e.payload.len() as i64;
+            }
+        }
+        tx.execute(
+            "INSERT INTO events (run_id, seq, event_id, created_at_ms, kind, correlation_id, key, payload) \
+             SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bytea[])",
+            &[&run.as_str(), &seqs, &ids, &times, &kinds, &corrs, &keys, &payloads],
+        )
+        .map_err(|e| pg_err("inserting events into", e))?;
+        tx.execute(
+            "UPDATE runs SET last_seq = $2, committed_bytes = committed_bytes + $3, updated_at_ms = $4 \
+             WHERE run_id = $1",
+            &[&run.as_str(), &((last + n as u64) as i64), &bytes, &(now as i64)],
+        )
+        .map_err(|e| pg_err("updating the counter in", e))?;
+        tx.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&self.inner.channel, &run.as_str()],
+        )
+        .map_err(|e| pg_err("notifying", e))?;
+        Ok(())
+    }
+
+    /// Locks the run's row; its last seq.
+    fn lock_run(tx: &mut postgres::Transaction<'_>, run: &RunId) -> Result<Seq> {
+        let row = tx
+            .query_opt(
+                "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE",
+                &[&run.as_str()],
+            )
+            .map_err(|e| pg_err("locking a run in", e))?;
+        match row {
+            Some(r) => Ok(r.get::<_, i64>(0) as Seq),
+            None => Err(not_found(run)),
+        }
+    }
+
+    /// Existing events of the run sharing a key or event id with `events`: key → seq, id → seq.
+    fn existing(
+        tx: &mut postgres::Transaction<'_>,
+        run: &RunId,
+        events: &[NewEvent],
+    ) -> Result<(HashMap<String, Seq>, HashMap<Ulid, Seq>)> {
+        let keys: Vec<&str> = events.iter().filter_map(|e| e.key.as_deref()).collect();
+        let ids: Vec<Vec<u8>> = events
+            .iter()
+            .filter_map(|e| e.event_id.map(|id| id.to_bytes().to_vec()))
+            .collect();
+        let mut by_key = HashMap::new();
+        let mut by_id = HashMap::new();
+        if keys.is_empty() && ids.is_empty() {
+            return Ok((by_key, by_id));
+        }
+        let rows = tx
+            .query(
+                "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
+                 AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))",
+                &[&run.as_str(), &keys, &ids],
+            )
+            .map_err(|e| pg_err("looking up keys in", e))?;
+        for r in rows {
+            let seq = r.get::<_, i64>(0) as Seq;
+            if let Some(k) = r.get::<_, Option<String>>(1) {
+                by_key.insert(k, seq);
+            }
+            if let Ok(b) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(2)) {
+                by_id.insert(Ulid::from_bytes(b), seq);
+            }
+        }
+        Ok((by_key, by_id))
+    }
+
+    fn read_rows(&self, run: &RunId, after: Seq, limit: usize) -> Result<(Seq, Vec<Row>)> {
+        let mut c = self.inner.conn()?;
+        // One statement, one snapshot: the counter and the events it covers.
+        let rows = c
+            .query(
+                "SELECT r.last_seq, e.seq, e.event_id, e.created_at_ms, e.kind, e.correlation_id, e.key, e.payload \
+                 FROM runs r LEFT JOIN LATERAL ( \
+                   SELECT * FROM events e WHERE e.run_id = r.run_id AND e.seq > $2 AND e.seq <= r.last_seq \
+                   ORDER BY e.seq LIMIT $3) e ON true \
+                 WHERE r.run_id = $1",
+                &[&run.as_str(), &(after.min(i64::MAX as u64) as i64), &(limit.min(i64::MAX as usize) as i64)],
+            )
+            .map_err(|e| pg_err("reading", e))?;
+        let Some(first) = rows.first() else {
+            return Err(not_found(run));
+        };
+        let last = first.get::<_, i64>(0) as Seq;
+        let rows: Vec<Row> = rows
+            .into_iter()
+            .filter(|r| r.get::<_, Option<i64>>(1).is_some())
+            .collect();
+        // Density (rule 5): the page is after+1, after+2, … and as long as the counter says.
+        let want = (last.saturating_sub(after)).min(limit as u64) as usize;
+        for (i, r) in rows.iter().enumerate() {
+            let seq = r.get::<_, i64>(1) as Seq;
+            if seq != after + 1 + i as u64 {
+                return Err(corrupt(
+                    run,
+                    after + 1 + i as u64,
+                    format!("found seq {seq}"),
+                ));
+            }
+        }
+        if rows.len() != want {
+            let at = after + 1 + rows.len() as u64;
+            return Err(corrupt(
+                run,
+                at,
+                format!("seq {at} missing (last_seq {last})"),
+            ));
+        }
+        Ok((last, rows))
+    }
+}
+
+fn corrupt(run: &RunId, seq: Seq, detail: String) -> Error {
+    Error::Corrupt {
+        run: run.to_string(),
+        segment: "events".to_string(),
+        offset: seq,
+        detail,
+    }
+}
+
+fn event_ref<'r>(run: &RunId, r: &'r Row) -> Result<EventRef<'r>> {
+    let seq = r.get::<_, i64>(1) as Seq;
+    let id: [u8; 16] = r
+        .get::<_, &[u8]>(2)
+        .try_into()
+        .map_err(|_| corrupt(run, seq, "event_id is not 16 bytes".into()))?;
+    Ok(EventRef {
+        seq,
+        event_id: Ulid::from_bytes(id),
+        created_at_ms: r.get::<_, i64>(3) as u64,
+        kind: r.get(4),
+        correlation_id: r.get(5),
+        key: r.get(6),
+        payload: r.get(7),
+    })
+}
+
+impl RunLog for PgLog {
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> Result<()> {
+        if meta.len() > META_LEN_MAX {
+            return Err(Error::InvalidEvent {
+                field: "meta",
+                reason: format!("{} bytes > limit {META_LEN_MAX}", meta.len()),
+            });
+        }
+        let now = now_ms() as i64;
+        let n = self
+            .inner
+            .conn()?
+            .execute(
+                "INSERT INTO runs (run_id, last_seq, committed_bytes, created_at_ms, updated_at_ms, meta) \
+                 VALUES ($1, 0, 0, $2, $2, $3) ON CONFLICT (run_id) DO NOTHING",
+                &[&run.as_str(), &now, &meta],
+            )
+            .map_err(|e| pg_err("creating a run in", e))?;
+        if n == 0 {
+            return Err(Error::RunExists {
+                run: run.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
+        self.validate(&events)?;
+        let mut c = self.inner.conn()?;
+        let mut tx = c.transaction().map_err(|e| pg_err("appending to", e))?;
+        let last = Self::lock_run(&mut tx, run)?;
+        let (mut by_key, mut by_id) = Self::existing(&mut tx, run, &events)?;
+        let mut out = Vec::with_capacity(events.len());
+        let mut fresh: Vec<&NewEvent> = Vec::new();
+        for e in &events {
+            let dup = e
+                .key
+                .as_ref()
+                .and_then(|k| by_key.get(k))
+                .or_else(|| e.event_id.as_ref().and_then(|id| by_id.get(id)))
+                .copied();
+            if let Some(seq) = dup {
+                out.push(Appended {
+                    seq,
+                    duplicate: true,
+                });
+                continue;
+            }
+            let seq = last + 1 + fresh.len() as u64;
+            if let Some(k) = &e.key {
+                by_key.insert(k.clone(), seq);
+            }
+            if let Some(id) = e.event_id {
+                by_id.insert(id, seq);
+            }
+            fresh.push(e);
+            out.push(Appended {
+                seq,
+                duplicate: false,
+            });
+        }
+        if fresh.is_empty() {
+            return Ok(out);
+        }
+        self.insert(&mut tx, run, last, &fresh)?;
+        tx.commit().map_err(|e| pg_err("committing to", e))?;
+        Ok(out)
+    }
+
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected_seq: Seq,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Seq>> {
+        self.validate(&events)?;
+        let mut c = self.inner.conn()?;
+        let mut tx = c.transaction().map_err(|e| pg_err("appending to", e))?;
+        let last = Self::lock_run(&mut tx, run)?;
+        if last != expected_seq {
+            return Err(Error::Fenced {
+                run: run.to_string(),
+                expected: expected_seq,
+                actual: last,
+            });
+        }
+        let (mut by_key, mut by_id) = Self::existing(&mut tx, run, &events)?;
+        for (i, e) in events.iter().enumerate() {
+            let seq = last + 1 + i as u64;
+            if let Some(k) = &e.key {
+                if let Some(&orig) = by_key.get(k) {
+                    return Err(Error::DuplicateDecision {
+                        run: run.to_string(),
+                        key: k.clone(),
+                        seq: orig,
+                    });
+                }
+                by_key.insert(k.clone(), seq);
+            }
+            if let Some(id) = e.event_id {
+                if let Some(&orig) = by_id.get(&id) {
+                    return Err(Error::DuplicateDecision {
+                        run: run.to_string(),
+                        key: id.to_string(),
+                        seq: orig,
+                    });
+                }
+                by_id.insert(id, seq);
+            }
+        }
+        let refs: Vec<&NewEvent> = events.iter().collect();
+        self.insert(&mut tx, run, last, &refs)?;
+        tx.commit().map_err(|e| pg_err("committing to", e))?;
+        Ok((last + 1..=last + events.len() as u64).collect())
+    }
+
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {
+        let (last, rows) = self.read_rows(run, after, limit)?;
+        let mut events = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let e = event_ref(run, r)?;
+            events.push(e.to_event());
+        }
+        let next = after + events.len() as u64;
+        Ok(ReadPage {
+            events,
+            next,
+            has_more: last > next,
+        })
+    }
+
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> Result<(Seq, bool)> {
+        let (last, rows) = self.read_rows(run, after, limit)?;
+        let refs = rows
+            .iter()
+            .map(|r| event_ref(run, r))
+            .collect::<Result<Vec<_>>>()?;
+        let next = after + refs.len() as u64;
+        for e in refs {
+            f(e);
+        }
+        Ok((next, last > next))
+    }
+
+    fn last_seq(&self, run: &RunId) -> Result<Seq> {
+        let row = self
+            .inner
+            .conn()?
+            .query_opt(
+                "SELECT last_seq FROM runs WHERE run_id = $1",
+                &[&run.as_str()],
+            )
+            .map_err(|e| pg_err("reading the counter in", e))?;
+        row.map(|r| r.get::<_, i64>(0) as Seq)
+            .ok_or_else(|| not_found(run))
+    }
+
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq> {
+        let deadline = Instant::now() + timeout;
+        let listening = self.ensure_listener();
+        loop {
+            let generation = self.inner.wake.state.lock().generation;
+            let last = self.last_seq(run)?;
+            let now = Instant::now();
+            if last > after || now >= deadline {
+                return Ok(last);
+            }
+            let nap = if listening {
+                Duration::from_millis(250)
+            } else {
+                Duration::from_millis(5)
+            };
+            let until = deadline.min(now + nap);
+            let mut st = self.inner.wake.state.lock();
+            while st.generation == generation && Instant::now() < until {
+                self.inner.wake.cond.wait_until(&mut st, until);
+            }
+        }
+    }
+
+    fn run_info(&self, run: &RunId) -> Result<RunInfo> {
+        let row = self
+            .inner
+            .conn()?
+            .query_opt(
+                "SELECT last_seq, committed_bytes, created_at_ms, updated_at_ms FROM runs WHERE run_id = $1",
+                &[&run.as_str()],
+            )
+            .map_err(|e| pg_err("reading run info in", e))?
+            .ok_or_else(|| not_found(run))?;
+        Ok(info(run.clone(), &row, 0))
+    }
+
+    fn run_meta(&self, run: &RunId) -> Result<Vec<u8>> {
+        let row = self
+            .inner
+            .conn()?
+            .query_opt("SELECT meta FROM runs WHERE run_id = $1", &[&run.as_str()])
+            .map_err(|e| pg_err("reading run metadata in", e))?
+            .ok_or_else(|| not_found(run))?;
+        Ok(row.get(0))
+    }
+
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> Result<RunPage> {
+        let rows = self
+            .inner
+            .conn()?
+            .query(
+                "SELECT run_id, last_seq, committed_bytes, created_at_ms, updated_at_ms FROM runs \
+                 WHERE $1::text IS NULL OR run_id > $1 ORDER BY run_id LIMIT $2",
+                &[
+                    &after.map(RunId::as_str),
+                    &(limit.saturating_add(1).min(i64::MAX as usize) as i64),
+                ],
+            )
+            .map_err(|e| pg_err("listing runs in", e))?;
+        let has_more = rows.len() > limit;
+        let mut runs = Vec::with_capacity(rows.len().min(limit));
+        for r in rows.iter().take(limit) {
+            let id: &str = r.get(0);
+            let id = RunId::new(id)?;
+            runs.push(info(id, r, 1));
+        }
+        Ok(RunPage {
+            next: runs.last().map(|r| r.run.clone()),
+            runs,
+            has_more,
+            damaged: Vec::new(),
+        })
+    }
+
+    fn delete_run(&self, run: &RunId) -> Result<()> {
+        let mut c = self.inner.conn()?;
+        let mut tx = c.transaction().map_err(|e| pg_err("deleting from", e))?;
+        // Events go with the run (ON DELETE CASCADE).
+        let n = tx
+            .execute("DELETE FROM runs WHERE run_id = $1", &[&run.as_str()])
+            .map_err(|e| pg_err("deleting from", e))?;
+        if n == 0 {
+            return Err(not_found(run));
+        }
+        tx.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&self.inner.channel, &run.as_str()],
+        )
+        .map_err(|e| pg_err("notifying", e))?;
+        tx.commit().map_err(|e| pg_err("deleting from", e))
+    }
+
+    fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
+        let mut c = self.inner.conn()?;
+        let mut tx = c
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(|e| pg_err("verifying", e))?;
+        let row = tx
+            .query_opt(
+                "SELECT last_seq, committed_bytes FROM runs WHERE run_id = $1",
+                &[&run.as_str()],
+            )
+            .map_err(|e| pg_err("verifying", e))?
+            .ok_or_else(|| not_found(run))?;
+        let last = row.get::<_, i64>(0) as Seq;
+        let committed = row.get::<_, i64>(1);
+        let mut report = VerifyReport {
+            run: run.clone(),
+            segments: 1,
+            events: 0,
+            problems: Vec::new(),
+            notes: Vec::new(),
+        };
+        let problem = |offset: Seq, detail: String| Problem {
+            segment: "events".to_string(),
+            offset,
+            detail,
+        };
+        let mut expect: Seq = 1;
+        let mut bytes: i64 = 0;
+        let mut max: Seq = 0;
+        {
+            let mut it = tx
+                .query_raw(
+                    "SELECT seq, length(event_id), length(payload) FROM events WHERE run_id = $1 ORDER BY seq",
+                    [run.as_str()],
+                )
+                .map_err(|e| pg_err("verifying", e))?;
+            while let Some(r) = it.next().map_err(|e| pg_err("verifying", e))? {
+                let seq = r.get::<_, i64>(0) as Seq;
+                let id_len: i32 = r.get(1);
+                bytes += i64::from(r.get::<_, i32>(2));
+                max = seq;
+                if seq != expect {
+                    report
+                        .problems
+                        .push(problem(seq, format!("seq {seq} where {expect} was due")));
+                } else if id_len != 16 {
+                    report
+                        .problems
+                        .push(problem(seq, format!("event_id of {id_len} bytes")));
+                } else {
+                    report.events += 1;
+                }
+                expect = seq + 1;
+            }
+        }
+        if max != last {
+            report.problems.push(problem(
+                max,
+                format!("last_seq is {last} but the last event is at seq {max}"),
+            ));
+        }
+        if bytes != committed {
+            report.problems.push(problem(
+                0,
+                format!("committed_bytes is {committed} but the payloads sum to {bytes}"),
+            ));
+        }
+        tx.commit().map_err(|e| pg_err("verifying", e))?;
+        Ok(report)
+    }
+}
+
+fn info(run: RunId, r: &Row, from: usize) -> RunInfo {
+    RunInfo {
+        run,
+        last_seq: r.get::<_, i64>(from) as Seq,
+        committed_bytes: r.get::<_, i64>(from + 1) as u64,
+        created_at_ms: r.get::<_, i64>(from + 2) as u64,
+        updated_at_ms: r.get::<_, i64>(from + 3) as u64,
+        segment_count: 1,
+    }
+}
+
+impl PgLog {
+    /// Starts the `LISTEN` connection once; whether one is running.
+    fn ensure_listener(&self) -> bool {
+        let mut st = self.inner.wake.state.lock();
+        match st.listener {
+            ListenerState::Running => return true,
+            ListenerState::Failed => return false,
+            ListenerState::NotStarted => {}
+        }
+        let client = self.inner.connect_one().and_then(|mut c| {
+            c.batch_execute(&format!("LISTEN \"{}\"", self.inner.channel))
+                .map_err(|e| pg_err("listening on", e))?;
+            Ok(c)
+        });
+        let Ok(client) = client else {
+            st.listener = ListenerState::Failed;
+            return false;
+        };
+        st.listener = ListenerState::Running;
+        let weak = Arc::downgrade(&self.inner);
+        let spawned = std::thread::Builder::new()
+            .name("runlog-pg-listen".into())
+            .spawn(move || listen(client, weak));
+        if spawned.is_err() {
+            st.listener = ListenerState::Failed;
+            return false;
+        }
+        true
+    }
+}
+
+/// The listener: bumps the wake generation on every notification; ends when the store is
+/// dropped or the connection breaks (waiters then fall back to polling).
+fn listen(mut client: Client, inner: Weak<Inner>) {
+    loop {
+        let got = {
+            let mut n = client.notifications();
+            let mut it = n.timeout_iter(Duration::from_millis(200));
+            match it.next() {
+                Ok(Some(_)) => true,
+                Ok(None) => false,
+                Err(_) => {
+                    if let Some(inner) = inner.upgrade() {
+                        let mut st = inner.wake.state.lock();
+                        st.listener = ListenerState::Failed;
+                        st.generation += 1;
+                        inner.wake.cond.notify_all();
+                    }
+                    return;
+                }
+            }
+        };
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if got {
+            let mut st = inner.wake.state.lock();
+            st.generation += 1;
+            inner.wake.cond.notify_all();
+        }
+    }
+}
