@@ -218,9 +218,12 @@ pub struct RepairArgs {
 pub const REPAIR_HELP: &str = "\
 Cuts a damaged run at its first bad batch so that it holds exactly the events before the
 damage and takes writes again. The bytes cut away are first copied, synced, into
-<store>/repair/<run>-<ulid>.cut (named in the output; never deleted). Without --cut nothing is
-changed and the damage is described. Exit 0 when repaired (or nothing to repair), 1 without
---cut on a damaged run, 5 when the damage cannot be cut here (in a sealed segment).";
+<store>/repair/<run>-<ulid>.cut (named in the output; never deleted). Without --cut the damage
+is described and never cut; the store is opened as a writer, so the recovery every writer runs
+happens first (a complete tail past the counter is adopted, a torn one with nothing valid after
+it is cut) — that is how damage past a lost counter is found at all. Exit 0 when repaired (or
+nothing to repair), 1 without --cut on a damaged run, 5 when the damage cannot be cut here (in a
+sealed segment).";
 
 /// `runlog repair RUN --cut`.
 ///
