@@ -13,12 +13,12 @@ use parking_lot::{Condvar, Mutex};
 use ulid::Ulid;
 
 use super::Run;
-use super::state::{Applied, BatchLoc};
+use super::state::{Applied, BatchLoc, SegState};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
     BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EVENT_HEADER_LEN,
-    EncodedEvent, HEADER_LEN, SegmentIndex, encode_batch, next_header_generation,
+    EncodedEvent, HEADER_LEN, encode_batch, next_header_generation,
 };
 use crate::io::Fs;
 use crate::lock;
@@ -439,7 +439,7 @@ impl Run {
             run: self.run_str(),
             keys: &st.keys,
             ids: &st.ids,
-            sealed: st.sealed_indexes(),
+            sealed: st.indexed_segments(),
             new_keys: HashMap::new(),
             new_ids: HashMap::new(),
             last_seq: st.last_seq,
@@ -613,8 +613,8 @@ struct Planner<'a> {
     run: &'a str,
     keys: &'a HashMap<String, Seq>,
     ids: &'a HashMap<Ulid, Seq>,
-    /// Indexes of the sealed segments not held in `keys` and `ids` (SPEC §9).
-    sealed: Vec<Arc<SegmentIndex>>,
+    /// The sealed segments served by their indexes, not held in `keys` and `ids` (SPEC §9).
+    sealed: &'a [SegState],
     new_keys: HashMap<String, Seq>,
     new_ids: HashMap<Ulid, Seq>,
     last_seq: Seq,
@@ -628,13 +628,21 @@ impl Planner<'_> {
     fn existing(&self, e: &NewEvent) -> Option<(Seq, String)> {
         if let Some(k) = &e.key {
             let live = self.keys.get(k).or_else(|| self.new_keys.get(k)).copied();
-            if let Some(s) = live.or_else(|| self.sealed.iter().find_map(|i| i.seq_of_key(k))) {
+            if let Some(s) = live.or_else(|| {
+                self.sealed
+                    .iter()
+                    .find_map(|s| s.index.as_ref()?.seq_of_key(k))
+            }) {
                 return Some((s, k.clone()));
             }
         }
         let id = e.event_id?;
         let live = self.ids.get(&id).or_else(|| self.new_ids.get(&id)).copied();
-        let s = live.or_else(|| self.sealed.iter().find_map(|i| i.seq_of_id(id)))?;
+        let s = live.or_else(|| {
+            self.sealed
+                .iter()
+                .find_map(|s| s.index.as_ref()?.seq_of_id(id))
+        })?;
         Some((s, id.to_string()))
     }
 

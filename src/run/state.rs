@@ -355,12 +355,10 @@ impl RunState {
         )
     }
 
-    /// The indexes of indexed segments (for idempotency lookups past the in-memory maps).
-    pub(crate) fn sealed_indexes(&self) -> Vec<Arc<SegmentIndex>> {
-        self.segments[..self.indexed]
-            .iter()
-            .filter_map(|s| s.index.clone())
-            .collect()
+    /// The segments served by their indexes (idempotency lookups past the in-memory maps
+    /// search them; borrowed, so a commit allocates nothing for them).
+    pub(crate) fn indexed_segments(&self) -> &[SegState] {
+        &self.segments[..self.indexed]
     }
 
     /// Serves the next sealed, fully applied segments from their indexes and drops their
