@@ -55,6 +55,9 @@ use runlog::{
 };
 use ulid::{Generator, Ulid};
 
+mod target;
+pub use target::{Target, open_target};
+
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");
 
