@@ -56,7 +56,7 @@ use runlog::{
 use ulid::{Generator, Ulid};
 
 mod target;
-pub use target::{Target, open_target};
+pub use target::{Target, open_target, open_target_read_only, split_schema};
 
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");
@@ -76,6 +76,10 @@ pub struct Options {
     pub batch_events_max: usize,
     /// Idle connections kept for reuse (default 16).
     pub idle_connections_max: usize,
+    /// Read-only: no migration at connect, and every connection runs with
+    /// `default_transaction_read_only = on`, so the server refuses any write (default false;
+    /// see [`PgLog::connect_read_only`]).
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -85,6 +89,7 @@ impl Default for Options {
             payload_len_bytes_max: 16 << 20,
             batch_events_max: 100_000,
             idle_connections_max: 16,
+            read_only: false,
         }
     }
 }
@@ -187,7 +192,38 @@ impl Inner {
                 .batch_execute(&format!("SET search_path TO \"{schema}\""))
                 .map_err(|e| pg_err("setting search_path on", e))?;
         }
+        if self.options.read_only {
+            client
+                .batch_execute("SET default_transaction_read_only = on")
+                .map_err(|e| pg_err("making read-only", e))?;
+        }
         Ok(client)
+    }
+
+    /// A read-only handle's check that the schema holds runlog's tables.
+    fn check_schema(&self) -> Result<()> {
+        let mut client = self.connect_one()?;
+        let row = client
+            .query_one(
+                "SELECT to_regclass('runs') IS NOT NULL AND to_regclass('events') IS NOT NULL",
+                &[],
+            )
+            .map_err(|e| pg_err("checking the schema of", e))?;
+        if row.get::<_, bool>(0) {
+            Ok(())
+        } else {
+            Err(Error::NotAStore {
+                path: PathBuf::from(format!(
+                    "postgres (schema {})",
+                    self.options
+                        .schema
+                        .as_deref()
+                        .unwrap_or("on the search path")
+                )),
+                detail: "no runlog tables (runs, events); open it for writing once to create them"
+                    .into(),
+            })
+        }
     }
 
     fn conn(&self) -> Result<Conn<'_>> {
@@ -213,7 +249,25 @@ impl PgLog {
         PgLog::connect_with(params, Options::default())
     }
 
-    /// [`PgLog::connect`] with explicit [`Options`]; creates `options.schema` if missing.
+    /// Connects for reading only: applies no migration, and the server refuses writes on
+    /// every connection of this handle (`default_transaction_read_only`); appends, creates and
+    /// deletes fail with `Io` (path `postgres`, "read-only transaction").
+    ///
+    /// # Errors
+    /// `NotAStore` when the schema holds no runlog tables; `Io` when the server cannot be
+    /// reached.
+    pub fn connect_read_only(params: &str, options: Options) -> Result<PgLog> {
+        PgLog::connect_with(
+            params,
+            Options {
+                read_only: true,
+                ..options
+            },
+        )
+    }
+
+    /// [`PgLog::connect`] with explicit [`Options`]; creates `options.schema` if missing
+    /// (unless `options.read_only`).
     ///
     /// # Errors
     /// `InvalidConfig` for a bad schema name or connection string; `Io` as [`PgLog::connect`].
@@ -244,7 +298,9 @@ impl PgLog {
                 cond: Condvar::new(),
             },
         };
-        {
+        if inner.options.read_only {
+            inner.check_schema()?;
+        } else {
             let mut client = inner
                 .config
                 .connect(NoTls)
@@ -255,9 +311,9 @@ impl PgLog {
                 .map_err(|e| pg_err("migrating", e))?;
             if let Some(schema) = &inner.options.schema {
                 tx.batch_execute(&format!(
-                    "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\""
-                ))
-                .map_err(|e| pg_err("migrating", e))?;
+                        "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\""
+                    ))
+                    .map_err(|e| pg_err("migrating", e))?;
             }
             tx.batch_execute(MIGRATION_001)
                 .map_err(|e| pg_err("migrating", e))?;

@@ -31,15 +31,73 @@ impl<'a> Target<'a> {
     }
 }
 
+/// Splits runlog's own `schema=NAME` query parameter off a PostgreSQL URL (the client does
+/// not know it): `postgres://h/db?schema=s&sslmode=disable` → (`postgres://h/db?sslmode=disable`,
+/// `Some("s")`). The schema holds runlog's tables (created if missing by a writer); without it
+/// the connection's search path decides (normally `public`).
+pub fn split_schema(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut schema = None;
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.strip_prefix("schema=") {
+            Some(v) => {
+                schema = Some(v.to_string());
+                false
+            }
+            None => !kv.is_empty(),
+        })
+        .collect();
+    let url = if rest.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    };
+    (url, schema)
+}
+
+fn pg_options(url: &str, read_only: bool) -> (String, Options) {
+    let (url, schema) = split_schema(url);
+    (
+        url,
+        Options {
+            schema,
+            read_only,
+            ..Options::default()
+        },
+    )
+}
+
 /// Opens the store `target` names for writing: the file store with `config` (creating it
-/// when missing), or PostgreSQL with default [`Options`] (migrating the schema).
+/// when missing), or PostgreSQL (migrating the schema; `?schema=NAME` picks it).
 ///
 /// # Errors
 /// Those of [`Store::open`] and [`PgLog::connect_with`].
 pub fn open_target(target: &str, config: Config) -> Result<Arc<dyn RunLog>> {
     Ok(match Target::parse(target) {
         Target::File(dir) => Arc::new(Store::open(dir, config)?),
-        Target::Postgres(url) => Arc::new(PgLog::connect_with(url, Options::default())?),
+        Target::Postgres(url) => {
+            let (url, options) = pg_options(url, false);
+            Arc::new(PgLog::connect_with(&url, options)?)
+        }
+    })
+}
+
+/// Opens the store `target` names for reading only: [`Store::open_read_only`] (no lock, no
+/// recovery, nothing written) or [`PgLog::connect_read_only`] (no migration; the server
+/// refuses writes).
+///
+/// # Errors
+/// Those of [`Store::open_read_only`] and [`PgLog::connect_read_only`].
+pub fn open_target_read_only(target: &str, config: Config) -> Result<Arc<dyn RunLog>> {
+    Ok(match Target::parse(target) {
+        Target::File(dir) => Arc::new(Store::open_read_only(dir, config)?),
+        Target::Postgres(url) => {
+            let (url, options) = pg_options(url, true);
+            Arc::new(PgLog::connect_read_only(&url, options)?)
+        }
     })
 }
 
@@ -63,5 +121,31 @@ mod tests {
         );
         assert_eq!(Target::parse("data"), Target::File(Path::new("data")));
         assert_eq!(Target::parse(""), Target::File(Path::new("")));
+    }
+
+    #[test]
+    fn the_schema_parameter_is_runlogs_and_the_rest_goes_to_the_client() {
+        assert_eq!(
+            split_schema("postgres://h/db?schema=t_1&sslmode=disable"),
+            (
+                "postgres://h/db?sslmode=disable".to_string(),
+                Some("t_1".to_string())
+            )
+        );
+        assert_eq!(
+            split_schema("postgresql:///db?host=/tmp/s&schema=x"),
+            (
+                "postgresql:///db?host=/tmp/s".to_string(),
+                Some("x".to_string())
+            )
+        );
+        assert_eq!(
+            split_schema("postgres://h/db?schema=x"),
+            ("postgres://h/db".to_string(), Some("x".to_string()))
+        );
+        assert_eq!(
+            split_schema("postgres://h/db"),
+            ("postgres://h/db".to_string(), None)
+        );
     }
 }
