@@ -170,6 +170,17 @@ pub enum WorldError {
         attempts: u32,
     },
 
+    /// The group commit that took this request stopped before answering it (its leader
+    /// panicked): whether its event was written is unknown; read the run to learn it.
+    /// `WorkflowWorldError`, 500.
+    #[error(
+        "run {run_id:?}: the group commit holding this request was aborted; read the run to learn whether it was written"
+    )]
+    GroupAborted {
+        /// The run.
+        run_id: String,
+    },
+
     /// A stored event could not be read as a World event (its payload is not JSON): the
     /// run was written by something other than a World. `WorkflowWorldError`, 500.
     #[error("run {run_id:?}: event at seq {seq} is not a World event: {reason}")]
@@ -224,7 +235,7 @@ impl WorldError {
             | WorldError::InvalidRequest { .. }
             | WorldError::AttributeValidation { .. } => 400,
             WorldError::Busy { .. } => 503,
-            WorldError::InvalidStoredEvent { .. } => 500,
+            WorldError::InvalidStoredEvent { .. } | WorldError::GroupAborted { .. } => 500,
             WorldError::Storage(e) => match e {
                 runlog::Error::Busy { .. } => 503,
                 runlog::Error::DiskFull { .. } => 507,

@@ -12,6 +12,7 @@ mod cursor;
 mod data;
 mod error;
 mod fold;
+mod group;
 mod ids;
 mod json;
 mod model;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::WorldError;
 use crate::fold::{HookIdentity, RunState};
+use crate::group::{AbortUnanswered, GROUP_MEMBERS_MAX, Queued, Slot};
 use crate::ids::{self, now_ms};
 use crate::json::{Members, RawJson};
 use crate::model::{CreateEventParams, Event, EventRequest, EventResult, EventType, ResolveData};
@@ -69,8 +70,11 @@ struct RunMeta {
 }
 
 pub(crate) struct RunEntry {
-    writer: Mutex<()>,
-    state: Mutex<Option<RunState>>,
+    /// Held by the member committing a group of this run's requests (its leader).
+    pub(crate) writer: Mutex<()>,
+    /// Requests waiting for the next group commit of this run.
+    pub(crate) queue: Mutex<Vec<Queued>>,
+    pub(crate) state: Mutex<Option<RunState>>,
     last_used: AtomicU64,
 }
 
@@ -164,17 +168,58 @@ impl<B: RunLog> World<B> {
         request: EventRequest,
         params: &CreateEventParams,
     ) -> Result<EventResult, WorldError> {
-        let mut req = Checked::new(run_id, request, params, &self.config)?;
+        let req = Checked::new(run_id, request, params, &self.config)?;
         if req.creation_data().is_some() {
             self.ensure_run_log(&req)?;
         }
         let entry = self.entry(&req.run);
-        let _writer = entry.writer.lock();
+        let slot: Slot = Arc::default();
+        entry.queue.lock().push(Queued {
+            req,
+            params: params.clone(),
+            slot: slot.clone(),
+        });
+        loop {
+            if let Some(answer) = slot.take() {
+                return answer;
+            }
+            if let Some(writer) = entry.writer.try_lock() {
+                let members = {
+                    let mut queue = entry.queue.lock();
+                    let n = queue.len().min(GROUP_MEMBERS_MAX);
+                    queue.drain(..n).collect::<Vec<_>>()
+                };
+                if !members.is_empty() {
+                    let _abort = AbortUnanswered::new(&members);
+                    self.commit_group(&entry, members);
+                }
+                drop(writer);
+                // Whoever queued meanwhile leads the next group.
+                if let Some(next) = entry.queue.lock().first() {
+                    next.slot.nudge();
+                }
+                continue;
+            }
+            if let Some(answer) = slot.wait() {
+                return answer;
+            }
+        }
+    }
+
+    /// One request on its own: decided against the run's state at seq N and appended
+    /// fenced at N; a fenced rejection re-reads, re-decides and retries. The caller holds
+    /// the run's writer lock.
+    pub(crate) fn commit_one(
+        &self,
+        entry: &RunEntry,
+        mut req: Checked,
+        params: &CreateEventParams,
+    ) -> Result<EventResult, WorldError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             let (plan, base, scratch) = {
-                let state = self.load(&entry, &req.run)?;
+                let state = self.load(entry, &req.run)?;
                 let decision = match rules::decide(&state, &req, params, now_ms()) {
                     Err(WorldError::DuplicateEventId { .. })
                         if !req.caller_event_id && attempt < self.config.fence_retries_max =>
@@ -206,7 +251,7 @@ impl<B: RunLog> World<B> {
             let events = plan.events.iter().map(|p| p.to_new_event()).collect();
             match self.backend.append_decisions(&req.run, base, events) {
                 Ok(seqs) => {
-                    return self.finish_append(&entry, &req, params, plan, base, &seqs, scratch);
+                    return self.finish_append(entry, &req, params, plan, base, &seqs, scratch);
                 }
                 Err(runlog::Error::Fenced { .. }) if attempt < self.config.fence_retries_max => {
                     backoff(attempt);
@@ -245,7 +290,7 @@ impl<B: RunLog> World<B> {
         }
     }
 
-    fn finish_done(
+    pub(crate) fn finish_done(
         &self,
         req: &Checked,
         params: &CreateEventParams,
@@ -283,52 +328,7 @@ impl<B: RunLog> World<B> {
                 state.apply(&p.event_ref(*seq));
             }
         }
-        let (Some(primary), Some(&seq)) = (plan.events.get(plan.primary), seqs.get(plan.primary))
-        else {
-            return Err(WorldError::InvalidStoredEvent {
-                run_id: req.run.to_string(),
-                seq: base + 1,
-                reason: format!(
-                    "the backend acknowledged {} seqs for {} events",
-                    seqs.len(),
-                    plan.events.len()
-                ),
-            });
-        };
-        let event = Event {
-            run_id: req.run.to_string(),
-            event_id: ids::event_id_string(primary.event_id),
-            event_type: primary.ty,
-            correlation_id: primary.corr.clone(),
-            event_data: strip(primary.ty, primary.data.clone(), params.resolve_data),
-            created_at_ms: primary.created_at_ms,
-            spec_version: scratch.spec_version(),
-            seq,
-        };
-        let corr = req.corr.as_deref().unwrap_or_default();
-        let mut result = EventResult {
-            event: Some(event),
-            step_created: plan.step_created,
-            ..EventResult::default()
-        };
-        match primary.ty {
-            EventType::RunCreated
-            | EventType::RunStarted
-            | EventType::RunCompleted
-            | EventType::RunFailed
-            | EventType::RunCancelled
-            | EventType::AttrSet => result.run = scratch.run().cloned(),
-            EventType::StepCreated
-            | EventType::StepStarted
-            | EventType::StepCompleted
-            | EventType::StepFailed
-            | EventType::StepRetrying => result.step = scratch.step(corr).cloned(),
-            EventType::HookCreated => result.hook = scratch.hook(corr).cloned(),
-            EventType::WaitCreated | EventType::WaitCompleted => {
-                result.wait = scratch.wait(corr).cloned();
-            }
-            _ => {}
-        }
+        let mut result = result_of(req, params, &plan, base, seqs, &scratch)?;
         self.attach_events(req, params, &mut result)?;
         if !plan.releases.is_empty() {
             self.release_tokens(req.run.as_str(), &plan.releases);
@@ -337,7 +337,7 @@ impl<B: RunLog> World<B> {
     }
 
     /// The `run_started` preload and the `sinceCursor` delta.
-    fn attach_events(
+    pub(crate) fn attach_events(
         &self,
         req: &Checked,
         params: &CreateEventParams,
@@ -394,6 +394,7 @@ impl<B: RunLog> World<B> {
         }
         let entry = Arc::new(RunEntry {
             writer: Mutex::new(()),
+            queue: Mutex::new(Vec::new()),
             state: Mutex::new(None),
             last_used: AtomicU64::new(tick),
         });
@@ -446,7 +447,7 @@ impl<B: RunLog> World<B> {
 
 /// Sleeps a little after repeated fenced rejections, so that writers racing for one run
 /// spread out (no sleep for the first four).
-fn backoff(attempt: u32) {
+pub(crate) fn backoff(attempt: u32) {
     if attempt > 4 {
         use std::hash::{BuildHasher, Hasher};
         let jitter = std::collections::hash_map::RandomState::new()
@@ -459,11 +460,70 @@ fn backoff(attempt: u32) {
 }
 
 /// Whether `key` (of a `DuplicateDecision`) is an event id the World minted for `plan`.
-fn minted_id(req: &Checked, plan: &Plan, key: &str) -> bool {
+pub(crate) fn minted_id(req: &Checked, plan: &Plan, key: &str) -> bool {
     plan.events
         .iter()
         .filter(|p| !(req.caller_event_id && p.event_id == req.event_id))
         .any(|p| p.event_id.to_string() == key)
+}
+
+/// The result of `req` whose `plan` was appended at `seqs` (after `base`), with its entity
+/// as `state` holds it once the plan's events are applied (and nothing later).
+pub(crate) fn result_of(
+    req: &Checked,
+    params: &CreateEventParams,
+    plan: &Plan,
+    base: Seq,
+    seqs: &[Seq],
+    state: &RunState,
+) -> Result<EventResult, WorldError> {
+    let (Some(primary), Some(&seq)) = (plan.events.get(plan.primary), seqs.get(plan.primary))
+    else {
+        return Err(WorldError::InvalidStoredEvent {
+            run_id: req.run.to_string(),
+            seq: base + 1,
+            reason: format!(
+                "the backend acknowledged {} seqs for {} events",
+                seqs.len(),
+                plan.events.len()
+            ),
+        });
+    };
+    let event = Event {
+        run_id: req.run.to_string(),
+        event_id: ids::event_id_string(primary.event_id),
+        event_type: primary.ty,
+        correlation_id: primary.corr.clone(),
+        event_data: strip(primary.ty, primary.data.clone(), params.resolve_data),
+        created_at_ms: primary.created_at_ms,
+        spec_version: state.spec_version(),
+        seq,
+    };
+    let corr = req.corr.as_deref().unwrap_or_default();
+    let mut result = EventResult {
+        event: Some(event),
+        step_created: plan.step_created,
+        ..EventResult::default()
+    };
+    match primary.ty {
+        EventType::RunCreated
+        | EventType::RunStarted
+        | EventType::RunCompleted
+        | EventType::RunFailed
+        | EventType::RunCancelled
+        | EventType::AttrSet => result.run = state.run().cloned(),
+        EventType::StepCreated
+        | EventType::StepStarted
+        | EventType::StepCompleted
+        | EventType::StepFailed
+        | EventType::StepRetrying => result.step = state.step(corr).cloned(),
+        EventType::HookCreated => result.hook = state.hook(corr).cloned(),
+        EventType::WaitCreated | EventType::WaitCompleted => {
+            result.wait = state.wait(corr).cloned();
+        }
+        _ => {}
+    }
+    Ok(result)
 }
 
 pub(crate) fn not_found(run: &RunId, e: runlog::Error) -> WorldError {
@@ -475,7 +535,7 @@ pub(crate) fn not_found(run: &RunId, e: runlog::Error) -> WorldError {
     }
 }
 
-fn map_append_error(req: &Checked, e: runlog::Error) -> WorldError {
+pub(crate) fn map_append_error(req: &Checked, e: runlog::Error) -> WorldError {
     match e {
         runlog::Error::DuplicateDecision { key, .. } if key == req.event_id.to_string() => {
             WorldError::DuplicateEventId {

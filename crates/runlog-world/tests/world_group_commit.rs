@@ -1,0 +1,276 @@
+//! Group commit of `events.create` (`docs/WORLD.md` §2): concurrent requests to one run are
+//! decided in queue order against the state advanced by the members before them and
+//! appended as one fenced batch, so they share fdatasyncs and keep every rule; a leader that
+//! panics answers nobody wrongly and wedges nothing.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use common::*;
+use runlog::{
+    Appended, Config, EventRef, NewEvent, ReadPage, Result as LogResult, RunId, RunInfo, RunLog,
+    RunPage, Seq, Store, VerifyReport,
+};
+use runlog_world::{EventType, StepStatus, World, WorldConfig, WorldError};
+
+#[test]
+fn concurrent_creates_on_one_run_share_fdatasyncs_and_each_commits_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+    let w = World::new(store.clone(), WorldConfig::default());
+    let run = running_run(&w);
+    let before = store.commit_stats();
+    const THREADS: usize = 16;
+    const EACH: usize = 20;
+    let results: Vec<(String, u64, StepStatus, String)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (w, run) = (&w, &run);
+                s.spawn(move || {
+                    (0..EACH)
+                        .map(|i| {
+                            let id = format!("step_{t}_{i}");
+                            let r = step_created(w, run, &id).expect("step_created");
+                            let step = r.step.expect("the step");
+                            let seq = r.event.expect("the event").seq;
+                            (id, seq, step.status, step.step_id)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let after = store.commit_stats();
+    let n = (THREADS * EACH) as u64;
+    // Every request got its own event at its own seq, and its own step as of that event.
+    let seqs: HashSet<u64> = results.iter().map(|r| r.1).collect();
+    assert_eq!(seqs.len() as u64, n);
+    assert_eq!(seqs.iter().min(), Some(&3));
+    assert_eq!(seqs.iter().max(), Some(&(n + 2)));
+    for (id, _, status, step_id) in &results {
+        assert_eq!((status, step_id), (&StepStatus::Pending, id));
+    }
+    // The log holds each step_created exactly once, at the seq its caller was told.
+    let page = store.read(&RunId::new(&run).unwrap(), 2, 10_000).unwrap();
+    let logged: HashMap<String, u64> = page
+        .events
+        .iter()
+        .map(|e| (e.correlation_id.clone().unwrap(), e.seq))
+        .collect();
+    assert_eq!(logged.len() as u64, n);
+    for (id, seq, ..) in &results {
+        assert_eq!(logged.get(id), Some(seq), "{id}");
+    }
+    // Shared commits: fewer store groups than events (16 writers wait on each other's syncs).
+    let groups = after.groups - before.groups;
+    assert_eq!(after.events - before.events, n);
+    assert!(
+        groups < n / 2,
+        "{groups} store commits for {n} events: requests were not grouped"
+    );
+}
+
+#[test]
+fn grouped_requests_keep_every_rule_in_queue_order() {
+    // 16 threads each try to create the same 8 steps and to complete the run: whatever the
+    // grouping, each step is created at most once, one terminal event, none created after it.
+    for _ in 0..5 {
+        let (_dir, w) = world();
+        let run = running_run(&w);
+        let created = AtomicU32::new(0);
+        let completed = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for t in 0..16u32 {
+                let (w, run, created, completed) = (&w, &run, &created, &completed);
+                s.spawn(move || {
+                    for i in 0..8u32 {
+                        if i == t % 8 {
+                            let data = format!(r#"{{"output":{}}}"#, bin(b"done"));
+                            match ev(w, run, EventType::RunCompleted, None, Some(&data)) {
+                                Ok(_) => {
+                                    completed.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(e) => assert_eq!(e.status(), 409, "{e}"),
+                            }
+                        }
+                        match step_created(w, run, &format!("step_{i}")) {
+                            Ok(_) => {
+                                created.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => assert!([409, 410].contains(&e.status()), "{e}"),
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(completed.load(Ordering::Relaxed), 1);
+        let events = w
+            .backend()
+            .read(&RunId::new(&run).unwrap(), 0, 10_000)
+            .unwrap()
+            .events;
+        let terminal: Vec<u64> = events
+            .iter()
+            .filter(|e| e.kind == "run_completed")
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(terminal.len(), 1);
+        let steps: Vec<&runlog::Event> =
+            events.iter().filter(|e| e.kind == "step_created").collect();
+        let ids: HashSet<_> = steps.iter().map(|e| e.correlation_id.clone()).collect();
+        assert_eq!(ids.len(), steps.len(), "a step created twice");
+        assert_eq!(steps.len() as u32, created.load(Ordering::Relaxed));
+        assert!(steps.iter().all(|e| e.seq < terminal[0]));
+    }
+}
+
+/// A store whose `append_decisions` sleeps on the first call and panics on the second.
+struct PanicOnSecondAppend {
+    inner: Arc<Store>,
+    appends: AtomicU32,
+}
+
+impl RunLog for PanicOnSecondAppend {
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> LogResult<()> {
+        self.inner.create_run(run, meta)
+    }
+    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> LogResult<Vec<Appended>> {
+        self.inner.append_facts(run, events)
+    }
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected: Seq,
+        events: Vec<NewEvent>,
+    ) -> LogResult<Vec<Seq>> {
+        match self.appends.fetch_add(1, Ordering::SeqCst) {
+            0 => std::thread::sleep(Duration::from_millis(400)),
+            1 => panic!("injected: the backend panicked inside a group commit"),
+            _ => {}
+        }
+        self.inner.append_decisions(run, expected, events)
+    }
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> LogResult<ReadPage> {
+        self.inner.read(run, after, limit)
+    }
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> LogResult<(Seq, bool)> {
+        self.inner.read_each(run, after, limit, f)
+    }
+    fn last_seq(&self, run: &RunId) -> LogResult<Seq> {
+        self.inner.last_seq(run)
+    }
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> LogResult<Seq> {
+        self.inner.wait(run, after, timeout)
+    }
+    fn run_info(&self, run: &RunId) -> LogResult<RunInfo> {
+        self.inner.run_info(run)
+    }
+    fn run_meta(&self, run: &RunId) -> LogResult<Vec<u8>> {
+        self.inner.run_meta(run)
+    }
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> LogResult<RunPage> {
+        self.inner.list_runs(after, limit)
+    }
+    fn delete_run(&self, run: &RunId) -> LogResult<()> {
+        self.inner.delete_run(run)
+    }
+    fn verify_run(&self, run: &RunId) -> LogResult<VerifyReport> {
+        self.inner.verify_run(run)
+    }
+}
+
+#[test]
+fn a_leader_that_panics_aborts_its_group_loudly_and_wedges_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+    // The run is created and started directly, so the World's first append is the slow one.
+    let seed = World::new(store.clone(), WorldConfig::default());
+    let run = running_run(&seed);
+    drop(seed);
+    let backend = PanicOnSecondAppend {
+        inner: store.clone(),
+        appends: AtomicU32::new(0),
+    };
+    let w = Arc::new(World::new(backend, WorldConfig::default()));
+    let (tx, rx) = mpsc::channel();
+    let first = {
+        let (w, run) = (w.clone(), run.clone());
+        std::thread::spawn(move || step_created_on(&w, &run, "first").map(|_| ()))
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    for t in 0..8 {
+        let (w, run, tx) = (w.clone(), run.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                step_created_on(&w, &run, &format!("queued_{t}"))
+            }));
+            tx.send(r).unwrap();
+        });
+    }
+    drop(tx);
+    first
+        .join()
+        .unwrap()
+        .expect("the slow first append commits");
+    let (mut panicked, mut aborted, mut ok) = (0, 0, 0);
+    for _ in 0..8 {
+        match rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a member hung")
+        {
+            Err(_) => panicked += 1,
+            Ok(Err(WorldError::GroupAborted { run_id })) => {
+                assert_eq!(run_id, run);
+                aborted += 1;
+            }
+            Ok(Err(e)) => panic!("unexpected error {e}"),
+            Ok(Ok(_)) => ok += 1,
+        }
+    }
+    assert_eq!(panicked, 1, "the leader's own call panics");
+    assert!(aborted >= 1, "its group's members are told it was aborted");
+    assert_eq!(panicked + aborted + ok, 8);
+    // Nothing of the aborted group was written, and the run takes new requests.
+    step_created_on(&w, &run, "after").expect("the run is not wedged");
+    let steps: Vec<String> = store
+        .read(&RunId::new(&run).unwrap(), 0, 1000)
+        .unwrap()
+        .events
+        .into_iter()
+        .filter(|e| e.kind == "step_created")
+        .filter_map(|e| e.correlation_id)
+        .collect();
+    assert_eq!(steps.len(), 2 + ok, "{steps:?}");
+    assert_eq!(steps.first().map(String::as_str), Some("first"));
+    assert_eq!(steps.last().map(String::as_str), Some("after"));
+}
+
+fn step_created_on<B: RunLog>(
+    w: &World<B>,
+    run: &str,
+    step: &str,
+) -> Result<runlog_world::EventResult, WorldError> {
+    let data = format!(
+        r#"{{"stepName":"step//./wf//add","input":{}}}"#,
+        bin(b"[1,2]")
+    );
+    w.create_event(
+        Some(run),
+        req(EventType::StepCreated, Some(step), Some(&data)),
+        &params(),
+    )
+}
