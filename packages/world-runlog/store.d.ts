@@ -232,7 +232,9 @@ export declare class RunlogNativeWorld {
   stepsGet(runId: string, stepId: string, params?: JsonArg): Promise<string>;
   stepsList(params: JsonArg): Promise<string>;
   eventsGet(runId: string, eventId: string, params?: JsonArg): Promise<string>;
+  /** An event page in the wire form of crates/runlog-node/src/event_page.rs (`createdAt` in ms, `fix`). */
   eventsList(params: JsonArg): Promise<string>;
+  /** The same wire form as `eventsList`. */
   eventsListByCorrelationId(params: JsonArg): Promise<string>;
   hooksGet(hookId: string, params?: JsonArg): Promise<string>;
   hooksGetByToken(token: string): Promise<string>;

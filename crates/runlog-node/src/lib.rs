@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 mod errors;
+mod event_page;
 mod js;
 mod out;
 mod pool;

@@ -29,6 +29,7 @@ use runlog_world::{
 };
 use serde_json::Value;
 
+use crate::event_page::events_page_json;
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
 use crate::out::{Number, Unit};
@@ -567,7 +568,7 @@ impl JsWorld {
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
             self.json_call(&env, move |w| {
-                to_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
+                events_page_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
             })
         })
     }
@@ -592,7 +593,7 @@ impl JsWorld {
                     .world
                     .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)
                     .map_err(world_err)?;
-                to_json(&page)
+                events_page_json(&page)
             })
         })
     }

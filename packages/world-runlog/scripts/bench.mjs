@@ -2,7 +2,11 @@
 // The runlog World against @workflow/world-local, side by side in one process run. Prints JSON
 // with each figure for both worlds and the ratios (runlog faster = ratio > 1).
 //
-//   node packages/world-runlog/scripts/bench.mjs [--writers 16] [--perWriter 20] [--reps 5]
+//   node packages/world-runlog/scripts/bench.mjs [--writers 16] [--perWriter 20] [--rounds 3] [--reps 11]
+//                                                [--world both|runlog|local]
+//
+// The worlds take turns on every figure (creates: `rounds` each; reads: `reps` each, streams
+// twice that), and each figure is the median of its turns.
 //
 // - create.oneRun:   W concurrent writers × N step_created each on one run (events/s).
 //                    runlog durable (fdatasync per group commit); world-local not (no fsync).
@@ -20,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function args() {
-  const out = { writers: 16, perWriter: 20, reps: 5, listEvents: 900, chunks: 10_000, world: 'both' };
+  const out = { writers: 16, perWriter: 20, rounds: 3, reps: 11, listEvents: 900, chunks: 10_000, world: 'both' };
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
@@ -105,16 +109,6 @@ async function listAll(w, runId, limit) {
   }
 }
 
-async function timeMs(f, reps) {
-  const xs = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    await f();
-    xs.push(performance.now() - t0);
-  }
-  return round(median(xs));
-}
-
 async function firstChunk(w, runId, name, index) {
   const stream = await w.streams.get(runId, name, index);
   const reader = stream.getReader();
@@ -123,53 +117,84 @@ async function firstChunk(w, runId, name, index) {
   return value;
 }
 
-async function bench(kind, o) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `bench-${kind}-`));
-  const w = await openWorld(kind, dataDir);
-  try {
-    const one = await createStorm(w, [await newRun(w)], o);
-    const eight = await createStorm(w, await Promise.all(Array.from({ length: 8 }, (_, i) => newRun(w, i + 1))), o);
-
-    const listRun = await newRun(w, 100);
-    await fill(w, listRun, o.listEvents - 2, 'l');
-    const total = await listAll(w, listRun, 1000);
-    const oneCall = await timeMs(() => listAll(w, listRun, 1000), o.reps);
-    const paged = await timeMs(() => listAll(w, listRun), o.reps);
-
-    const streamRun = await newRun(w, 200);
-    const name = 'strm_01ARZ3NDEKTSV4RRFFQ69G5FAV_bench';
-    for (let i = 0; i < o.chunks; i += 500) {
-      await w.streams.writeMulti(
-        streamRun,
-        name,
-        Array.from({ length: Math.min(500, o.chunks - i) }, (_, j) => bytes(`chunk ${i + j}`)),
-      );
+/** Each figure for every world, the worlds taking turns (the order flips every round), so
+ * that both meet the same machine: other processes' load moves these figures by 2-5x. */
+async function bench(kinds, o) {
+  const open = {};
+  for (const kind of kinds) {
+    const dataDir = mkdtempSync(path.join(tmpdir(), `bench-${kind}-`));
+    open[kind] = { dataDir, w: await openWorld(kind, dataDir) };
+  }
+  const figures = Object.fromEntries(kinds.map((k) => [k, {}]));
+  const push = (kind, key, value) => (figures[kind][key] ??= []).push(value);
+  const turns = async (rounds, f) => {
+    for (let r = 0; r < rounds; r++) {
+      for (const kind of r % 2 ? [...kinds].reverse() : kinds) await f(kind, open[kind].w);
     }
+  };
+  try {
+    await turns(o.rounds, async (kind, w) => push(kind, 'createOneRunEventsPerS', await createStorm(w, [await newRun(w)], o)));
+    await turns(o.rounds, async (kind, w) => {
+      const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => newRun(w, i + 1)));
+      push(kind, 'createEightRunsEventsPerS', await createStorm(w, runs, o));
+    });
+
+    const name = 'strm_01ARZ3NDEKTSV4RRFFQ69G5FAV_bench';
     const tail = o.chunks - 1;
     const head = 10;
-    if (new TextDecoder().decode(await firstChunk(w, streamRun, name, tail)) !== `chunk ${tail}`) throw new Error('wrong tail chunk');
-    const at10 = await timeMs(() => firstChunk(w, streamRun, name, head), o.reps * 4);
-    const atTail = await timeMs(() => firstChunk(w, streamRun, name, tail), o.reps * 4);
-    return {
-      createOneRunEventsPerS: one,
-      createEightRunsEventsPerS: eight,
-      listEvents: total,
-      listOneCallMs: oneCall,
-      listRuntimePagedMs: paged,
-      streamChunk10Ms: at10,
-      streamChunkLastMs: atTail,
-      streamTailOverHead: round(atTail / at10),
+    for (const kind of kinds) {
+      const { w } = open[kind];
+      const listRun = await newRun(w, 100);
+      await fill(w, listRun, o.listEvents - 2, 'l');
+      figures[kind].listEvents = await listAll(w, listRun, 1000);
+      const streamRun = await newRun(w, 200);
+      for (let i = 0; i < o.chunks; i += 500) {
+        await w.streams.writeMulti(
+          streamRun,
+          name,
+          Array.from({ length: Math.min(500, o.chunks - i) }, (_, j) => bytes(`chunk ${i + j}`)),
+        );
+      }
+      if (new TextDecoder().decode(await firstChunk(w, streamRun, name, tail)) !== `chunk ${tail}`) throw new Error('wrong tail chunk');
+      open[kind].listRun = listRun;
+      open[kind].streamRun = streamRun;
+    }
+    const timed = async (kind, key, f) => {
+      const t0 = performance.now();
+      await f();
+      push(kind, key, performance.now() - t0);
     };
+    await turns(o.reps, (kind, w) => timed(kind, 'listOneCallMs', () => listAll(w, open[kind].listRun, 1000)));
+    await turns(o.reps, (kind, w) => timed(kind, 'listRuntimePagedMs', () => listAll(w, open[kind].listRun)));
+    await turns(o.reps * 2, (kind, w) => timed(kind, 'streamChunk10Ms', () => firstChunk(w, open[kind].streamRun, name, head)));
+    await turns(o.reps * 2, (kind, w) => timed(kind, 'streamChunkLastMs', () => firstChunk(w, open[kind].streamRun, name, tail)));
   } finally {
-    await w.close?.();
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const { w, dataDir } of Object.values(open)) {
+      await w.close?.();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   }
+  const out = {};
+  for (const kind of kinds) {
+    const f = figures[kind];
+    const ms = (xs) => round(median(xs));
+    out[kind] = {
+      createOneRunEventsPerS: median(f.createOneRunEventsPerS),
+      createEightRunsEventsPerS: median(f.createEightRunsEventsPerS),
+      listEvents: f.listEvents,
+      listOneCallMs: ms(f.listOneCallMs),
+      listRuntimePagedMs: ms(f.listRuntimePagedMs),
+      streamChunk10Ms: ms(f.streamChunk10Ms),
+      streamChunkLastMs: ms(f.streamChunkLastMs),
+    };
+    out[kind].streamTailOverHead = round(out[kind].streamChunkLastMs / out[kind].streamChunk10Ms);
+  }
+  return out;
 }
 
 const o = args();
 const out = { config: o, node: process.version };
-if (o.world === 'both' || o.world === 'runlog') out.runlog = await bench('runlog', o);
-if (o.world === 'both' || o.world === 'local') out.local = await bench('local', o);
+Object.assign(out, await bench(o.world === 'both' ? ['runlog', 'local'] : [o.world], o));
 if (out.runlog && out.local) {
   const r = out.runlog;
   const l = out.local;

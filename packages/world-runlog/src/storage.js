@@ -73,6 +73,36 @@ function revive(value) {
 export const toJson = (value) => JSON.stringify(value ?? {}, jsonReplacer);
 export const fromJson = (text) => revive(JSON.parse(text));
 
+/**
+ * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs): `createdAt`
+ * as ms since the epoch, and `fix`, the places the generic walk would revive:
+ * `[event index, 0 (binary) | 1 (date string), 'eventData', key or index...]`. Reviving
+ * just those gives what `fromJson` gives, without visiting every value of every event.
+ */
+export function fromEventPage(text) {
+  const page = JSON.parse(text);
+  if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
+  const { data, fix } = page;
+  for (let i = 0; i < data.length; i++) data[i].createdAt = new Date(data[i].createdAt);
+  for (let f = 0; f < fix.length; f++) {
+    const path = fix[f];
+    let parent = data[path[0]];
+    const last = path.length - 1;
+    for (let k = 2; k < last; k++) parent = parent[path[k]];
+    const key = path[last];
+    const v = parent[key];
+    if (path[1] === 0) {
+      if (v !== null && typeof v === 'object' && typeof v.data === 'string') {
+        parent[key] = new Uint8Array(Buffer.from(v.data, 'base64'));
+      }
+    } else if (typeof v === 'string') {
+      const d = new Date(v);
+      if (!Number.isNaN(d.getTime())) parent[key] = d;
+    }
+  }
+  return { data, cursor: page.cursor, hasMore: page.hasMore };
+}
+
 /** Bytes of a stream chunk (`string` as UTF-8). */
 function chunkBytes(chunk) {
   if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
@@ -97,6 +127,7 @@ export function createStorage(openWorld) {
     }
   };
   const json = (f) => call(async (w) => fromJson(await f(w)));
+  const eventPage = (f) => call(async (w) => fromEventPage(await f(w)));
 
   // Writes to one stream are applied in call order, even when runId is a promise.
   const tails = new Map();
@@ -128,8 +159,8 @@ export function createStorage(openWorld) {
       create: (runId, request, params) =>
         json((w) => w.createEvent(runId ?? null, toJson(request), toJson(params))),
       get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
-      list: (params) => json((w) => w.eventsList(toJson(params))),
-      listByCorrelationId: (params) => json((w) => w.eventsListByCorrelationId(toJson(params))),
+      list: (params) => eventPage((w) => w.eventsList(toJson(params))),
+      listByCorrelationId: (params) => eventPage((w) => w.eventsListByCorrelationId(toJson(params))),
     },
     hooks: {
       get: (hookId, params) => json((w) => w.hooksGet(hookId, toJson(params))),

@@ -179,6 +179,54 @@ describe('events.create and reads', () => {
   });
 });
 
+describe('event pages', () => {
+  test('events.list revives binary values and dates exactly as a generic walk of the same events does', async () => {
+    const w = world();
+    const run = await createRun(w);
+    await w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+    await w.events.create(run.runId, {
+      eventType: 'step_started',
+      correlationId: 's',
+      specVersion: 5,
+      eventData: { stepName: 'step//x', input: [allBytes, { deep: new Uint8Array([1, 2]), when: '2026-01-01T00:00:00.000Z' }] },
+    });
+    await w.events.create(run.runId, {
+      eventType: 'step_retrying',
+      correlationId: 's',
+      specVersion: 5,
+      eventData: { error: { message: 'later', resumeAt: 'not a date' }, retryAfter: new Date(Date.now() + 30_000) },
+    });
+    await w.events.create(run.runId, {
+      eventType: 'wait_created',
+      correlationId: 'wait_1',
+      specVersion: 5,
+      eventData: { resumeAt: new Date(Date.UTC(2030, 0, 1)) },
+    });
+    const page = await w.events.list({ runId: run.runId, pagination: { limit: 100 } });
+    expect(page.data.map((e) => e.eventType)).toEqual([
+      'run_created',
+      'run_started',
+      'step_created', // the lazy start's
+      'step_started',
+      'step_retrying',
+      'wait_created',
+    ]);
+    // Each event as events.get returns it (the generic reviver of every other read).
+    for (const e of page.data) expect(e).toEqual(await w.events.get(run.runId, e.eventId));
+    const [created, , lazy, started, retrying, wait] = page.data;
+    expect(created.createdAt).toBeInstanceOf(Date);
+    expect(created.eventData.input).toEqual(allBytes);
+    expect(lazy.eventData.input[0]).toBeInstanceOf(Uint8Array);
+    expect(lazy.eventData.input[1].deep).toEqual(new Uint8Array([1, 2]));
+    expect(lazy.eventData.input[1].when).toBe('2026-01-01T00:00:00.000Z');
+    expect(retrying.eventData.retryAfter).toBeInstanceOf(Date);
+    expect(retrying.eventData.error.resumeAt).toBe('not a date');
+    expect(wait.eventData.resumeAt).toEqual(new Date(Date.UTC(2030, 0, 1)));
+    const byCorrelation = await w.events.listByCorrelationId({ correlationId: 's', runId: run.runId });
+    expect(byCorrelation.data).toEqual([lazy, started, retrying]);
+  });
+});
+
 describe('streams', () => {
   test('write, writeMulti, get from an index and from the end, getChunks, getInfo, list, close', async () => {
     const w = world();

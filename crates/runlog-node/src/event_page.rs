@@ -1,0 +1,378 @@
+//! The wire form of event pages (`eventsList`, `eventsListByCorrelationId`): the page as
+//! JSON text plus the places where JavaScript must turn a value back into a `Uint8Array` or
+//! a `Date`, found here while the payloads are scanned, so that JavaScript revives exactly
+//! those instead of walking every value of every event (`packages/world-runlog/src/storage.js`,
+//! `fromEventPage`).
+//!
+//! ```text
+//! {"data":[{"runId":…,"eventId":…,"eventType":…,"correlationId":…,"eventData":<stored>,
+//!           "createdAt":<ms since the epoch>,"specVersion":5}, …],
+//!  "cursor":"…"|null,"hasMore":bool,
+//!  "fix":[[<event index>,<kind>,"eventData",<key or index>…], …]}
+//! ```
+//! Kind 0: the value at the path is `{"__type":"Uint8Array","data":<base64>}` (the shape
+//! world-local writes binary values in); kind 1: a string under one of [`DATE_KEYS`] that
+//! JavaScript turns into a `Date` when it parses as one. These are the rules of the generic
+//! reviver (`revive` in storage.js): a marker object is not looked into; strings inside
+//! arrays are not dates. A payload the scanner cannot walk (nesting deeper than the JSON
+//! parser's limit) makes the page fall back to the plain JSON of the page with `"walk":true`,
+//! which JavaScript revives with the generic walk.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use runlog_world::{Event, Page};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::errors::BindError;
+
+/// Keys whose string values are dates in the SDK's entities and event data (as
+/// `DATE_KEYS` in storage.js).
+pub(crate) const DATE_KEYS: [&str; 7] = [
+    "createdAt",
+    "updatedAt",
+    "startedAt",
+    "completedAt",
+    "retryAfter",
+    "resumeAt",
+    "expiredAt",
+];
+
+enum Seg<'a> {
+    Key(Cow<'a, str>),
+    Index(usize),
+}
+
+struct Fix<'a> {
+    event: usize,
+    kind: u8,
+    path: Vec<Cow<'a, str>>,
+    indexes: Vec<Option<usize>>,
+}
+
+/// The JSON text of `page` in the wire form above.
+///
+/// # Errors
+/// `INTERNAL` when a string cannot be serialized (never for valid UTF-8).
+pub(crate) fn events_page_json(page: &Page<Event>) -> Result<String, BindError> {
+    let mut fixes: Vec<Fix<'_>> = Vec::new();
+    let mut out = String::with_capacity(page.data.len() * 320 + 64);
+    out.push_str("{\"data\":[");
+    for (i, e) in page.data.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"runId\":");
+        push_str(&mut out, &e.run_id)?;
+        out.push_str(",\"eventId\":");
+        push_str(&mut out, &e.event_id)?;
+        out.push_str(",\"eventType\":");
+        push_str(&mut out, e.event_type.as_str())?;
+        if let Some(c) = &e.correlation_id {
+            out.push_str(",\"correlationId\":");
+            push_str(&mut out, c)?;
+        }
+        if let Some(data) = &e.event_data {
+            out.push_str(",\"eventData\":");
+            out.push_str(data.as_str());
+            let mut path = vec![Seg::Key(Cow::Borrowed("eventData"))];
+            let mut found = Vec::new();
+            let walk = Walk {
+                path: &mut path,
+                fixes: &mut found,
+                date_key: false,
+            };
+            let mut de = serde_json::Deserializer::from_str(data.as_str());
+            if walk.deserialize(&mut de).is_err() {
+                // Not walkable here: the generic revive in JavaScript.
+                let mut plain = serde_json::to_string(page).map_err(internal)?;
+                plain.pop();
+                plain.push_str(",\"walk\":true}");
+                return Ok(plain);
+            }
+            fixes.extend(found.into_iter().map(|(kind, segs)| {
+                let mut f = Fix {
+                    event: i,
+                    kind,
+                    path: Vec::with_capacity(segs.len()),
+                    indexes: Vec::with_capacity(segs.len()),
+                };
+                for s in segs {
+                    match s {
+                        Seg::Key(k) => {
+                            f.path.push(k);
+                            f.indexes.push(None);
+                        }
+                        Seg::Index(n) => {
+                            f.path.push(Cow::Borrowed(""));
+                            f.indexes.push(Some(n));
+                        }
+                    }
+                }
+                f
+            }));
+        }
+        out.push_str(",\"createdAt\":");
+        out.push_str(&e.created_at_ms.to_string());
+        if let Some(v) = e.spec_version {
+            out.push_str(",\"specVersion\":");
+            out.push_str(&v.to_string());
+        }
+        out.push('}');
+    }
+    out.push_str("],\"cursor\":");
+    match &page.cursor {
+        Some(c) => push_str(&mut out, c)?,
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"hasMore\":");
+    out.push_str(if page.has_more { "true" } else { "false" });
+    out.push_str(",\"fix\":[");
+    for (n, f) in fixes.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        out.push_str(&f.event.to_string());
+        out.push(',');
+        out.push(char::from(b'0' + f.kind));
+        for (k, idx) in f.path.iter().zip(&f.indexes) {
+            out.push(',');
+            match idx {
+                Some(n) => out.push_str(&n.to_string()),
+                None => push_str(&mut out, k)?,
+            }
+        }
+        out.push(']');
+    }
+    out.push_str("]}");
+    Ok(out)
+}
+
+fn internal(e: serde_json::Error) -> BindError {
+    BindError::new("INTERNAL", format!("cannot serialize an event page: {e}"))
+}
+
+fn push_str(out: &mut String, s: &str) -> Result<(), BindError> {
+    out.push_str(&serde_json::to_string(s).map_err(internal)?);
+    Ok(())
+}
+
+/// What the walk learned of one value.
+#[derive(Default)]
+struct Seen {
+    is_string: bool,
+    is_uint8_type: bool,
+}
+
+/// One value of a payload at `path`; `date_key`: its key is one of [`DATE_KEYS`].
+struct Walk<'a, 'de> {
+    path: &'a mut Vec<Seg<'de>>,
+    fixes: &'a mut Vec<(u8, Vec<Seg<'de>>)>,
+    date_key: bool,
+}
+
+impl<'de> Walk<'_, 'de> {
+    fn here(&self) -> Vec<Seg<'de>> {
+        self.path
+            .iter()
+            .map(|s| match s {
+                Seg::Key(k) => Seg::Key(k.clone()),
+                Seg::Index(n) => Seg::Index(*n),
+            })
+            .collect()
+    }
+
+    fn string(self, v: &str) -> Seen {
+        if self.date_key {
+            let here = self.here();
+            self.fixes.push((1, here));
+        }
+        Seen {
+            is_string: true,
+            is_uint8_type: v == "Uint8Array",
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_, 'de> {
+    type Value = Seen;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Seen, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_, 'de> {
+    type Value = Seen;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Seen, E> {
+        Ok(Seen::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Seen, E> {
+        Ok(Seen::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Seen, E> {
+        Ok(Seen::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Seen, E> {
+        Ok(Seen::default())
+    }
+    fn visit_unit<E>(self) -> Result<Seen, E> {
+        Ok(Seen::default())
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Seen, E> {
+        Ok(self.string(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Seen, E> {
+        Ok(self.string(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seen, A::Error> {
+        let mut i = 0;
+        loop {
+            self.path.push(Seg::Index(i));
+            let item = seq.next_element_seed(Walk {
+                path: &mut *self.path,
+                fixes: &mut *self.fixes,
+                date_key: false,
+            })?;
+            self.path.pop();
+            if item.is_none() {
+                return Ok(Seen::default());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
+        let mark = self.fixes.len();
+        let (mut uint8_type, mut data_string) = (false, false);
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let date_key = DATE_KEYS.contains(&key.as_ref());
+            let (is_type, is_data) = (key == "__type", key == "data");
+            self.path.push(Seg::Key(key));
+            let seen = map.next_value_seed(Walk {
+                path: &mut *self.path,
+                fixes: &mut *self.fixes,
+                date_key,
+            })?;
+            self.path.pop();
+            // The last occurrence of a key wins, as in `JSON.parse`.
+            if is_type {
+                uint8_type = seen.is_uint8_type;
+            }
+            if is_data {
+                data_string = seen.is_string;
+            }
+        }
+        if uint8_type && data_string {
+            // A binary value: revived whole, never looked into.
+            self.fixes.truncate(mark);
+            let here = self.here();
+            self.fixes.push((0, here));
+        }
+        Ok(Seen::default())
+    }
+}
+
+/// An object key, borrowed from the payload when it has no escapes.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runlog_world::{EventType, RawJson};
+
+    fn event(data: &str) -> Event {
+        Event {
+            run_id: "wrun_1".into(),
+            event_id: "evnt_1".into(),
+            event_type: EventType::StepCreated,
+            correlation_id: Some("s\"1".into()),
+            event_data: Some(RawJson::from_text(data).unwrap()),
+            created_at_ms: 1_764_510_048_882,
+            spec_version: Some(5),
+            seq: 1,
+        }
+    }
+
+    fn fixes(data: &str) -> serde_json::Value {
+        let page = Page {
+            data: vec![event(r#"{"a":1}"#), event(data)],
+            cursor: Some("c".into()),
+            has_more: true,
+        };
+        let text = events_page_json(&page).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["data"][1]["eventData"], serde_json::from_str::<serde_json::Value>(data).unwrap());
+        assert_eq!(v["data"][1]["createdAt"], 1_764_510_048_882u64);
+        assert_eq!(v["data"][1]["correlationId"], "s\"1");
+        assert_eq!((v["cursor"].as_str(), v["hasMore"].as_bool()), (Some("c"), Some(true)));
+        v["fix"].clone()
+    }
+
+    #[test]
+    fn binary_values_and_date_strings_are_found_where_the_generic_walk_finds_them() {
+        let data = r#"{"input":{"__type":"Uint8Array","data":"AQI="},
+            "list":[{"__type":"Uint8Array","data":"AA=="},"2026-01-01T00:00:00.000Z"],
+            "resumeAt":"2026-11-30T10:00:00.000Z",
+            "nested":{"retryAfter":"soon","x\u0041":{"createdAt":5}},
+            "notBinary":{"__type":"Uint8Array","data":7},
+            "marker":{"__type":"Uint8Array","data":"", "resumeAt":"2026-01-01"}}"#;
+        assert_eq!(
+            fixes(data),
+            serde_json::json!([
+                [1, 0, "eventData", "input"],
+                [1, 0, "eventData", "list", 0],
+                [1, 1, "eventData", "resumeAt"],
+                [1, 1, "eventData", "nested", "retryAfter"],
+                [1, 0, "eventData", "marker"],
+            ])
+        );
+    }
+
+    #[test]
+    fn a_payload_that_is_itself_binary_or_a_scalar() {
+        assert_eq!(
+            fixes(r#"{"__type":"Uint8Array","data":"AQI="}"#),
+            serde_json::json!([[1, 0, "eventData"]])
+        );
+        assert_eq!(fixes(r#""text""#), serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_payload_nested_to_the_parsers_depth_limit_is_walked() {
+        let deep = format!(
+            "{}{{\"__type\":\"Uint8Array\",\"data\":\"AA==\"}}{}",
+            "[".repeat(120),
+            "]".repeat(120)
+        );
+        let fix = fixes(&deep);
+        let mut want = vec![serde_json::json!(1), serde_json::json!(0), serde_json::json!("eventData")];
+        want.extend((0..120).map(|_| serde_json::json!(0)));
+        assert_eq!(fix, serde_json::json!([want]));
+    }
+}
