@@ -45,6 +45,36 @@ describe('module shape', () => {
     }
   });
 
+  test("the SDK's own CLI lists a runlog store: workflow inspect runs -b <this package> --json", async () => {
+    const w = world();
+    const { run } = await w.events.create(null, {
+      eventType: 'run_created',
+      specVersion: 5,
+      eventData: { deploymentId: 'dpl_cli', workflowName: 'workflow//./cli//wf', input: new Uint8Array([1]) },
+    });
+    await w.close();
+    const { execFile } = await import('node:child_process');
+    const packageDir = path.resolve(new URL('..', import.meta.url).pathname);
+    const stdout = await new Promise((resolve, reject) =>
+      execFile(
+        path.join(packageDir, 'node_modules', '.bin', 'workflow'),
+        ['inspect', 'runs', '-b', './index.js', '--json'],
+        { cwd: packageDir, env: { ...process.env, WORKFLOW_RUNLOG_DATA_DIR: `${tmp.dir}/data/runlog` }, timeout: 60_000 },
+        (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out)),
+      ),
+    );
+    // The CLI prints a banner and debug lines before the JSON.
+    const listed = JSON.parse(stdout.slice(stdout.indexOf('\n{') + 1));
+    expect(listed.data).toHaveLength(1);
+    expect(listed.data[0]).toMatchObject({
+      runId: run.runId,
+      status: 'pending',
+      workflowName: 'workflow//./cli//wf',
+      deploymentId: 'dpl_cli',
+    });
+    expect(listed.hasMore).toBe(false);
+  }, 90_000);
+
   test('package.json exports resolve for import and require.resolve (the SDK CLI uses the latter)', async () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
     expect(pkg.type).toBe('module');
