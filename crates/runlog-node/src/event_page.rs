@@ -5,11 +5,16 @@
 //! `fromEventPage`).
 //!
 //! ```text
-//! {"data":[{"runId":…,"eventId":…,"eventType":…,"correlationId":…,"eventData":<stored>,
-//!           "createdAt":<ms since the epoch>,"specVersion":5}, …],
-//!  "cursor":"…"|null,"hasMore":bool,
+//! {"run":<the run id of every event>|null, "runs":[…] (only when run is null),
+//!  "ids":[eventId…], "types":[eventType…], "corr":[correlationId|null…],
+//!  "data":[<stored eventData>|0…], "absent":[indexes of events without eventData],
+//!  "at":[createdAt in ms since the epoch…], "spec":[specVersion|null…],
+//!  "cursor":"…"|null, "hasMore":bool,
 //!  "fix":[[<event index>,<kind>,"eventData",<key or index>…], …]}
 //! ```
+//! Columns instead of one object per event: JavaScript builds each event object itself
+//! (fields in the order of the SDK's shape, absent ones left out), which parses about a
+//! third faster than the same objects as JSON text.
 //! Kind 0: the value at the path is `{"__type":"Uint8Array","data":<base64>}` (the shape
 //! world-local writes binary values in); kind 1: a string under one of [`DATE_KEYS`] that
 //! JavaScript turns into a `Date` when it parses as one. These are the rules of the generic
@@ -43,84 +48,111 @@ enum Seg<'a> {
     Index(usize),
 }
 
-struct Fix<'a> {
-    event: usize,
-    kind: u8,
-    path: Vec<Cow<'a, str>>,
-    indexes: Vec<Option<usize>>,
-}
-
 /// The JSON text of `page` in the wire form above.
 ///
 /// # Errors
 /// `INTERNAL` when a string cannot be serialized (never for valid UTF-8).
 pub(crate) fn events_page_json(page: &Page<Event>) -> Result<String, BindError> {
-    let mut fixes: Vec<Fix<'_>> = Vec::new();
-    let mut out = String::with_capacity(page.data.len() * 320 + 64);
-    out.push_str("{\"data\":[");
+    let n = page.data.len();
+    let mut fixes: Vec<(usize, u8, Vec<Seg<'_>>)> = Vec::new();
+    let (mut ids, mut types, mut corr, mut data, mut at, mut spec, mut runs) = (
+        String::with_capacity(n * 34),
+        String::with_capacity(n * 16),
+        String::with_capacity(n * 16),
+        String::with_capacity(n * 200),
+        String::with_capacity(n * 14),
+        String::with_capacity(n * 2),
+        String::new(),
+    );
+    let mut absent = String::new();
+    let common_run = page
+        .data
+        .first()
+        .map(|e| e.run_id.as_str())
+        .filter(|r| page.data.iter().all(|e| e.run_id == *r));
     for (i, e) in page.data.iter().enumerate() {
         if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"runId\":");
-        push_str(&mut out, &e.run_id)?;
-        out.push_str(",\"eventId\":");
-        push_str(&mut out, &e.event_id)?;
-        out.push_str(",\"eventType\":");
-        push_str(&mut out, e.event_type.as_str())?;
-        if let Some(c) = &e.correlation_id {
-            out.push_str(",\"correlationId\":");
-            push_str(&mut out, c)?;
-        }
-        if let Some(data) = &e.event_data {
-            out.push_str(",\"eventData\":");
-            out.push_str(data.as_str());
-            let mut path = vec![Seg::Key(Cow::Borrowed("eventData"))];
-            let mut found = Vec::new();
-            let walk = Walk {
-                path: &mut path,
-                fixes: &mut found,
-                date_key: false,
-            };
-            let mut de = serde_json::Deserializer::from_str(data.as_str());
-            if walk.deserialize(&mut de).is_err() {
-                // Not walkable here: the generic revive in JavaScript.
-                let mut plain = serde_json::to_string(page).map_err(internal)?;
-                plain.pop();
-                plain.push_str(",\"walk\":true}");
-                return Ok(plain);
+            for col in [
+                &mut ids, &mut types, &mut corr, &mut data, &mut at, &mut spec,
+            ] {
+                col.push(',');
             }
-            fixes.extend(found.into_iter().map(|(kind, segs)| {
-                let mut f = Fix {
-                    event: i,
-                    kind,
-                    path: Vec::with_capacity(segs.len()),
-                    indexes: Vec::with_capacity(segs.len()),
+            if common_run.is_none() {
+                runs.push(',');
+            }
+        }
+        if common_run.is_none() {
+            push_str(&mut runs, &e.run_id)?;
+        }
+        push_str(&mut ids, &e.event_id)?;
+        push_str(&mut types, e.event_type.as_str())?;
+        match &e.correlation_id {
+            Some(c) => push_str(&mut corr, c)?,
+            None => corr.push_str("null"),
+        }
+        match &e.event_data {
+            Some(payload) => {
+                data.push_str(payload.as_str());
+                let mut path = vec![Seg::Key(Cow::Borrowed("eventData"))];
+                let mut found = Vec::new();
+                let walk = Walk {
+                    path: &mut path,
+                    fixes: &mut found,
+                    date_key: false,
                 };
-                for s in segs {
-                    match s {
-                        Seg::Key(k) => {
-                            f.path.push(k);
-                            f.indexes.push(None);
-                        }
-                        Seg::Index(n) => {
-                            f.path.push(Cow::Borrowed(""));
-                            f.indexes.push(Some(n));
-                        }
-                    }
+                let mut de = serde_json::Deserializer::from_str(payload.as_str());
+                if walk.deserialize(&mut de).is_err() {
+                    // Not walkable here: the generic revive in JavaScript.
+                    let mut plain = serde_json::to_string(page).map_err(internal)?;
+                    plain.pop();
+                    plain.push_str(",\"walk\":true}");
+                    return Ok(plain);
                 }
-                f
-            }));
+                fixes.extend(found.into_iter().map(|(kind, segs)| (i, kind, segs)));
+            }
+            None => {
+                data.push('0');
+                if !absent.is_empty() {
+                    absent.push(',');
+                }
+                absent.push_str(&i.to_string());
+            }
         }
-        out.push_str(",\"createdAt\":");
-        out.push_str(&e.created_at_ms.to_string());
-        if let Some(v) = e.spec_version {
-            out.push_str(",\"specVersion\":");
-            out.push_str(&v.to_string());
+        at.push_str(&e.created_at_ms.to_string());
+        match e.spec_version {
+            Some(v) => spec.push_str(&v.to_string()),
+            None => spec.push_str("null"),
         }
-        out.push('}');
     }
-    out.push_str("],\"cursor\":");
+    let mut out = String::with_capacity(
+        ids.len() + types.len() + corr.len() + data.len() + at.len() + spec.len() + 256,
+    );
+    out.push_str("{\"run\":");
+    match common_run {
+        Some(r) => push_str(&mut out, r)?,
+        None => out.push_str("null"),
+    }
+    if common_run.is_none() {
+        out.push_str(",\"runs\":[");
+        out.push_str(&runs);
+        out.push(']');
+    }
+    for (key, col) in [
+        ("ids", &ids),
+        ("types", &types),
+        ("corr", &corr),
+        ("data", &data),
+        ("absent", &absent),
+        ("at", &at),
+        ("spec", &spec),
+    ] {
+        out.push_str(",\"");
+        out.push_str(key);
+        out.push_str("\":[");
+        out.push_str(col);
+        out.push(']');
+    }
+    out.push_str(",\"cursor\":");
     match &page.cursor {
         Some(c) => push_str(&mut out, c)?,
         None => out.push_str("null"),
@@ -128,19 +160,19 @@ pub(crate) fn events_page_json(page: &Page<Event>) -> Result<String, BindError> 
     out.push_str(",\"hasMore\":");
     out.push_str(if page.has_more { "true" } else { "false" });
     out.push_str(",\"fix\":[");
-    for (n, f) in fixes.iter().enumerate() {
-        if n > 0 {
+    for (k, (event, kind, segs)) in fixes.iter().enumerate() {
+        if k > 0 {
             out.push(',');
         }
         out.push('[');
-        out.push_str(&f.event.to_string());
+        out.push_str(&event.to_string());
         out.push(',');
-        out.push(char::from(b'0' + f.kind));
-        for (k, idx) in f.path.iter().zip(&f.indexes) {
+        out.push(char::from(b'0' + kind));
+        for seg in segs {
             out.push(',');
-            match idx {
-                Some(n) => out.push_str(&n.to_string()),
-                None => push_str(&mut out, k)?,
+            match seg {
+                Seg::Key(key) => push_str(&mut out, key)?,
+                Seg::Index(n) => out.push_str(&n.to_string()),
             }
         }
         out.push(']');
@@ -327,10 +359,24 @@ mod tests {
         };
         let text = events_page_json(&page).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["data"][1]["eventData"], serde_json::from_str::<serde_json::Value>(data).unwrap());
-        assert_eq!(v["data"][1]["createdAt"], 1_764_510_048_882u64);
-        assert_eq!(v["data"][1]["correlationId"], "s\"1");
-        assert_eq!((v["cursor"].as_str(), v["hasMore"].as_bool()), (Some("c"), Some(true)));
+        assert_eq!(v["run"], "wrun_1");
+        assert_eq!(v["ids"], serde_json::json!(["evnt_1", "evnt_1"]));
+        assert_eq!(
+            v["types"],
+            serde_json::json!(["step_created", "step_created"])
+        );
+        assert_eq!(
+            v["data"][1],
+            serde_json::from_str::<serde_json::Value>(data).unwrap()
+        );
+        assert_eq!(v["at"][1], 1_764_510_048_882u64);
+        assert_eq!(v["corr"][1], "s\"1");
+        assert_eq!(v["spec"][1], 5);
+        assert_eq!(v["absent"], serde_json::json!([]));
+        assert_eq!(
+            (v["cursor"].as_str(), v["hasMore"].as_bool()),
+            (Some("c"), Some(true))
+        );
         v["fix"].clone()
     }
 
@@ -364,6 +410,35 @@ mod tests {
     }
 
     #[test]
+    fn events_of_several_runs_and_without_data_or_correlation_id() {
+        let mut other = event(r#"{"__type":"Uint8Array","data":""}"#);
+        other.run_id = "wrun_2".into();
+        other.event_data = None;
+        other.correlation_id = None;
+        other.spec_version = None;
+        let page = Page {
+            data: vec![
+                event("[]"),
+                other,
+                event(r#"{"__type":"Uint8Array","data":""}"#),
+            ],
+            cursor: None,
+            has_more: false,
+        };
+        let v: serde_json::Value = serde_json::from_str(&events_page_json(&page).unwrap()).unwrap();
+        assert_eq!(v["run"], serde_json::Value::Null);
+        assert_eq!(v["runs"], serde_json::json!(["wrun_1", "wrun_2", "wrun_1"]));
+        assert_eq!(v["absent"], serde_json::json!([1]));
+        assert_eq!(v["corr"][1], serde_json::Value::Null);
+        assert_eq!(v["spec"], serde_json::json!([5, null, 5]));
+        assert_eq!(v["fix"], serde_json::json!([[2, 0, "eventData"]]));
+        assert_eq!(
+            (v["cursor"].is_null(), v["hasMore"].as_bool()),
+            (true, Some(false))
+        );
+    }
+
+    #[test]
     fn a_payload_nested_to_the_parsers_depth_limit_is_walked() {
         let deep = format!(
             "{}{{\"__type\":\"Uint8Array\",\"data\":\"AA==\"}}{}",
@@ -371,7 +446,11 @@ mod tests {
             "]".repeat(120)
         );
         let fix = fixes(&deep);
-        let mut want = vec![serde_json::json!(1), serde_json::json!(0), serde_json::json!("eventData")];
+        let mut want = vec![
+            serde_json::json!(1),
+            serde_json::json!(0),
+            serde_json::json!("eventData"),
+        ];
         want.extend((0..120).map(|_| serde_json::json!(0)));
         assert_eq!(fix, serde_json::json!([want]));
     }

@@ -29,8 +29,8 @@ use runlog_world::{
 };
 use serde_json::Value;
 
-use crate::event_page::events_page_json;
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
+use crate::event_page::events_page_json;
 use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
 use crate::out::{Number, Unit};
 use crate::pool;
