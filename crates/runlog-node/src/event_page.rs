@@ -13,8 +13,9 @@
 //!  "fix":[[<event index>,<kind>,"eventData",<key or index>…], …]}
 //! ```
 //! Columns instead of one object per event: JavaScript builds each event object itself
-//! (fields in the order of the SDK's shape, absent ones left out), which parses about a
-//! third faster than the same objects as JSON text.
+//! (fields in the order of the SDK's shape, absent ones left out). For a 900-event page of
+//! the Node benchmark that is 162 KB of text instead of 270 KB, and `JSON.parse` plus the
+//! revive took 1.3 ms instead of 2.1 ms (median of 60, 2026-11-30, loaded machine).
 //! Kind 0: the value at the path is `{"__type":"Uint8Array","data":<base64>}` (the shape
 //! world-local writes binary values in); kind 1: a string under one of [`DATE_KEYS`] that
 //! JavaScript turns into a `Date` when it parses as one. These are the rules of the generic
