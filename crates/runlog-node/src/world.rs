@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, sys};
 use napi_derive::napi;
-use runlog::{RunId, Store as CoreStore};
+use runlog::{RunId, RunLog};
 use runlog_world::streams::{CHUNKS_PER_PAGE_DEFAULT, ChunkPage, ChunkRead, StreamInfo};
 use runlog_world::{
     CreateEventParams, EventRequest, ListRunsParams, Pagination, ResolveData, RunStatus, SortOrder,
@@ -40,14 +40,17 @@ const WAIT_TIMEOUT_MS_MAX: u64 = (1 << 31) - 1;
 /// A stream wait sleeps in slices of at most this long, so that `close()` ends it promptly.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
-/// The World layer of one opened store handle.
+/// The backend of the World: a file store or PostgreSQL, behind the `RunLog` contract.
+type Backend = Arc<dyn RunLog>;
+
+/// The World layer of one opened store handle (either backend).
 pub(crate) struct Worlds {
-    world: World<CoreStore>,
-    streams: Streams<CoreStore>,
+    world: World<Backend>,
+    streams: Streams<Backend>,
 }
 
 impl Worlds {
-    pub(crate) fn new(store: CoreStore) -> Worlds {
+    pub(crate) fn new(store: Backend) -> Worlds {
         Worlds {
             streams: Streams::new(store.clone()),
             world: World::new(store, WorldConfig::default()),
