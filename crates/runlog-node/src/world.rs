@@ -1,5 +1,7 @@
 //! The `World` class: `runlog_world::World` and `runlog_world::Streams` on an open store, as
-//! a Promise API (`store.world()`).
+//! a Promise API (`store.world()`). The store is either backend (a file store or PostgreSQL,
+//! `store::Backend`): the World reaches it only through `runlog::RunLog`, so every rule and
+//! error below holds on both.
 //!
 //! Requests, parameters and results cross the boundary as JSON text in the SDK's shapes
 //! (`eventType`, `correlationId`, `eventData`, ...; dates as ISO strings; binary values as
