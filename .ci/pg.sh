@@ -2,7 +2,9 @@
 # The PostgreSQL side of CI (issue 14): starts a throwaway PostgreSQL 15 from the machine's
 # Debian packages (.ci/pg-server.sh: Unix socket in a temp dir, no TCP), exports RUNLOG_PG_URL
 # (a postgresql:// URL), runs the runlog-pg tests with RUNLOG_REQUIRE_PG=1 (so they fail rather
-# than skip without a server), and stops and removes the server on exit, pass or fail.
+# than skip without a server: the backend conformance suite, the storm, and tests/world.rs, the
+# World's rules on the server), and stops and removes the server on exit, pass or fail. The
+# Node World on PostgreSQL is .ci/node-pg.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never

@@ -6,7 +6,13 @@ import type { StoreOptions, Store, RunlogNativeWorld } from './store.js';
 export * from './store.js';
 
 export interface RunlogWorldOptions {
-  /** Store directory; default WORKFLOW_RUNLOG_DATA_DIR, `${WORKFLOW_LOCAL_DATA_DIR}/runlog`, `.workflow-data/runlog`. */
+  /**
+   * A PostgreSQL store: a `postgres://` or `postgresql://` URL (`?schema=NAME` picks the
+   * schema). Default WORKFLOW_RUNLOG_URL when neither `url` nor `dataDir` is given; not with
+   * `dataDir`.
+   */
+  url?: string;
+  /** File store directory; default WORKFLOW_RUNLOG_DATA_DIR, `${WORKFLOW_LOCAL_DATA_DIR}/runlog`, `.workflow-data/runlog`. */
   dataDir?: string;
   /** Re-enqueue pending and running runs on start(); default WORKFLOW_RUNLOG_RECOVER_ACTIVE_RUNS, WORKFLOW_LOCAL_RECOVER_ACTIVE_RUNS, true. */
   recoverActiveRuns?: boolean;
@@ -19,15 +25,20 @@ export interface RunlogWorldOptions {
   store?: StoreOptions;
 }
 
-export interface ResolvedConfig {
-  /** Absolute. */
-  dataDir: string;
+/** Where the store is: a file store directory or a PostgreSQL URL. */
+export type ResolvedTarget =
+  | { backend: 'file'; /** Absolute. */ dataDir: string; url?: undefined }
+  | { backend: 'postgres'; url: string; dataDir?: undefined };
+
+export type ResolvedConfig = ResolvedTarget & {
+  /** What Store.open is given: `dataDir` or `url`. */
+  target: string;
   recoverActiveRuns: boolean;
   port?: number;
   baseUrl?: string;
   streamFlushIntervalMs?: number;
   store?: StoreOptions;
-}
+};
 
 export interface RunlogWorld extends World {
   /** This World's runlog side: the resolved config and its store (opened on first use). */
@@ -38,6 +49,8 @@ export interface RunlogWorld extends World {
 export declare function createWorld(options?: RunlogWorldOptions): RunlogWorld;
 export declare function resolveConfig(options?: RunlogWorldOptions, env?: NodeJS.ProcessEnv, cwd?: string): ResolvedConfig;
 export declare const DEFAULT_DATA_DIR: string;
+/** Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`, any case). */
+export declare function isPostgresUrl(s: string): boolean;
 /** The storage and streamer methods the World layer provides, by namespace. */
 export declare const STORAGE_METHODS: Readonly<Record<'runs' | 'steps' | 'events' | 'hooks' | 'streams', readonly string[]>>;
 /** The Workflow SDK error class for a rejection of the addon (store codes, World classNames). */

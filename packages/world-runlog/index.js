@@ -1,7 +1,7 @@
 // world-runlog: a Workflow SDK World on runlog. WORKFLOW_TARGET_WORLD=<path to this package>
 // selects it; @workflow/core's createWorldFromModule calls createWorld() with no arguments.
 export { createWorld } from './src/world.js';
-export { resolveConfig, DEFAULT_DATA_DIR } from './src/config.js';
+export { resolveConfig, isPostgresUrl, DEFAULT_DATA_DIR } from './src/config.js';
 export { ERROR_CODES, isRunlogError, toWorkflowError } from './src/errors.js';
 export { STORAGE_METHODS } from './src/storage.js';
 export { Store, threadPoolStats, version } from './src/native.js';

@@ -4,7 +4,8 @@
 // Inputs must be non-negative integers ≤ Number.MAX_SAFE_INTEGER (BigInt is refused with
 // INVALID_INPUT); an output beyond it rejects with OUT_OF_RANGE instead of losing precision.
 // Every method but `commitStats` returns a Promise; every failure rejects it with a
-// RunlogError (never a synchronous throw).
+// RunlogError (never a synchronous throw). `commitStats`, the one synchronous method with a
+// failure, throws UNSUPPORTED on a PostgreSQL store.
 
 /** A stable error code of the addon (see ERROR_CODES). */
 export type RunlogErrorCode =
@@ -26,6 +27,7 @@ export type RunlogErrorCode =
   | 'OUT_OF_RANGE'
   | 'INTERNAL'
   | 'UNKNOWN'
+  | 'UNSUPPORTED'
   // The World layer (Store#world()):
   | 'CONFLICT'
   | 'GONE'
@@ -164,7 +166,11 @@ export interface CommitStats {
   groupSizes: number[];
 }
 
-/** runlog's Config; every field optional, unknown fields refused. */
+/**
+ * runlog's Config of a file store; every field optional, unknown fields refused. They are the
+ * file store's limits: a PostgreSQL store accepts them and uses its own (16 MiB payloads,
+ * 100,000 events per append).
+ */
 export interface StoreOptions {
   payloadLenBytesMax?: number;
   batchLenBytesMax?: number;
@@ -179,11 +185,21 @@ export interface StoreOptions {
 
 export declare class Store {
   private constructor();
-  /** Opens (creating if missing or empty) the store at `dir`. */
+  /**
+   * Opens (creating if missing or empty) the file store at directory `dir`, or, when `dir` is
+   * a `postgres://` / `postgresql://` URL, the PostgreSQL store there (tables created if
+   * missing; `?schema=NAME` picks the schema). An unreachable server rejects with IO.
+   */
   static open(dir: string, options?: StoreOptions): Promise<Store>;
-  /** Opens an existing store without lock, write or recovery; writes reject with READ_ONLY. */
+  /**
+   * Opens an existing store without lock, write or recovery; writes reject with READ_ONLY
+   * (file store) or IO (PostgreSQL: the server refuses the read-only transaction's write).
+   */
   static openReadOnly(dir: string, options?: StoreOptions): Promise<Store>;
+  /** The directory or URL given to open. */
   readonly path: string;
+  /** The backend the target named. */
+  readonly backend: 'file' | 'postgres';
   readonly readOnly: boolean;
   readonly closed: boolean;
   /** `meta` ≤ 2 KiB, returned by runMeta. */
@@ -202,7 +218,10 @@ export declare class Store {
   listRuns(after?: string | null, limit?: number): Promise<RunPage>;
   deleteRun(runId: string): Promise<void>;
   verifyRun(runId: string): Promise<VerifyReport>;
-  /** Synchronous: group-commit counters of this handle since it was opened. */
+  /**
+   * Synchronous: group-commit counters of this handle since it was opened (a file store's;
+   * throws a RunlogError with code UNSUPPORTED on PostgreSQL).
+   */
   commitStats(): CommitStats;
   /** New calls reject with CLOSED; resolves once earlier calls settled. Idempotent. */
   close(): Promise<void>;

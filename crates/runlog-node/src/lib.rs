@@ -10,6 +10,9 @@
 //! await store.close();
 //! ```
 //!
+//! `Store.open('postgres://user@host/db?schema=wf')` opens the same API (and its `World`) on
+//! PostgreSQL (`runlog-pg`); only `commitStats` is the file store's (`UNSUPPORTED` there).
+//!
 //! Every call runs on the addon's own threads (module `pool`), never on the JavaScript thread or
 //! libuv's pool, so concurrent appends to one run meet in one group commit. Every failure
 //! rejects the promise with an `Error` carrying a stable `code` (module `errors`); a panic is

@@ -1,4 +1,9 @@
-//! The `Store` class: `runlog::Store` as a Promise API.
+//! The `Store` class: a runlog store as a Promise API, on either backend: a file store
+//! directory (`runlog::Store`) or PostgreSQL (`runlog_pg::PgLog`, opened when the target is
+//! a `postgres://` or `postgresql://` URL, as `runlog_pg::Target` classifies it;
+//! `?schema=NAME` picks the schema). Every call but `commitStats` goes through the
+//! backend-neutral `runlog::RunLog` contract, so it means the same on both; `commitStats`
+//! reads the file store's group commit counters and throws `UNSUPPORTED` on PostgreSQL.
 //!
 //! Every method but `commitStats` returns a promise, checks its arguments first (a bad one
 //! rejects with `INVALID_INPUT` before anything is queued), then runs the store call on the
@@ -14,7 +19,8 @@ use napi::bindgen_prelude::Unknown;
 use napi::{Env, sys};
 use napi_derive::napi;
 use parking_lot::{Condvar, Mutex};
-use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, Store as CoreStore};
+use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, RunLog, Store as CoreStore};
+use runlog_pg::{PgLog, Target};
 
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
@@ -39,11 +45,61 @@ pub struct JsStore {
     shared: Arc<Shared>,
 }
 
+/// The backend of an opened handle: every call goes through `log`; `file` is the same store
+/// when it is a file store (for its commit counters), `None` on PostgreSQL.
+#[derive(Clone)]
+pub(crate) struct Backend {
+    pub(crate) log: Arc<dyn RunLog>,
+    file: Option<CoreStore>,
+}
+
+impl Backend {
+    /// Opens the store `target` names: a file store directory with `config`, or PostgreSQL
+    /// (tables created unless `read_only`; `?schema=NAME` picks the schema), which takes
+    /// `config`'s payload and batch limits (the rest are the file store's).
+    fn open(target: &str, config: Config, read_only: bool) -> runlog::Result<Backend> {
+        match Target::parse(target) {
+            Target::File(dir) => {
+                let store = if read_only {
+                    CoreStore::open_read_only(dir, config)?
+                } else {
+                    CoreStore::open(dir, config)?
+                };
+                Ok(Backend {
+                    log: Arc::new(store.clone()),
+                    file: Some(store),
+                })
+            }
+            Target::Postgres(url) => {
+                let (url, schema) = runlog_pg::split_schema(url);
+                let options = runlog_pg::Options {
+                    schema,
+                    payload_len_bytes_max: config.payload_len_bytes_max,
+                    batch_events_max: config.batch_events_max,
+                    read_only,
+                    ..runlog_pg::Options::default()
+                };
+                let log = if read_only {
+                    PgLog::connect_read_only(&url, options)?
+                } else {
+                    PgLog::connect_with(&url, options)?
+                };
+                Ok(Backend {
+                    log: Arc::new(log),
+                    file: None,
+                })
+            }
+        }
+    }
+}
+
 pub(crate) struct Shared {
     path: String,
     read_only: bool,
+    /// `"file"` or `"postgres"`.
+    backend: &'static str,
     /// `None` once `close()` was called.
-    store: Mutex<Option<CoreStore>>,
+    store: Mutex<Option<Backend>>,
     /// Calls holding a [`Lease`]; `close()` settles when it drops to 0.
     inflight: Mutex<usize>,
     idle: Condvar,
@@ -56,7 +112,7 @@ pub(crate) struct Shared {
 
 /// A call's use of the store: counted in `inflight` until dropped.
 pub(crate) struct Lease {
-    pub(crate) store: CoreStore,
+    pub(crate) store: Arc<dyn RunLog>,
     shared: Arc<Shared>,
 }
 
@@ -72,7 +128,12 @@ impl Drop for Lease {
 
 impl Shared {
     pub(crate) fn lease(self: &Arc<Shared>) -> Result<Lease, BindError> {
-        let store = self.store.lock().clone().ok_or_else(BindError::closed)?;
+        let store = self
+            .store
+            .lock()
+            .as_ref()
+            .map(|b| b.log.clone())
+            .ok_or_else(BindError::closed)?;
         *self.inflight.lock() += 1;
         Ok(Lease {
             store,
@@ -184,15 +245,18 @@ fn events(arg: &Arg) -> Result<Vec<NewEvent>, BindError> {
 
 #[napi]
 impl JsStore {
-    /// `Store.open(dir, options?) → Promise<Store>`: opens (creating if missing or empty) the
-    /// store at `dir`.
+    /// `Store.open(target, options?) → Promise<Store>`: opens (creating if missing or empty)
+    /// the file store at directory `target`, or the PostgreSQL store when `target` is a
+    /// `postgres://`/`postgresql://` URL (creating its tables; `?schema=NAME` picks the
+    /// schema). An unreachable server rejects with `IO` (`path` `postgres`).
     #[napi(ts_return_type = "Promise<Store>")]
     pub fn open(env: Env, dir: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Raw> {
         open_with(env, dir, options, false)
     }
 
-    /// `Store.openReadOnly(dir, options?) → Promise<Store>`: no lock, no write, no recovery
-    /// (`runlog::Store::open_read_only`).
+    /// `Store.openReadOnly(target, options?) → Promise<Store>`: no lock, no write, no
+    /// recovery (`runlog::Store::open_read_only`); on PostgreSQL no migration, and the
+    /// server refuses writes.
     #[napi(ts_return_type = "Promise<Store>")]
     pub fn open_read_only(
         env: Env,
@@ -202,10 +266,16 @@ impl JsStore {
         open_with(env, dir, options, true)
     }
 
-    /// The store directory as given to `open`.
+    /// The store directory or URL as given to `open`.
     #[napi(getter)]
     pub fn path(&self) -> String {
         self.shared.path.clone()
+    }
+
+    /// `'file'` or `'postgres'`: the backend `open` chose for the target.
+    #[napi(getter, ts_return_type = "'file' | 'postgres'")]
+    pub fn backend(&self) -> String {
+        self.shared.backend.to_owned()
     }
 
     /// Whether the store was opened with `openReadOnly`.
@@ -237,7 +307,7 @@ impl JsStore {
             };
             let lease = self.shared.lease()?;
             spawn(&env, &pool::IO, move || {
-                lease.store.create_run_with_meta(&run, &meta)?;
+                lease.store.create_run(&run, &meta)?;
                 Ok(Unit)
             })
         })
@@ -415,12 +485,23 @@ impl JsStore {
 
     /// `commitStats() → {groups, requests, events, groupSizes}` (synchronous): the group
     /// commit counters of this handle since it was opened (`runlog::Store::commit_stats`);
-    /// after `close()`, the counters as of closing.
+    /// after `close()`, the counters as of closing. A file store's only: on PostgreSQL it
+    /// throws an `Error` with code `UNSUPPORTED` (each append is its own transaction).
     #[napi(ts_return_type = "CommitStats")]
     pub fn commit_stats(&self, env: Env) -> napi::Result<Raw> {
+        if self.shared.backend != "file" {
+            let e = BindError::new(
+                "UNSUPPORTED",
+                "commitStats: group commit counters are the file store's; this store is on PostgreSQL",
+            )
+            .with_str("op", "commitStats");
+            return throw(&env, &e);
+        }
         let snapshot = match self.shared.store.lock().as_ref() {
-            Some(store) => store.commit_stats(),
-            None => self.shared.stats_at_close.lock().clone(),
+            Some(Backend {
+                file: Some(store), ..
+            }) => store.commit_stats(),
+            _ => self.shared.stats_at_close.lock().clone(),
         };
         Ok(Raw(crate::out::commit_stats(env.raw(), &snapshot)?))
     }
@@ -433,7 +514,7 @@ impl JsStore {
         entry(&env, || {
             let taken = self.shared.store.lock().take();
             let world = self.shared.world.lock().take();
-            if let Some(store) = &taken {
+            if let Some(store) = taken.as_ref().and_then(|b| b.file.as_ref()) {
                 *self.shared.stats_at_close.lock() = store.commit_stats();
             }
             let shared = self.shared.clone();
@@ -446,9 +527,10 @@ impl JsStore {
                 }
                 drop(n);
                 drop(world);
-                if let Some(store) = taken {
+                if let Some(store) = taken.as_ref().and_then(|b| b.file.as_ref()) {
                     *shared.stats_at_close.lock() = store.commit_stats();
                 }
+                drop(taken);
                 Ok(Unit)
             })
         })
@@ -468,21 +550,22 @@ fn open_with(
         }
         let config = config(optional(options, "options"))?;
         spawn(&env, &pool::IO, move || {
-            let store = if read_only {
-                CoreStore::open_read_only(&dir, config)?
-            } else {
-                CoreStore::open(&dir, config)?
-            };
-            let store_clone = store.clone();
+            let store = Backend::open(&dir, config, read_only)?;
+            let worlds = crate::world::Worlds::new(store.log.clone());
             Ok(JsStore {
                 shared: Arc::new(Shared {
                     path: dir,
                     read_only,
+                    backend: if store.file.is_some() {
+                        "file"
+                    } else {
+                        "postgres"
+                    },
                     store: Mutex::new(Some(store)),
                     inflight: Mutex::new(0),
                     idle: Condvar::new(),
                     stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
-                    world: Mutex::new(Some(Arc::new(crate::world::Worlds::new(store_clone)))),
+                    world: Mutex::new(Some(Arc::new(worlds))),
                 }),
             })
         })
@@ -507,7 +590,19 @@ fn page_limit(arg: Option<Arg>) -> Result<usize, BindError> {
     Ok(n as usize)
 }
 
-/// `Store::wait` in slices of [`WAIT_SLICE`] until `deadline`, giving up with `CLOSED` as
+/// Throws `err` into JavaScript from a synchronous method (the returned value is ignored).
+fn throw(env: &Env, err: &BindError) -> napi::Result<Raw> {
+    let error = err.to_js(env.raw())?;
+    let status = unsafe { sys::napi_throw(env.raw(), error) };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::from_reason(err.message.clone()));
+    }
+    let mut undefined = std::ptr::null_mut();
+    unsafe { sys::napi_get_undefined(env.raw(), &mut undefined) };
+    Ok(Raw(undefined))
+}
+
+/// `RunLog::wait` in slices of [`WAIT_SLICE`] until `deadline`, giving up with `CLOSED` as
 /// soon as the store is closed.
 fn wait_sliced(
     lease: &Lease,

@@ -1,5 +1,7 @@
 //! The `World` class: `runlog_world::World` and `runlog_world::Streams` on an open store, as
-//! a Promise API (`store.world()`).
+//! a Promise API (`store.world()`). The store is either backend (a file store or PostgreSQL,
+//! `store::Backend`): the World reaches it only through `runlog::RunLog`, so every rule and
+//! error below holds on both.
 //!
 //! Requests, parameters and results cross the boundary as JSON text in the SDK's shapes
 //! (`eventType`, `correlationId`, `eventData`, ...; dates as ISO strings; binary values as
@@ -21,7 +23,7 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, sys};
 use napi_derive::napi;
-use runlog::{RunId, Store as CoreStore};
+use runlog::{RunId, RunLog};
 use runlog_world::streams::{CHUNKS_PER_PAGE_DEFAULT, ChunkPage, ChunkRead, StreamInfo};
 use runlog_world::{
     CreateEventParams, EventRequest, ListRunsParams, Pagination, ResolveData, RunStatus, SortOrder,
@@ -41,14 +43,17 @@ const WAIT_TIMEOUT_MS_MAX: u64 = (1 << 31) - 1;
 /// A stream wait sleeps in slices of at most this long, so that `close()` ends it promptly.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
-/// The World layer of one opened store handle.
+/// The backend of the World: a file store or PostgreSQL, behind the `RunLog` contract.
+type Backend = Arc<dyn RunLog>;
+
+/// The World layer of one opened store handle (either backend).
 pub(crate) struct Worlds {
-    world: World<CoreStore>,
-    streams: Streams<CoreStore>,
+    world: World<Backend>,
+    streams: Streams<Backend>,
 }
 
 impl Worlds {
-    pub(crate) fn new(store: CoreStore) -> Worlds {
+    pub(crate) fn new(store: Backend) -> Worlds {
         Worlds {
             streams: Streams::new(store.clone()),
             world: World::new(store, WorldConfig::default()),

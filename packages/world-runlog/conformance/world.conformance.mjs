@@ -2,6 +2,7 @@
 // 12 tests) against a World module. Run from packages/world-runlog:
 //
 //   npm run conformance              # this package (12/12, in .ci/node.sh)
+//   npm run conformance:pg           # this package on PostgreSQL (RUNLOG_PG_URL; .ci/node-pg.sh)
 //   npm run conformance:local        # @workflow/world-local, to check the harness itself
 //   RUNLOG_CONFORMANCE_WORLD=./path/to/world.mjs npm run conformance
 //
@@ -10,12 +11,16 @@
 // to it; the servers inherit this process's environment, which points every data
 // directory at one fresh temporary directory (removed at the end), so no run of an
 // earlier suite run is recovered into this one.
-import { mkdtempSync, rmSync } from 'node:fs';
+//
+// RUNLOG_CONFORMANCE_BACKEND=postgres (what `conformance:pg` sets) puts the runlog World on
+// the PostgreSQL server of RUNLOG_PG_URL instead, in a fresh schema `conf_<random>`
+// (WORKFLOW_RUNLOG_URL, inherited by the servers); without RUNLOG_PG_URL it fails.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import { createTestSuite } from '@workflow/world-testing';
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 
 const packageDir = path.resolve(new URL('..', import.meta.url).pathname);
 
@@ -30,8 +35,32 @@ const target = process.env.RUNLOG_CONFORMANCE_WORLD || './index.js';
 const dataDir = mkdtempSync(path.join(tmpdir(), 'world-conformance-'));
 process.env.WORKFLOW_LOCAL_DATA_DIR = dataDir;
 process.env.WORKFLOW_RUNLOG_DATA_DIR = path.join(dataDir, 'runlog');
-console.log(`[conformance] world ${worldSpecifier(target)}, data ${dataDir}`);
+delete process.env.WORKFLOW_RUNLOG_URL;
+let where = dataDir;
+if (process.env.RUNLOG_CONFORMANCE_BACKEND === 'postgres') {
+  const server = process.env.RUNLOG_PG_URL;
+  if (!server) throw new Error('RUNLOG_CONFORMANCE_BACKEND=postgres needs RUNLOG_PG_URL (.ci/pg-server.sh start)');
+  const schema = `conf_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  process.env.WORKFLOW_RUNLOG_URL = `${server}${server.includes('?') ? '&' : '?'}schema=${schema}`;
+  where = `PostgreSQL schema ${schema} (queue data ${dataDir})`;
+}
+console.log(`[conformance] world ${worldSpecifier(target)}, data ${where}`);
 
 createTestSuite(worldSpecifier(target));
 
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+afterAll(async () => {
+  if (process.env.RUNLOG_CONFORMANCE_BACKEND === 'postgres') {
+    // The suite's runs are in the schema, and no file store was created: the servers ran on
+    // PostgreSQL, not on a silent fallback.
+    const { Store } = await import('../store.js');
+    const store = await Store.openReadOnly(process.env.WORKFLOW_RUNLOG_URL);
+    try {
+      const page = await store.listRuns(null, 1000);
+      expect(page.runs.filter((r) => r.runId.startsWith('wrun_')).length).toBeGreaterThanOrEqual(12);
+    } finally {
+      await store.close();
+    }
+    expect(existsSync(process.env.WORKFLOW_RUNLOG_DATA_DIR)).toBe(false);
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});

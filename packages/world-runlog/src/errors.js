@@ -34,12 +34,13 @@ export const ERROR_CODES = Object.freeze({
   READ_ONLY: 'a write on a store opened with openReadOnly (op, path); nothing was written',
   DISK_FULL: 'the file system is full (op, path); nothing a reader can see was written',
   POISONED: 'an earlier fsync of the run failed; it refuses writes until the store is reopened',
-  IO: 'the operating system failed a call (op, path, errno)',
+  IO: 'the operating system failed a call (op, path, errno), or PostgreSQL did (path `postgres`: server unreachable, connection lost, statement refused)',
   PANICKED: 'a panic in the store or the binding was caught (detail); the process goes on',
   CLOSED: 'the store was closed',
   OUT_OF_RANGE: 'a value the store returned exceeds Number.MAX_SAFE_INTEGER',
   INTERNAL: 'a Node-API call failed',
   UNKNOWN: 'a store error this binding does not know yet',
+  UNSUPPORTED: 'the call does not exist on this backend (op): commitStats on a PostgreSQL store',
   CONFLICT: 'World: the request conflicts with the run (a terminal run, an entity created twice, a repeated event id); className EntityConflictError, status 409',
   GONE: 'World: the run ended (RunExpiredError, status 410)',
   PRECONDITION_FAILED: 'World: an event newer than stateUpdatedAt (PreconditionFailedError, status 412)',
@@ -73,6 +74,7 @@ const STORE_STATUS = Object.freeze({
   OUT_OF_RANGE: 500,
   INTERNAL: 500,
   UNKNOWN: 500,
+  UNSUPPORTED: 501,
 });
 
 function withCause(error, cause) {

@@ -23,14 +23,25 @@ export function createWorld(options = {}) {
   const local = createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
   const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
 
+  // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
+  // again, so a World created before its server came up recovers on its own.
   let opening;
   const openStore = () => {
-    opening ??= Store.open(config.dataDir, config.store);
+    opening ??= Store.open(config.target, config.store).catch((err) => {
+      opening = undefined;
+      throw err;
+    });
     return opening;
   };
   let world;
   const openWorld = () => {
-    world ??= openStore().then((store) => store.world());
+    world ??= openStore().then(
+      (store) => store.world(),
+      (err) => {
+        world = undefined;
+        throw err;
+      },
+    );
     return world;
   };
   const storage = createStorage(openWorld);
@@ -46,7 +57,11 @@ export function createWorld(options = {}) {
     streams: storage.streams,
     ...(config.streamFlushIntervalMs !== undefined && { streamFlushIntervalMs: config.streamFlushIntervalMs }),
 
-    /** Opens the store (creating `dataDir`), then re-enqueues the runs it holds as active. */
+    /**
+     * Opens the store (creating `dataDir`, or runlog's tables on PostgreSQL), then
+     * re-enqueues the runs it holds as active. An unreachable server rejects with the
+     * addon's IO error (path `postgres`).
+     */
     async start() {
       await openStore();
       if (config.recoverActiveRuns && storage.available) {

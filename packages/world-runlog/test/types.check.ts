@@ -26,6 +26,15 @@ async function roundTrip(): Promise<number> {
 
 const world: World = createWorld({ dataDir: '/tmp/w', recoverActiveRuns: false });
 void world;
+const onPostgres = createWorld({ url: 'postgres://u@localhost/db?schema=wf' });
+const backend: 'file' | 'postgres' = onPostgres.runlog.config.backend;
+const url: string | undefined = onPostgres.runlog.config.url;
+void backend;
+void url;
+async function storeBackend(): Promise<'file' | 'postgres'> {
+  return (await onPostgres.runlog.store()).backend;
+}
+void storeBackend;
 void roundTrip;
 
 async function nativeWorld(): Promise<number> {

@@ -4,6 +4,9 @@
 // an index or from the end, getChunks, getInfo, list, a live reader), start() re-enqueuing
 // active runs, and bad input — invalid run ids, oversized payloads, a closed World, a
 // corrupt store — each a rejected promise with a code.
+//
+// Backend-neutral: with RUNLOG_TEST_BACKEND=postgres (and RUNLOG_PG_URL) every World here is
+// on PostgreSQL, a fresh schema per test (`.ci/node-pg.sh`), but the corrupt-file test.
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 
 import {
@@ -17,13 +20,14 @@ import {
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { createWorld, Store } from '../index.js';
-import { rejection, tempDir } from './helpers.mjs';
+import { rejection, storeTarget, tempDir, testBackend } from './helpers.mjs';
 
 let tmp;
 const worlds = [];
 
 function world(options) {
-  const w = createWorld({ dataDir: `${tmp.dir}/data/runlog`, recoverActiveRuns: false, ...options });
+  const target = options?.dataDir ? {} : storeTarget(tmp.dir);
+  const w = createWorld({ ...target, recoverActiveRuns: false, ...options });
   worlds.push(w);
   return w;
 }
@@ -343,7 +347,7 @@ describe('bad input', () => {
     expect(chunk.cause.code).toBe('INVALID_INPUT');
   });
 
-  test('a corrupt store rejects with CORRUPT (500), never not-found', async () => {
+  test.skipIf(testBackend !== 'file')('a corrupt store rejects with CORRUPT (500), never not-found', async () => {
     const dataDir = `${tmp.dir}/corrupt/runlog`;
     const w = world({ dataDir });
     const run = await createRun(w, { input: new TextEncoder().encode('MARKER-input') });
