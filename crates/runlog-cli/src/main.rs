@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd_append;
 mod cmd_check;
+mod cmd_copy;
 mod cmd_import;
 mod cmd_inspect;
 mod cmd_read;
@@ -21,7 +22,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
   1  verify or audit found problems, or import left files or runs behind (or imported a run
-     whose source lacks slots)
+     whose source lacks slots), or copy skipped a run that differs in the destination
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
      that differs only in case from an existing run on a case-insensitive file system, a
      missing store or PostgreSQL schema, `repair` on PostgreSQL)
@@ -82,6 +83,9 @@ enum Command {
     /// The World's view, computed from the logs: runs, steps, hooks, events or streams.
     #[command(after_help = cmd_inspect::INSPECT_HELP)]
     Inspect(cmd_inspect::InspectArgs),
+    /// Copy every run (metadata and events, seqs exact) from the store SRC to the store DST.
+    #[command(after_help = cmd_copy::COPY_HELP)]
+    Copy(cmd_copy::CopyArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
     Storm(storm_cmd::StormArgs),
 }
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Command::Repair(args) => cmd_check::repair(&cli.store, args),
         Command::Export(args) => cmd_read::export(&cli.store, args),
         Command::Inspect(args) => cmd_inspect::run(&cli.store, args),
+        Command::Copy(args) => cmd_copy::run(args),
         Command::Storm(args) => return storm_cmd::run(&cli.store, args),
     };
     match result {
