@@ -291,6 +291,44 @@ mod tests {
         assert!(!escape_text(&all).chars().any(needs_escape));
     }
 
+    /// An error whose `Display` hides its cause, as a PostgreSQL client error does.
+    #[derive(Debug)]
+    struct Opaque(std::io::Error);
+
+    impl std::fmt::Display for Opaque {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("db error")
+        }
+    }
+
+    impl std::error::Error for Opaque {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn error_text_adds_the_causes_a_message_leaves_out_once() {
+        let cause =
+            std::io::Error::other("ERROR: cannot execute INSERT in a read-only transaction");
+        let e = runlog::Error::Io {
+            op: "appending to",
+            path: "postgres".into(),
+            source: std::io::Error::other(Opaque(cause)),
+        };
+        assert_eq!(
+            error_text(&e),
+            "I/O error while appending to postgres: db error: \
+             ERROR: cannot execute INSERT in a read-only transaction"
+        );
+        let plain = runlog::Error::io(
+            "opening",
+            std::path::Path::new("/s/runs/r"),
+            std::io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert_eq!(error_text(&plain), plain.to_string());
+    }
+
     #[test]
     fn payloads_are_classified_without_loss() {
         assert_eq!(Payload::of(b""), Payload::Empty);

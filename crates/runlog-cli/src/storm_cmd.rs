@@ -316,3 +316,43 @@ fn print_reports(args: &StormArgs, reports: &[StormReport]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storm_schemas_are_distinct_and_short_enough_for_the_notify_channel() {
+        let generated = PgStorms::new("postgresql://u@%2Ftmp/db");
+        let given =
+            PgStorms::new("postgresql://u@%2Ftmp/db?schema=t_01jabcdefghjkmnpqrstvwxyz0&x=1");
+        assert!(generated.temporary && !given.temporary);
+        assert_eq!(given.base, "t_01jabcdefghjkmnpqrstvwxyz0");
+        for pg in [&generated, &given] {
+            let mut schemas = Vec::new();
+            for scenario in Scenario::ALL {
+                for (processes, fenced) in
+                    [(false, true), (false, false), (true, true), (true, false)]
+                {
+                    let name = storm_name(scenario, processes, fenced);
+                    let schema = pg.schema(&name);
+                    assert!(schema.len() <= SCHEMA_LEN_MAX, "{schema}");
+                    assert!(pg.url(&name).ends_with(&format!("schema={schema}")));
+                    schemas.push(schema);
+                }
+            }
+            let count = schemas.len();
+            schemas.sort();
+            schemas.dedup();
+            assert_eq!(schemas.len(), count, "{schemas:?}");
+        }
+        assert_eq!(
+            given.schema("step-storm-processes-unfenced"),
+            "t_01jabcdefghjkmnpqrstvwxyz0_step_proc_unfenced"
+        );
+        assert_eq!(
+            given.url("control-threads-fenced"),
+            "postgresql://u@%2Ftmp/db?x=1&schema=t_01jabcdefghjkmnpqrstvwxyz0_ctl_thr_fenced"
+        );
+    }
+}
