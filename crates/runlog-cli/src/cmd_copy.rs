@@ -25,7 +25,9 @@ batch fails the run loudly even where its counter says less).
 Copying again is idempotent: a run DST already holds whole is `unchanged`; one DST holds a
 prefix of (an interrupted copy, or a run that grew in SRC since) is `extended`; a run DST holds
 with other metadata, other events or more events is a `conflict`: left alone, reported, exit 1.
-A run created by this copy that cannot be finished is deleted again.
+A run created by this copy that cannot be finished (a SRC or DST error) is deleted again.
+The run's creation time in DST is the copy's (a backend takes none from its caller); `runs`
+shows the times of the first and last events, which are copied.
 
 A SRC run that cannot be read (damaged, or a permission error) is reported as `failed` with its
 error, the other runs are still copied, and the exit code is that of the first such run (5

@@ -150,7 +150,12 @@ pub fn copy_run(
     let from = present.unwrap_or(0);
     let last = match append_rest(src, dst, run, from, limits) {
         Ok(last) => last,
-        Err(e) if present.is_none() => return Err(roll_back(dst, run, e)),
+        // A conflict means another writer appended to the run meanwhile: its events stay.
+        Err(e @ (CopyError::Source { .. } | CopyError::Destination { .. }))
+            if present.is_none() =>
+        {
+            return Err(roll_back(dst, run, e));
+        }
         Err(e) => return Err(e),
     };
     if verify {
