@@ -87,6 +87,7 @@ enum Command {
     #[command(after_help = cmd_copy::COPY_HELP)]
     Copy(cmd_copy::CopyArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
+    #[command(after_help = storm_cmd::STORM_HELP)]
     Storm(storm_cmd::StormArgs),
 }
 

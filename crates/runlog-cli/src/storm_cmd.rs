@@ -21,6 +21,13 @@ use runlog_pg::{drop_schema, open_target, split_schema};
 
 use crate::support::postgres_url;
 
+/// What `runlog storm --help` adds about PostgreSQL.
+pub const STORM_HELP: &str = "\
+With --store postgres://…?schema=S, each storm runs on PostgreSQL in a schema of its own,
+S_<step|hook|ctl>_<thr|proc>_<fenced|unfenced> (kept; it must hold no runs yet); without
+?schema=, the base is a fresh storm_<random> and the schemas are dropped afterwards unless
+--keep. Worker processes (--processes) connect to the same schema.";
+
 /// Arguments of `runlog storm`.
 #[derive(Debug, clap::Args)]
 pub struct StormArgs {
@@ -55,6 +62,8 @@ pub struct StormArgs {
     #[arg(long, default_value_t = 30)]
     run_deadline_secs: u64,
     /// Directory for the storms' stores (default: a new temporary directory, removed after).
+    /// With a PostgreSQL --store the storms run in schemas of their own (see below) and this
+    /// holds only the runner claims.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Keep the stores after the run.
