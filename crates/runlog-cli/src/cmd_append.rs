@@ -51,7 +51,7 @@ pub fn run(store_dir: &Path, args: AppendArgs) -> Result<bool, CliError> {
         open_existing(store_dir)?
     };
     if args.create {
-        match store.create_run(&args.run) {
+        match store.create_run(&args.run, &[]) {
             Ok(()) | Err(Error::RunExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }

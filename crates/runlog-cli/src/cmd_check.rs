@@ -5,13 +5,13 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use clap::Args;
-use runlog::{Problem, RunId, Store, VerifyReport};
+use runlog::{Problem, RunId, RunLog, VerifyReport};
 use runlog_cli::audit::{Finding, audit_imported_run};
 use serde_json::json;
 
-use crate::output::{Table, error_json, json_line};
+use crate::output::{Table, error_json, error_text, json_line};
 use crate::support::{
-    CliError, RunFailures, open_for_reading, per_run, read_all, selected_runs,
+    CliError, RunFailures, open_for_reading, per_run, postgres_url, read_all, selected_runs,
     selected_workflow_runs, stamp_of,
 };
 
@@ -89,7 +89,7 @@ pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
                         dash(),
                         dash(),
                         dash(),
-                        format!("error: {e}"),
+                        format!("error: {}", error_text(&e)),
                     ]);
                 }
                 failures.record(e);
@@ -154,7 +154,7 @@ pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
     let (mut findings, mut runs_with) = (0, 0);
     for entry in runs {
         let audited = match entry {
-            Ok(run) => per_run(audit_one(&store, &run))?.map_err(|e| (run, e)),
+            Ok(run) => per_run(audit_one(&*store, &run))?.map_err(|e| (run, e)),
             Err(failed) => Err(failed),
         };
         let found = match audited {
@@ -163,7 +163,7 @@ pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
                 if args.json {
                     json_line(&mut out, &error_json(&run, &e))?;
                 } else {
-                    let detail = format!("cannot read the log: {e}");
+                    let detail = format!("cannot read the log: {}", error_text(&e));
                     table.row(vec![run.to_string(), "error".into(), "-".into(), detail]);
                 }
                 failures.record(e);
@@ -198,7 +198,7 @@ pub fn audit(store_dir: &Path, args: AuditArgs) -> Result<bool, CliError> {
 }
 
 /// The findings of one run: its events, and the holes its import recorded.
-fn audit_one(store: &Store, run: &RunId) -> Result<Vec<Finding>, CliError> {
+fn audit_one(store: &dyn RunLog, run: &RunId) -> Result<Vec<Finding>, CliError> {
     let events = read_all(store, run)?;
     let stamp = stamp_of(store, run)?;
     Ok(audit_imported_run(run, stamp.as_ref(), &events))
@@ -225,12 +225,23 @@ it is cut) — that is how damage past a lost counter is found at all. Exit 0 wh
 nothing to repair), 1 without --cut on a damaged run, 5 when the damage cannot be cut here (in a
 sealed segment).";
 
+/// Why `repair` refuses a PostgreSQL store (exit 2).
+const REPAIR_ON_POSTGRES: &str = "repair works on a file store only: it cuts the bytes of a \
+damaged segment file, and a PostgreSQL store has none (a transaction commits a batch whole or \
+not at all; `runlog --store URL verify` checks density and the counters)";
+
 /// `runlog repair RUN --cut`.
 ///
 /// # Errors
 /// Store errors (exit codes of `CliError`).
 pub fn repair(store_dir: &Path, args: RepairArgs) -> Result<bool, CliError> {
-    let store = crate::support::open_existing(store_dir)?;
+    if postgres_url(store_dir).is_some() {
+        return Err(CliError::Input(REPAIR_ON_POSTGRES.into()));
+    }
+    let backend = crate::support::open_existing(store_dir)?;
+    let store = backend
+        .file_store()
+        .ok_or_else(|| CliError::Input(REPAIR_ON_POSTGRES.into()))?;
     if !args.cut {
         let mut after = 0;
         loop {

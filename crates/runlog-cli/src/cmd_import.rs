@@ -7,7 +7,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
 
-use runlog::Store;
+use runlog::{Config, RunLog};
 use runlog_cli::check_entities::{EntityCheck, check_entities};
 use runlog_cli::import::{BatchLimits, FileProblem, RunImport, discover, import_run, load_run};
 use runlog_cli::stream_import::{
@@ -102,7 +102,7 @@ pub fn run(store_dir: &Path, args: ImportArgs) -> Result<bool, CliError> {
             args.src.display()
         ))
     })?;
-    let store = Arc::new(open_store(store_dir)?);
+    let store: Arc<dyn RunLog> = open_store(store_dir)?.log();
     let bar = progress_bar(found.file_count() as u64);
     let mut outcomes = Vec::with_capacity(found.runs.len());
     for (run, files) in &found.runs {
@@ -314,8 +314,8 @@ fn print_check_report(out: &mut impl Write, check: &EntityCheck) -> io::Result<(
 }
 
 /// Loads, validates and imports one run; every failure becomes problems of that run.
-fn import_one(store: &Store, run: &str, files: &[PathBuf], bar: &ProgressBar) -> Outcome {
-    let source = match load_run(run, files, store.config().payload_len_bytes_max) {
+fn import_one(store: &dyn RunLog, run: &str, files: &[PathBuf], bar: &ProgressBar) -> Outcome {
+    let source = match load_run(run, files, Config::default().payload_len_bytes_max) {
         Ok(source) => source,
         Err(problems) => return Outcome::Failed(problems),
     };

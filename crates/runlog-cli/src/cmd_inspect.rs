@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use runlog::{RunId, Store};
+use runlog::{RunId, RunLog};
 use runlog_world::{
     Pagination, ResolveData, RunState, Streams, World, WorldConfig, WorldError, format_iso_ms,
     parse_run_id,
@@ -16,7 +16,7 @@ use runlog_world::{
 use serde_json::{Value, json};
 
 use crate::output::{Table, json_line, payload_preview};
-use crate::support::{CliError, RunFailures, all_runs, open_for_reading};
+use crate::support::{Backend, CliError, RunFailures, all_runs, open_for_reading};
 
 /// Extra `--help` text of `inspect`.
 pub const INSPECT_HELP: &str = "\
@@ -69,7 +69,7 @@ pub struct InspectArgs {
     json: bool,
 }
 
-type StoreWorld = World<Arc<Store>>;
+type StoreWorld = World<Arc<dyn RunLog>>;
 
 /// A workflow run's id and its fold (or why it could not be folded).
 type FoldedRun = (String, Result<RunState, WorldError>);
@@ -157,8 +157,8 @@ impl<W: Write> Listing<'_, W> {
 
 /// `runlog inspect`.
 pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
-    let store = Arc::new(open_for_reading(store_dir)?);
-    let world = World::new(store.clone(), WorldConfig::default());
+    let store = open_for_reading(store_dir)?;
+    let world = World::new(store.log(), WorldConfig::default());
     let mut out = BufWriter::new(io::stdout().lock());
     let what = args.what;
     let need_run = || {
@@ -171,13 +171,13 @@ pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
         What::Hooks => hooks(&world, &store, args.run.as_deref(), &mut out, args.json),
         What::Steps => steps(&world, &need_run()?, &mut out, args.json),
         What::Events => events(&world, &need_run()?, &mut out, args.json),
-        What::Streams => streams(store, &need_run()?, &mut out, args.json),
+        What::Streams => streams(store.log(), &need_run()?, &mut out, args.json),
     }
 }
 
 /// The workflow runs of the store (ids `wrun_<ULID>`), each with the result of its fold;
 /// a run the store cannot even list is an error entry.
-fn world_runs(world: &StoreWorld, store: &Store) -> Result<Vec<FoldedRun>, CliError> {
+fn world_runs(world: &StoreWorld, store: &Backend) -> Result<Vec<FoldedRun>, CliError> {
     let mut runs = Vec::new();
     for listed in all_runs(store)? {
         match listed {
@@ -198,7 +198,7 @@ fn world_runs(world: &StoreWorld, store: &Store) -> Result<Vec<FoldedRun>, CliEr
 
 fn runs(
     world: &StoreWorld,
-    store: &Store,
+    store: &Backend,
     out: &mut impl Write,
     json: bool,
 ) -> Result<bool, CliError> {
@@ -289,7 +289,7 @@ fn steps(
 
 fn hooks(
     world: &StoreWorld,
-    store: &Store,
+    store: &Backend,
     run: Option<&str>,
     out: &mut impl Write,
     json: bool,
@@ -386,7 +386,7 @@ fn events(
 }
 
 fn streams(
-    store: Arc<Store>,
+    store: Arc<dyn RunLog>,
     run: &str,
     out: &mut impl Write,
     json: bool,

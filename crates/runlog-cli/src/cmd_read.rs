@@ -1,5 +1,6 @@
 //! Read commands: `runs`, `events`, `tail`, `export`. Each opens the store read-only
-//! (`support::open_for_reading`): no lock, nothing written, the committed view only.
+//! (`support::open_for_reading`): no lock, nothing written, the committed view only (on
+//! PostgreSQL: no migration, and the server refuses writes).
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -8,15 +9,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::Args;
-use runlog::{Event, RunId, RunInfo, Seq, Store};
+use runlog::{Event, RunId, RunInfo, RunLog, Seq};
 use runlog_cli::audit::RunStatus;
 use runlog_cli::import::{RunStamp, event_id_text, format_created_at};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::output::{
-    EVENT_HEADERS, Payload, Table, base64, error_json, escape_cells, event_cells, event_json,
-    json_line,
+    EVENT_HEADERS, Payload, Table, base64, error_json, error_text, escape_cells, event_cells,
+    event_json, json_line,
 };
 use crate::support::{
     CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
@@ -112,7 +113,7 @@ pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
     let total = listed.len();
     for entry in listed {
         let summary = match entry {
-            Ok(info) => match per_run(summarize(&store, &info))? {
+            Ok(info) => match per_run(summarize(&*store, &info))? {
                 Ok(s) => Ok((info, s)),
                 Err(e) => Err((info.run, e)),
             },
@@ -145,7 +146,7 @@ pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
                         status,
                         dash(),
                         dash(),
-                        e.to_string(),
+                        error_text(&e),
                     ]);
                 }
                 failures.record(e);
@@ -173,7 +174,7 @@ struct Summary {
 /// Reads the log up to `info.last_seq`: event count, status, and the times of its first and
 /// last events (the store's own times for an empty run). Bounded by the listed last seq, so a
 /// row's columns describe one view even while a writer appends.
-fn summarize(store: &Store, info: &RunInfo) -> Result<Summary, CliError> {
+fn summarize(store: &dyn RunLog, info: &RunInfo) -> Result<Summary, CliError> {
     let mut events = 0;
     let mut status = RunStatus::Pending;
     let (mut first_ms, mut last_ms) = (None, info.updated_at_ms);
@@ -196,10 +197,10 @@ fn summarize(store: &Store, info: &RunInfo) -> Result<Summary, CliError> {
 /// `runlog events`.
 pub fn events(store_dir: &Path, args: EventsArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
-    let order = order_of(stamp_of(&store, &args.run)?.as_ref());
+    let order = order_of(stamp_of(&*store, &args.run)?.as_ref());
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&EVENT_HEADERS);
-    for_each_event(&store, &args.run, args.after, args.limit, |e| {
+    for_each_event(&*store, &args.run, args.after, args.limit, |e| {
         if args.json {
             json_line(&mut out, &event_json(&args.run, order, e))?;
         } else {
@@ -217,7 +218,7 @@ pub fn events(store_dir: &Path, args: EventsArgs) -> Result<bool, CliError> {
 /// `runlog tail`.
 pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
-    let order = order_of(stamp_of(&store, &args.run)?.as_ref());
+    let order = order_of(stamp_of(&*store, &args.run)?.as_ref());
     let start = match args.after {
         Some(after) => after,
         None => store.last_seq(&args.run)?.saturating_sub(args.lines),
@@ -237,10 +238,10 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
         }
         Ok(())
     };
-    let mut cursor = for_each_event(&store, &args.run, start, None, &mut print)?;
+    let mut cursor = for_each_event(&*store, &args.run, start, None, &mut print)?;
     while args.follow && !stop.load(Ordering::SeqCst) {
         if store.wait(&args.run, cursor, FOLLOW_WAIT)? > cursor {
-            cursor = for_each_event(&store, &args.run, cursor, None, &mut print)?;
+            cursor = for_each_event(&*store, &args.run, cursor, None, &mut print)?;
         }
     }
     Ok(false)
@@ -286,7 +287,7 @@ pub fn export(store_dir: &Path, args: ExportArgs) -> Result<bool, CliError> {
     let total = selected.len();
     for entry in selected {
         let failed = match entry {
-            Ok(run) => per_run(export_run(&store, &run, &mut out))?
+            Ok(run) => per_run(export_run(&*store, &run, &mut out))?
                 .err()
                 .map(|e| (run, e)),
             Err(failed) => Some(failed),
@@ -301,7 +302,7 @@ pub fn export(store_dir: &Path, args: ExportArgs) -> Result<bool, CliError> {
 }
 
 /// Writes every event of `run` as a world-local JSON line.
-fn export_run(store: &Store, run: &RunId, out: &mut impl Write) -> Result<(), CliError> {
+fn export_run(store: &dyn RunLog, run: &RunId, out: &mut impl Write) -> Result<(), CliError> {
     let stamp = stamp_of(store, run)?;
     for_each_event(store, run, 0, None, |e| {
         let line = world_local_event(run, stamp.as_ref(), e);

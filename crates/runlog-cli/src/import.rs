@@ -1,5 +1,6 @@
 //! Reader for world-local data directories (the local development store of a TypeScript
-//! workflow SDK, `@workflow/world-local`), and the import of its runs into a [`Store`].
+//! workflow SDK, `@workflow/world-local`), and the import of its runs into any
+//! [`RunLog`] backend (the file store or PostgreSQL).
 //!
 //! # Source layout
 //! One pretty-printed JSON file per event, in either of the two layouts that store wrote:
@@ -54,8 +55,7 @@ use serde_json::{Map, Value};
 use ulid::Ulid;
 
 use runlog::Error;
-use runlog::Store;
-use runlog::{NewEvent, RunId, Seq};
+use runlog::{NewEvent, RunId, RunLog, Seq};
 
 /// Name of the source store's event directory under the data directory.
 pub const EVENTS_DIR: &str = "events";
@@ -726,13 +726,13 @@ pub enum ImportError {
 /// [`ImportError::Conflict`] when an existing run is not a prefix of the source;
 /// [`ImportError::Store`] for store errors (a run created here is then deleted again).
 pub fn import_run(
-    store: &Store,
+    store: &dyn RunLog,
     source: &SourceRun,
     limits: BatchLimits,
     progress: &mut dyn FnMut(u64),
 ) -> Result<RunImport, ImportError> {
     let stamp = source.stamp.to_bytes();
-    let created = match store.create_run_with_meta(&source.run, &stamp) {
+    let created = match store.create_run(&source.run, &stamp) {
         Ok(()) => true,
         Err(Error::RunExists { .. }) => false,
         Err(e) => return Err(store_error(e, None)),
@@ -768,7 +768,7 @@ fn store_error(source: Error, rollback: Option<String>) -> ImportError {
 /// How many leading source events an existing run already holds; a conflict unless the stamps
 /// agree and the stored log and the source agree on every position both have. Events the
 /// store holds beyond the source (appended after an earlier import) are not read.
-fn stored_prefix_len(store: &Store, source: &SourceRun) -> Result<u64, ImportError> {
+fn stored_prefix_len(store: &dyn RunLog, source: &SourceRun) -> Result<u64, ImportError> {
     let conflict = |detail: String| ImportError::Conflict {
         run: source.run.to_string(),
         detail,
@@ -817,7 +817,7 @@ fn stored_prefix_len(store: &Store, source: &SourceRun) -> Result<u64, ImportErr
 
 /// Appends `source.events[present..]` in batches; returns how many were appended.
 fn append_missing(
-    store: &Store,
+    store: &dyn RunLog,
     source: &SourceRun,
     present: u64,
     limits: BatchLimits,
@@ -849,7 +849,7 @@ fn append_missing(
 }
 
 /// Splits `events` into consecutive batches within `limits` (each at least one event).
-fn batches(events: &[NewEvent], limits: BatchLimits) -> Vec<&[NewEvent]> {
+pub(crate) fn batches(events: &[NewEvent], limits: BatchLimits) -> Vec<&[NewEvent]> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < events.len() {

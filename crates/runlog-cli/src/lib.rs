@@ -6,6 +6,7 @@
 //! - [`audit`]: workflow-level anomalies of a run's log (extra terminal events, events before
 //!   the entity they name);
 //! - [`stream_import`]: the source's `streams/` chunk files into `runlog-world` streams;
+//! - [`copy`]: every run of one store into another (any two backends), seqs exact;
 //! - [`check_entities`]: the World's runs, steps and hooks against the source's own entity
 //!   files, every difference classified;
 //! - [`storm`]: the concurrency storm, simulated workflows racing on the same runs through the
@@ -15,6 +16,7 @@
 
 pub mod audit;
 pub mod check_entities;
+pub mod copy;
 pub mod import;
 pub mod storm;
 pub mod stream_import;

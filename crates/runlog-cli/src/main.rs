@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd_append;
 mod cmd_check;
+mod cmd_copy;
 mod cmd_import;
 mod cmd_inspect;
 mod cmd_read;
@@ -21,15 +22,17 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
   1  verify or audit found problems, or import left files or runs behind (or imported a run
-     whose source lacks slots)
+     whose source lacks slots), or copy skipped a run that differs in the destination
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
-     that differs only in case from an existing run on a case-insensitive file system)
+     that differs only in case from an existing run on a case-insensitive file system, a
+     missing store or PostgreSQL schema, `repair` on PostgreSQL)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
   4  run busy (another process held the run's lock past the timeout)
   5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
      newer format
-  6  environment: permission denied, read-only or full file system, I/O error (the message
-     names the path and the OS error; the stored bytes are not known to be bad)
+  6  environment: permission denied, read-only or full file system, I/O error, a PostgreSQL
+     server that cannot be reached or fails (the message names the path, or `postgres`, and
+     the error; the stored bytes are not known to be bad)
 
 runs, audit, export and verify without RUN go on past a run they cannot read: it gets a row
 with its error (with --json, or in export, {\"run\": ..., \"error\": ...}), and the exit code is
@@ -39,7 +42,8 @@ that of the first such run (5 or 6; 4 when busy).";
 #[derive(Debug, Parser)]
 #[command(name = "runlog", version, after_help = EXIT_CODES)]
 struct Cli {
-    /// Store directory (created on first write).
+    /// Store: a directory (created on first write), or a PostgreSQL URL
+    /// (`postgres://…` or `postgresql://…`; `?schema=NAME` picks the schema).
     #[arg(long, global = true, env = "RUNLOG_STORE", default_value = "./.runlog")]
     store: PathBuf,
 
@@ -79,7 +83,11 @@ enum Command {
     /// The World's view, computed from the logs: runs, steps, hooks, events or streams.
     #[command(after_help = cmd_inspect::INSPECT_HELP)]
     Inspect(cmd_inspect::InspectArgs),
+    /// Copy every run (metadata and events, seqs exact) from the store SRC to the store DST.
+    #[command(after_help = cmd_copy::COPY_HELP)]
+    Copy(cmd_copy::CopyArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
+    #[command(after_help = storm_cmd::STORM_HELP)]
     Storm(storm_cmd::StormArgs),
 }
 
@@ -96,7 +104,8 @@ fn main() -> ExitCode {
         Command::Repair(args) => cmd_check::repair(&cli.store, args),
         Command::Export(args) => cmd_read::export(&cli.store, args),
         Command::Inspect(args) => cmd_inspect::run(&cli.store, args),
-        Command::Storm(args) => return storm_cmd::run(args),
+        Command::Copy(args) => cmd_copy::run(args),
+        Command::Storm(args) => return storm_cmd::run(&cli.store, args),
     };
     match result {
         Ok(found_problems) => ExitCode::from(u8::from(found_problems)),

@@ -210,9 +210,30 @@ pub fn event_json(run: &RunId, order: Option<OrderScheme>, e: &Event) -> Value {
     line
 }
 
+/// `e` with the causes its message leaves out: a PostgreSQL failure's `Display` says only
+/// "db error", while the server's own message ("cannot execute INSERT in a read-only
+/// transaction") is further down the source chain.
+pub fn error_text(e: &runlog::Error) -> String {
+    with_causes(e.to_string(), e)
+}
+
+/// `text` (a message about `e`) followed by each cause of `e` it does not already say.
+pub fn with_causes(mut text: String, e: &runlog::Error) -> String {
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The JSON line of a run that a store-wide command could not read: `{"run", "error"}`.
 pub fn error_json(run: &RunId, e: &runlog::Error) -> Value {
-    json!({"run": run.as_str(), "error": e.to_string()})
+    json!({"run": run.as_str(), "error": error_text(e)})
 }
 
 /// Column headers matching [`event_cells`].
@@ -268,6 +289,44 @@ mod tests {
         );
         let all: String = (0u32..0x3000).filter_map(char::from_u32).collect();
         assert!(!escape_text(&all).chars().any(needs_escape));
+    }
+
+    /// An error whose `Display` hides its cause, as a PostgreSQL client error does.
+    #[derive(Debug)]
+    struct Opaque(std::io::Error);
+
+    impl std::fmt::Display for Opaque {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("db error")
+        }
+    }
+
+    impl std::error::Error for Opaque {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn error_text_adds_the_causes_a_message_leaves_out_once() {
+        let cause =
+            std::io::Error::other("ERROR: cannot execute INSERT in a read-only transaction");
+        let e = runlog::Error::Io {
+            op: "appending to",
+            path: "postgres".into(),
+            source: std::io::Error::other(Opaque(cause)),
+        };
+        assert_eq!(
+            error_text(&e),
+            "I/O error while appending to postgres: db error: \
+             ERROR: cannot execute INSERT in a read-only transaction"
+        );
+        let plain = runlog::Error::io(
+            "opening",
+            std::path::Path::new("/s/runs/r"),
+            std::io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert_eq!(error_text(&plain), plain.to_string());
     }
 
     #[test]

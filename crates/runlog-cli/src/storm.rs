@@ -30,7 +30,9 @@ mod report;
 pub mod verdict;
 pub mod workflow;
 
-pub use harness::{Launcher, Transport, WorkerSpec, run_storm, run_storm_on, run_worker};
+pub use harness::{
+    Launcher, Transport, WorkerSpec, open_storm_store, run_storm, run_storm_on, run_worker,
+};
 pub use report::{StormReport, render_table};
 
 use verdict::{Classification, classify};
@@ -124,11 +126,18 @@ impl FromStr for Scenario {
     }
 }
 
-/// One storm: a scenario over `runs` runs in a fresh store directory.
+/// One storm: a scenario over `runs` runs in a fresh store directory (or a fresh PostgreSQL
+/// schema, with `store`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StormConfig {
-    /// Store directory (created if missing; must not hold another storm's runs).
+    /// Store directory (created if missing; must not hold another storm's runs). With `store`,
+    /// it holds only the runner claims.
     pub dir: PathBuf,
+    /// A PostgreSQL URL (`postgres://…?schema=NAME`, see `runlog_pg::open_target`) to run the
+    /// storm on instead of the file store at `dir`; its schema must not hold another storm's
+    /// runs. Worker processes open the same URL.
+    #[serde(default)]
+    pub store: Option<String>,
     /// The workload.
     pub scenario: Scenario,
     /// `false`: decisions are appended as plain facts (the corruption baseline).
@@ -153,6 +162,7 @@ impl StormConfig {
     pub fn new(dir: impl Into<PathBuf>, scenario: Scenario) -> StormConfig {
         StormConfig {
             dir: dir.into(),
+            store: None,
             scenario,
             fenced: true,
             runs: 20,

@@ -2,15 +2,31 @@
 //! replayers per run and reports corrupted/completed runs, fenced rejections (true and false
 //! positives), restarts and requeues. Exit 0 when every storm showed what its mode promises
 //! (fenced: clean; unfenced storm scenarios: corruption), 1 when not, 2 on a setup error.
+//!
+//! With `--store postgres://…` every storm runs on PostgreSQL, in a schema of its own
+//! (`<base>_<step|hook|ctl>_<thr|proc>_<fenced|unfenced>`, base the URL's `?schema=` or a
+//! fresh `storm_<16 random chars>` dropped afterwards unless `--keep`); worker processes
+//! connect to it too.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use runlog::{Config, RunLog};
 use runlog_cli::storm::{
     Scenario, StormConfig, StormReport, Transport, WorkerSpec, render_table, run_storm, run_worker,
 };
+use runlog_pg::{drop_schema, open_target, split_schema};
+
+use crate::support::postgres_url;
+
+/// What `runlog storm --help` adds about PostgreSQL.
+pub const STORM_HELP: &str = "\
+With --store postgres://…?schema=S, each storm runs on PostgreSQL in a schema of its own,
+S_<step|hook|ctl>_<thr|proc>_<fenced|unfenced> (kept; it must hold no runs yet); without
+?schema=, the base is a fresh storm_<random> and the schemas are dropped afterwards unless
+--keep. Worker processes (--processes) connect to the same schema.";
 
 /// Arguments of `runlog storm`.
 #[derive(Debug, clap::Args)]
@@ -46,6 +62,8 @@ pub struct StormArgs {
     #[arg(long, default_value_t = 30)]
     run_deadline_secs: u64,
     /// Directory for the storms' stores (default: a new temporary directory, removed after).
+    /// With a PostgreSQL --store the storms run in schemas of their own (see below) and this
+    /// holds only the runner claims.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Keep the stores after the run.
@@ -59,12 +77,14 @@ pub struct StormArgs {
     worker: Option<String>,
 }
 
-/// Runs the storm; returns the process exit code.
-pub fn run(args: StormArgs) -> ExitCode {
+/// Runs the storm on the file store (under `--dir`), or on PostgreSQL when `store` is a
+/// `postgres://` URL; returns the process exit code.
+pub fn run(store: &Path, args: StormArgs) -> ExitCode {
     if let Some(spec) = &args.worker {
         return worker(spec);
     }
-    match storms(&args) {
+    let pg = postgres_url(store).map(PgStorms::new);
+    match storms(&args, pg.as_ref()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
@@ -91,14 +111,63 @@ fn worker(spec: &str) -> ExitCode {
     }
 }
 
-fn storms(args: &StormArgs) -> Result<bool, String> {
+/// Where the storms of a PostgreSQL `--store` run: one schema per storm under `base`.
+struct PgStorms {
+    url: String,
+    base: String,
+    /// Whether `base` was made up here (the schemas are then dropped unless `--keep`).
+    temporary: bool,
+}
+
+impl PgStorms {
+    fn new(url: &str) -> PgStorms {
+        let (url, schema) = split_schema(url);
+        let temporary = schema.is_none();
+        let base = schema.unwrap_or_else(|| {
+            let id = ulid::Ulid::generate().to_string().to_lowercase();
+            // The random part of the ULID: the schema name stays short (see SCHEMA_LEN_MAX).
+            format!("storm_{}", id.get(10..).unwrap_or(&id))
+        });
+        PgStorms {
+            url,
+            base,
+            temporary,
+        }
+    }
+
+    /// The schema of one storm `<scenario>-<transport>-<fence>`, e.g.
+    /// `storm_3q…_step_proc_unfenced`.
+    fn schema(&self, name: &str) -> String {
+        let short = name
+            .replace("-storm", "")
+            .replace("control", "ctl")
+            .replace("threads", "thr")
+            .replace("processes", "proc")
+            .replace('-', "_");
+        format!("{}_{short}", self.base)
+    }
+
+    /// The URL of one storm's schema.
+    fn url(&self, name: &str) -> String {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}schema={}", self.url, self.schema(name))
+    }
+}
+
+fn storms(args: &StormArgs, pg: Option<&PgStorms>) -> Result<bool, String> {
     let (root, temporary) = match &args.dir {
         Some(dir) => (dir.clone(), false),
         None => (temp_root(), true),
     };
-    let reports = run_all(args, &root);
-    if temporary && !args.keep {
+    let reports = run_all(args, &root, pg);
+    if temporary && !args.keep && root.exists() {
         std::fs::remove_dir_all(&root).map_err(|e| format!("removing {}: {e}", root.display()))?;
+    }
+    if let Some(pg) = pg.filter(|pg| pg.temporary && !args.keep) {
+        for name in storm_names(args) {
+            drop_schema(&pg.url(&name))
+                .map_err(|e| format!("dropping {}: {e}", pg.schema(&name)))?;
+        }
     }
     let reports = reports?;
     print_reports(args, &reports);
@@ -112,21 +181,75 @@ fn temp_root() -> PathBuf {
     std::env::temp_dir().join(format!("runlog-storm-{}-{nanos}", std::process::id()))
 }
 
-fn run_all(args: &StormArgs, root: &Path) -> Result<Vec<StormReport>, String> {
-    let modes = match args.matrix {
+/// `(processes, fenced)` of every storm per scenario.
+fn modes(args: &StormArgs) -> Vec<(bool, bool)> {
+    match args.matrix {
         true => vec![(false, true), (false, false), (true, true), (true, false)],
         false => vec![(args.processes, !args.unfenced)],
-    };
+    }
+}
+
+/// `<scenario>-<transport>-<fence>`: one storm's directory (and schema suffix).
+fn storm_name(scenario: Scenario, processes: bool, fenced: bool) -> String {
+    let transport = if processes { "processes" } else { "threads" };
+    let fence = if fenced { "fenced" } else { "unfenced" };
+    format!("{scenario}-{transport}-{fence}")
+}
+
+fn storm_names(args: &StormArgs) -> Vec<String> {
+    let modes = modes(args);
+    args.scenario
+        .iter()
+        .flat_map(|&s| modes.iter().map(move |&(p, f)| storm_name(s, p, f)))
+        .collect()
+}
+
+/// Longest storm schema name: runlog-pg notifies on the channel `runlog_<schema>`, and
+/// PostgreSQL refuses channel names of 64 bytes or more.
+const SCHEMA_LEN_MAX: usize = 56;
+
+/// A fresh PostgreSQL schema for one storm: refused when it already holds runs.
+fn pg_store(pg: &PgStorms, name: &str) -> Result<String, String> {
+    let schema = pg.schema(name);
+    if schema.len() > SCHEMA_LEN_MAX {
+        return Err(format!(
+            "schema {schema} is longer than {SCHEMA_LEN_MAX} bytes; pick a shorter ?schema="
+        ));
+    }
+    let url = pg.url(name);
+    let log = open_target(&url, Config::default()).map_err(|e| e.to_string())?;
+    let page = log.list_runs(None, 1).map_err(|e| e.to_string())?;
+    if !page.runs.is_empty() || !page.damaged.is_empty() {
+        return Err(format!(
+            "schema {} already holds runs; pick another ?schema=",
+            pg.schema(name)
+        ));
+    }
+    Ok(url)
+}
+
+fn run_all(
+    args: &StormArgs,
+    root: &Path,
+    pg: Option<&PgStorms>,
+) -> Result<Vec<StormReport>, String> {
     let mut reports = Vec::new();
     for &scenario in &args.scenario {
-        for &(processes, fenced) in &modes {
+        for (processes, fenced) in modes(args) {
             let transport = transport(processes)?;
-            let fence = if fenced { "fenced" } else { "unfenced" };
-            let dir = root.join(format!("{scenario}-{}-{fence}", transport.name()));
+            let name = storm_name(scenario, processes, fenced);
+            let dir = root.join(&name);
             if dir.exists() {
                 return Err(format!("{} exists; pick another --dir", dir.display()));
             }
+            let store = pg.map(|pg| pg_store(pg, &name)).transpose()?;
+            if store.is_some() {
+                // The file store is not used: the directory holds only the runner claims.
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            }
             let config = StormConfig {
+                store,
                 fenced,
                 runs: args.runs,
                 replayers: args.replayers,
@@ -200,5 +323,45 @@ fn print_reports(args: &StormArgs, reports: &[StormReport]) {
         if let Some(e) = &r.replay.first_error {
             println!("  {} error(s), first: {e}", r.replay.errors);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storm_schemas_are_distinct_and_short_enough_for_the_notify_channel() {
+        let generated = PgStorms::new("postgresql://u@%2Ftmp/db");
+        let given =
+            PgStorms::new("postgresql://u@%2Ftmp/db?schema=t_01jabcdefghjkmnpqrstvwxyz0&x=1");
+        assert!(generated.temporary && !given.temporary);
+        assert_eq!(given.base, "t_01jabcdefghjkmnpqrstvwxyz0");
+        for pg in [&generated, &given] {
+            let mut schemas = Vec::new();
+            for scenario in Scenario::ALL {
+                for (processes, fenced) in
+                    [(false, true), (false, false), (true, true), (true, false)]
+                {
+                    let name = storm_name(scenario, processes, fenced);
+                    let schema = pg.schema(&name);
+                    assert!(schema.len() <= SCHEMA_LEN_MAX, "{schema}");
+                    assert!(pg.url(&name).ends_with(&format!("schema={schema}")));
+                    schemas.push(schema);
+                }
+            }
+            let count = schemas.len();
+            schemas.sort();
+            schemas.dedup();
+            assert_eq!(schemas.len(), count, "{schemas:?}");
+        }
+        assert_eq!(
+            given.schema("step-storm-processes-unfenced"),
+            "t_01jabcdefghjkmnpqrstvwxyz0_step_proc_unfenced"
+        );
+        assert_eq!(
+            given.url("control-threads-fenced"),
+            "postgresql://u@%2Ftmp/db?x=1&schema=t_01jabcdefghjkmnpqrstvwxyz0_ctl_thr_fenced"
+        );
     }
 }

@@ -2,10 +2,15 @@
 //! paging through runs and events.
 
 use std::io;
+use std::ops::Deref;
 use std::path::Path;
+use std::sync::Arc;
 
-use runlog::{Config, Error, Event, RunId, RunInfo, Seq, Store};
+use runlog::{Config, Error, Event, RunId, RunInfo, RunLog, Seq, Store};
 use runlog_cli::import::{OrderScheme, RunStamp};
+
+use crate::output::error_text;
+use runlog_pg::{Target, open_target, open_target_read_only};
 
 /// Events or runs fetched per store call while paging.
 pub const PAGE_LEN: usize = 1024;
@@ -58,7 +63,7 @@ impl CliError {
     /// The message for stderr; `None` for a closed output pipe.
     pub fn message(&self) -> Option<String> {
         match self {
-            CliError::Store(e) => Some(e.to_string()),
+            CliError::Store(e) => Some(error_text(e)),
             CliError::Input(m) => Some(m.clone()),
             CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => None,
             CliError::Output(e) => Some(format!("writing output: {e}")),
@@ -67,7 +72,8 @@ impl CliError {
                 total,
                 first,
             } => Some(format!(
-                "{failed} of {total} runs could not be read (each has a row above); first: {first}"
+                "{failed} of {total} runs could not be read (each has a row above); first: {}",
+                error_text(first)
             )),
         }
     }
@@ -96,25 +102,112 @@ pub fn store_exit_code(e: &Error) -> u8 {
     }
 }
 
-/// Opens (creating if missing) the store for a writing command.
-pub fn open_store(dir: &Path) -> Result<Store, CliError> {
-    Ok(Store::open(dir, Config::default())?)
+/// An open store: the file store or PostgreSQL, behind the backend-neutral [`RunLog`] (every
+/// command but `repair` goes through it), and the file store itself when it is one.
+pub struct Backend {
+    log: Arc<dyn RunLog>,
+    file: Option<Arc<Store>>,
+}
+
+impl Deref for Backend {
+    type Target = dyn RunLog;
+    fn deref(&self) -> &(dyn RunLog + 'static) {
+        &*self.log
+    }
+}
+
+impl Backend {
+    fn file(store: Store) -> Backend {
+        let store = Arc::new(store);
+        Backend {
+            log: store.clone(),
+            file: Some(store),
+        }
+    }
+
+    /// A shared handle on the backend (for the World and its streams).
+    pub fn log(&self) -> Arc<dyn RunLog> {
+        Arc::clone(&self.log)
+    }
+
+    /// The file store, when the target is one (`None` on PostgreSQL).
+    pub fn file_store(&self) -> Option<&Store> {
+        self.file.as_deref()
+    }
+
+    /// Whether `run` exists. On the file store this looks at its directory only, so a run
+    /// whose files are damaged exists (and its command reports the damage).
+    pub fn run_exists(&self, run: &RunId) -> Result<bool, Error> {
+        if let Some(store) = &self.file {
+            return store.run_exists(run);
+        }
+        match self.log.last_seq(run) {
+            Ok(_) => Ok(true),
+            Err(Error::RunNotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Opens (creating if missing) the store `target` names for a writing command: a file store
+/// directory, or PostgreSQL for a `postgres://`/`postgresql://` URL (`?schema=NAME` picks the
+/// schema, created with runlog's tables if missing).
+pub fn open_store(target: &Path) -> Result<Backend, CliError> {
+    match postgres_url(target) {
+        None => Ok(Backend::file(Store::open(target, Config::default())?)),
+        Some(url) => Ok(Backend {
+            log: open_target(url, Config::default())?,
+            file: None,
+        }),
+    }
+}
+
+/// The PostgreSQL URL `target` is, or `None` for a file store directory ([`Target::parse`];
+/// a path that is not UTF-8 is always a directory).
+pub fn postgres_url(target: &Path) -> Option<&str> {
+    let text = target.to_str()?;
+    match Target::parse(text) {
+        Target::Postgres(url) => Some(url),
+        Target::File(_) => None,
+    }
 }
 
 /// Opens an existing store for a writing command that must not create it (`append` without
-/// `--create`); a missing directory is bad input rather than a reason to create a store.
-pub fn open_existing(dir: &Path) -> Result<Store, CliError> {
-    require_dir(dir)?;
-    open_store(dir)
+/// `--create`); a missing directory is bad input rather than a reason to create a store. On
+/// PostgreSQL, a schema without runlog's tables is bad input too (nothing is created).
+pub fn open_existing(target: &Path) -> Result<Backend, CliError> {
+    match postgres_url(target) {
+        None => require_dir(target)?,
+        // Checks the schema without migrating it.
+        Some(_) => drop(open_for_reading(target)?),
+    }
+    open_store(target)
 }
 
-/// Opens an existing store for a reading command with [`Store::open_read_only`]: no lock taken,
-/// nothing created, written, truncated or recovered, every file opened read-only (so another
-/// user's store or a read-only mount reads), and every command sees the same committed view.
-/// A missing directory is bad input.
-pub fn open_for_reading(dir: &Path) -> Result<Store, CliError> {
-    require_dir(dir)?;
-    Ok(Store::open_read_only(dir, Config::default())?)
+/// Opens an existing store for a reading command. The file store with
+/// [`Store::open_read_only`]: no lock taken, nothing created, written, truncated or recovered,
+/// every file opened read-only (so another user's store or a read-only mount reads), and every
+/// command sees the same committed view. PostgreSQL with [`open_target_read_only`]: no
+/// migration, and the server refuses every write of the connection. A missing directory, or a
+/// schema without runlog's tables, is bad input.
+pub fn open_for_reading(target: &Path) -> Result<Backend, CliError> {
+    match postgres_url(target) {
+        None => {
+            require_dir(target)?;
+            Ok(Backend::file(Store::open_read_only(
+                target,
+                Config::default(),
+            )?))
+        }
+        Some(url) => match open_target_read_only(url, Config::default()) {
+            Ok(log) => Ok(Backend { log, file: None }),
+            Err(Error::NotAStore { path, detail }) => Err(CliError::Input(format!(
+                "no store at {} ({detail}; `runlog import` or `runlog append --create` creates one)",
+                path.display()
+            ))),
+            Err(e) => Err(e.into()),
+        },
+    }
 }
 
 fn require_dir(dir: &Path) -> Result<(), CliError> {
@@ -138,7 +231,7 @@ pub type Listed = Result<RunInfo, (RunId, Error)>;
 /// permission error) becomes an `Err` entry naming it, and the listing goes on past it, so one
 /// damaged run never hides the others. Fails only when the failing run cannot be told from
 /// the error, or for a store-level error (the runs directory cannot be listed).
-pub fn all_runs(store: &Store) -> Result<Vec<Listed>, CliError> {
+pub fn all_runs(store: &Backend) -> Result<Vec<Listed>, CliError> {
     let mut runs = Vec::new();
     let mut after: Option<RunId> = None;
     // A failed page returns none of its healthy runs: retry it one run at a time, where a
@@ -185,7 +278,7 @@ fn listed_id(l: &Listed) -> &RunId {
 
 /// The run an error of `list_runs` is about: named in the error, or the run directory its
 /// path lies in.
-fn failed_run(store: &Store, e: &Error) -> Option<RunId> {
+fn failed_run(store: &Backend, e: &Error) -> Option<RunId> {
     let path = match e {
         Error::Corrupt { run, .. } | Error::Busy { run, .. } | Error::Poisoned { run, .. } => {
             return RunId::new(run.as_str()).ok();
@@ -196,7 +289,9 @@ fn failed_run(store: &Store, e: &Error) -> Option<RunId> {
         | Error::NotAStore { path, .. } => path,
         _ => return None,
     };
-    let below = path.strip_prefix(store.path().join(RUNS_DIR)).ok()?;
+    let below = path
+        .strip_prefix(store.file_store()?.path().join(RUNS_DIR))
+        .ok()?;
     let dir = below.components().next()?.as_os_str().to_str()?;
     RunId::new(dir).ok()
 }
@@ -205,7 +300,7 @@ fn failed_run(store: &Store, e: &Error) -> Option<RunId> {
 pub type Selected = Result<RunId, (RunId, Error)>;
 
 /// `run` alone (checked to exist), or every run of the store (see [`all_runs`]).
-pub fn selected_runs(store: &Store, run: Option<RunId>) -> Result<Vec<Selected>, CliError> {
+pub fn selected_runs(store: &Backend, run: Option<RunId>) -> Result<Vec<Selected>, CliError> {
     match run {
         Some(run) => match store.run_exists(&run) {
             Ok(true) => Ok(vec![Ok(run)]),
@@ -235,7 +330,7 @@ pub fn is_world_internal(run: &RunId) -> bool {
 /// [`selected_runs`] for a workflow-level command: without RUN, the World's own logs
 /// ([`is_world_internal`]) are left out.
 pub fn selected_workflow_runs(
-    store: &Store,
+    store: &Backend,
     run: Option<RunId>,
 ) -> Result<Vec<Selected>, CliError> {
     let explicit = run.is_some();
@@ -299,7 +394,7 @@ impl RunFailures {
 /// Calls `f` on each event of `run` above `after`, at most `limit` of them; returns the seq
 /// of the last event visited (or `after`).
 pub fn for_each_event(
-    store: &Store,
+    store: &dyn RunLog,
     run: &RunId,
     after: Seq,
     limit: Option<usize>,
@@ -322,7 +417,7 @@ pub fn for_each_event(
 }
 
 /// All events of `run`, in seq order.
-pub fn read_all(store: &Store, run: &RunId) -> Result<Vec<Event>, CliError> {
+pub fn read_all(store: &dyn RunLog, run: &RunId) -> Result<Vec<Event>, CliError> {
     let mut events = Vec::new();
     for_each_event(store, run, 0, None, |e| {
         events.push(e.clone());
@@ -332,7 +427,7 @@ pub fn read_all(store: &Store, run: &RunId) -> Result<Vec<Event>, CliError> {
 }
 
 /// The import stamp of `run`, if it was imported from a world-local directory.
-pub fn stamp_of(store: &Store, run: &RunId) -> Result<Option<RunStamp>, CliError> {
+pub fn stamp_of(store: &dyn RunLog, run: &RunId) -> Result<Option<RunStamp>, CliError> {
     Ok(RunStamp::from_bytes(&store.run_meta(run)?))
 }
 

@@ -56,7 +56,7 @@ use runlog::{
 use ulid::{Generator, Ulid};
 
 mod target;
-pub use target::{Target, open_target, open_target_read_only, split_schema};
+pub use target::{Target, drop_schema, open_target, open_target_read_only, split_schema};
 
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");

@@ -2,10 +2,10 @@
 //! it: a `postgres://` or `postgresql://` URL names a PostgreSQL store, anything else the
 //! directory of a file store.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use runlog::{Config, Result, RunLog, Store};
+use runlog::{Config, Error, Result, RunLog, Store};
 
 use crate::{Options, PgLog};
 
@@ -101,6 +101,48 @@ pub fn open_target_read_only(target: &str, config: Config) -> Result<Arc<dyn Run
     })
 }
 
+/// Drops the schema a PostgreSQL URL names with `?schema=NAME`, with everything in it (a
+/// storm's or a test's throwaway schema); nothing when it does not exist.
+///
+/// # Errors
+/// `InvalidConfig` when the URL names no schema or not a valid one (`[a-z0-9_]`, 1–63 bytes),
+/// or is not a PostgreSQL URL; `Io` (path `postgres`) when the server cannot be reached or
+/// refuses.
+pub fn drop_schema(target: &str) -> Result<()> {
+    let bad = |m: String| Err(Error::InvalidConfig(m));
+    let Target::Postgres(url) = Target::parse(target) else {
+        return bad(format!("{target:?} is not a postgres:// URL"));
+    };
+    let (url, schema) = split_schema(url);
+    let Some(schema) = schema else {
+        return bad("drop_schema needs a URL with ?schema=NAME".into());
+    };
+    if schema.is_empty()
+        || schema.len() > 63
+        || !schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return bad(format!("schema {schema:?}: only [a-z0-9_], 1-63 bytes"));
+    }
+    let io = |op: &'static str| {
+        move |e: postgres::Error| Error::Io {
+            op,
+            path: PathBuf::from("postgres"),
+            source: std::io::Error::other(e),
+        }
+    };
+    let config: postgres::Config = url
+        .parse()
+        .map_err(|e| Error::InvalidConfig(format!("postgres connection string: {e}")))?;
+    let mut client = config
+        .connect(postgres::NoTls)
+        .map_err(io("connecting to"))?;
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .map_err(io("dropping a schema on"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +163,21 @@ mod tests {
         );
         assert_eq!(Target::parse("data"), Target::File(Path::new("data")));
         assert_eq!(Target::parse(""), Target::File(Path::new("")));
+    }
+
+    #[test]
+    fn drop_schema_refuses_urls_without_a_valid_schema_before_connecting() {
+        for bad in [
+            "data",
+            "postgres://h/db",
+            "postgres://h/db?schema=",
+            "postgres://h/db?schema=X;DROP",
+        ] {
+            assert!(
+                matches!(drop_schema(bad), Err(Error::InvalidConfig(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -64,12 +64,25 @@ pub struct WorkerSpec {
 /// [`StormError::Worker`] when a worker process fails. Replayer and fact-writer errors are
 /// counted in the report instead.
 pub fn run_storm(config: &StormConfig, transport: &Transport) -> Result<StormReport, StormError> {
-    let store = Store::open(&config.dir, Config::default())?;
+    let store = open_storm_store(config)?;
     run_storm_on(&store, config, transport)
 }
 
+/// The store of the storm `config`: PostgreSQL at `config.store` (migrated), else the file
+/// store at `config.dir` (created if missing).
+///
+/// # Errors
+/// Those of `runlog_pg::open_target` and [`Store::open`].
+pub fn open_storm_store(config: &StormConfig) -> Result<Arc<dyn RunLog>, StormError> {
+    Ok(match &config.store {
+        Some(url) => runlog_pg::open_target(url, Config::default())?,
+        None => Arc::new(Store::open(&config.dir, Config::default())?),
+    })
+}
+
 /// [`run_storm`] on any backend: creates the runs in `store`, drives them, judges them.
-/// Worker processes (the `Processes` transport) open the file store at `config.dir`.
+/// Worker processes (the `Processes` transport) open the store of `config`
+/// ([`open_storm_store`]), which must be `store`.
 ///
 /// # Errors
 /// As [`run_storm`].
@@ -101,7 +114,7 @@ pub fn run_storm_on<L: RunLog + Clone>(
 /// # Errors
 /// [`StormError::Store`] when the store cannot be opened.
 pub fn run_worker(spec: &WorkerSpec) -> Result<ReplayStats, StormError> {
-    let store = Store::open(&spec.config.dir, Config::default())?;
+    let store = open_storm_store(&spec.config)?;
     let config = &spec.config;
     Ok(in_lanes(config, |index| {
         let run = run_id(index);
