@@ -8,15 +8,38 @@
 //! carrying `last_seq` (the seq counter), `committed_bytes`, times and the metadata blob;
 //! `events` keyed `(run_id, seq)` with unique `(run_id, event_id)` and `(run_id, key)`.
 //!
-//! # Appends
-//! One transaction per append: `SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE`
-//! serializes the writers of one run (and only of that run); facts look up existing keys and
-//! event ids (a duplicate appends nothing and reports the original seq); decisions are
-//! rejected with `Fenced` when `last_seq != expected_seq` and with `DuplicateDecision` on an
-//! existing key or id, before anything is written; the rest is inserted at `last_seq + 1 ..`
-//! with one `INSERT … SELECT FROM unnest(…)` and the counter is updated in the same
-//! transaction, so a batch is all or nothing. Event ids absent from the input are ULIDs minted
-//! by a process-wide monotonic generator.
+//! # Appends: group commit
+//! Concurrent appends to one run through one [`PgLog`] (threads sharing it or its clones)
+//! meet in one transaction, as in the file store (`src/run/commit.rs`): each append queues in
+//! its run's queue; the first becomes the leader, takes what is queued (at most 100,000 events
+//! or 64 MiB of payload), and runs one transaction for all of it:
+//!
+//! 1. `SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE` — serializes the writers of
+//!    one run (and only of that run) across handles and processes;
+//! 2. one lookup of the stored events sharing a key or caller event id with any member;
+//! 3. every member decided in arrival order, in memory: facts idempotent by key and event id
+//!    (also against earlier members of the group: a repeat reports the first one's seq and
+//!    appends nothing); decisions fenced at `expected_seq` against the counter as advanced by
+//!    the members before them (`Fenced`) and rejected on an existing key or id
+//!    (`DuplicateDecision`);
+//! 4. one `INSERT … SELECT FROM unnest(…)` of every accepted event at `last_seq + 1 ..`, the
+//!    counter advanced, `pg_notify`, one `COMMIT`.
+//!
+//! Each member gets its own result, the one the file store gives for the same interleaving. A
+//! rejected member (fenced, duplicate) writes nothing and never affects the others; an invalid
+//! one is refused before it queues. When the transaction fails (I/O, statement timeout, server
+//! gone) none of the group is applied and every member with events in it gets the error; a
+//! failure before the row is locked fails every member. A batch is all or nothing: it is one
+//! transaction's rows. The
+//! oldest request still queued then leads the next group; leadership is handed over by a drop
+//! guard, so a panicking leader fails its group's members (`Io`) instead of wedging the run's
+//! queue. [`PgLog::commit_stats`] counts transactions (`groups`), appends and events.
+//! Event ids absent from the input are ULIDs minted by a process-wide monotonic generator.
+//!
+//! An error from `COMMIT` itself is ambiguous, as with any database: the server may have
+//! committed before the connection broke. Every append that returned `Ok` is durable
+//! (`fsync`, `synchronous_commit` as configured on the server); one that failed is either
+//! wholly applied or not at all.
 //!
 //! # Wait
 //! Every commit (and delete) sends `NOTIFY runlog_<schema>` with the run id in the same
@@ -40,7 +63,6 @@
 //! batch is visible.
 #![deny(missing_docs)]
 
-use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -55,7 +77,10 @@ use runlog::{
 };
 use ulid::{Generator, Ulid};
 
+mod commit;
 mod target;
+use commit::{Known, Outcome, Queues, ReqKind, Request};
+pub use runlog::CommitStatsSnapshot;
 pub use target::{Target, open_target, open_target_read_only, split_schema};
 
 /// The schema migration, applied at connect.
@@ -107,6 +132,7 @@ struct Inner {
     idle: Mutex<Vec<Client>>,
     ids: Mutex<Generator>,
     wake: Wake,
+    queues: Queues,
 }
 
 /// What `wait` blocks on: a generation bumped by the listener on every notification.
@@ -137,6 +163,30 @@ fn pg_err(op: &'static str, e: postgres::Error) -> Error {
     }
 }
 
+/// A copy of `e` for another member of the same group (`runlog::Error` is not `Clone`): the
+/// variants a group commit produces keep their fields; an I/O error keeps its kind and text.
+fn replicate(e: &Error) -> Error {
+    match e {
+        Error::Io { op, path, source } => Error::Io {
+            op,
+            path: path.clone(),
+            source: io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::RunNotFound { run } => Error::RunNotFound { run: run.clone() },
+        other => Error::Io {
+            op: "committing to",
+            path: PathBuf::from("postgres"),
+            source: io::Error::other(other.to_string()),
+        },
+    }
+}
+
+/// The answer of a request of the other kind: unreachable by construction, reported as an
+/// error rather than a panic.
+fn mixed_up() -> Error {
+    Error::InvalidConfig("group commit answered with the other request kind".to_string())
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -153,6 +203,8 @@ fn not_found(run: &RunId) -> Error {
 struct Conn<'a> {
     client: Option<Client>,
     inner: &'a Inner,
+    /// Whether it came from the idle pool (it may have died there unnoticed).
+    pooled: bool,
 }
 
 impl std::ops::Deref for Conn<'_> {
@@ -170,13 +222,55 @@ impl std::ops::DerefMut for Conn<'_> {
 
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take()
-            && !client.is_closed()
-        {
-            let mut idle = self.inner.idle.lock();
-            if idle.len() < self.inner.options.idle_connections_max {
-                idle.push(client);
-            }
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        let mut idle = self.inner.idle.lock();
+        if client.is_closed() {
+            // A broken connection usually means a server restart or a mass termination:
+            // the idle ones are suspect too, and a fresh connect is cheaper than one failed
+            // call per stale connection.
+            idle.clear();
+        } else if idle.len() < self.inner.options.idle_connections_max {
+            idle.push(client);
+        }
+    }
+}
+
+/// A transaction begun by [`Inner::begun`]: rolled back on drop unless committed, so a
+/// connection never goes back to the pool inside a transaction.
+struct Tx<'a> {
+    conn: Conn<'a>,
+    open: bool,
+}
+
+impl Tx<'_> {
+    fn commit(&mut self) -> Result<()> {
+        self.open = false;
+        self.conn
+            .batch_execute("COMMIT")
+            .map_err(|e| pg_err("committing to", e))
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Tx<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_closed() {
+            // A failed rollback breaks the connection, which is then not pooled.
+            let _ = self.conn.batch_execute("ROLLBACK");
         }
     }
 }
@@ -227,15 +321,33 @@ impl Inner {
     }
 
     fn conn(&self) -> Result<Conn<'_>> {
-        let pooled = self.idle.lock().pop();
-        let client = match pooled {
-            Some(c) if !c.is_closed() => c,
-            _ => self.connect_one()?,
+        let idle = self.idle.lock().pop();
+        let (client, pooled) = match idle {
+            Some(c) if !c.is_closed() => (c, true),
+            _ => (self.connect_one()?, false),
         };
         Ok(Conn {
             client: Some(client),
             inner: self,
+            pooled,
         })
+    }
+
+    /// A connection whose `BEGIN` went through. A pooled connection that turns out dead at
+    /// `BEGIN` (nothing of the caller's was sent) is dropped with the rest of the idle pool and
+    /// replaced by a fresh one, once: after a server restart the first append succeeds.
+    fn begun(&self) -> Result<Conn<'_>> {
+        let mut c = self.conn()?;
+        match c.batch_execute("BEGIN") {
+            Ok(()) => return Ok(c),
+            Err(e) if !(c.pooled && e.is_closed()) => return Err(pg_err("appending to", e)),
+            Err(_) => {}
+        }
+        drop(c);
+        let mut c = self.conn()?;
+        c.batch_execute("BEGIN")
+            .map_err(|e| pg_err("appending to", e))?;
+        Ok(c)
     }
 }
 
@@ -297,6 +409,7 @@ impl PgLog {
                 state: Mutex::new(WakeState::default()),
                 cond: Condvar::new(),
             },
+            queues: Queues::default(),
         };
         if inner.options.read_only {
             inner.check_schema()?;
@@ -324,6 +437,13 @@ impl PgLog {
         })
     }
 
+    /// Counters of this handle's group commits (shared by its clones): `groups` is the number
+    /// of append transactions, `requests` the append calls they decided, `events` the events
+    /// they inserted; `events / groups` is the group-commit factor.
+    pub fn commit_stats(&self) -> CommitStatsSnapshot {
+        self.inner.queues.stats()
+    }
+
     /// The schema this store uses (`None`: the default search path).
     pub fn schema(&self) -> Option<&str> {
         self.inner.options.schema.as_deref()
@@ -348,13 +468,7 @@ impl PgLog {
     }
 
     /// Inserts `events` at `last + 1 ..` and advances the counter, inside `tx`.
-    fn insert(
-        &self,
-        tx: &mut postgres::Transaction<'_>,
-        run: &RunId,
-        last: Seq,
-        events: &[&NewEvent],
-    ) -> Result<()> {
+    fn insert(&self, tx: &mut Client, run: &RunId, last: Seq, events: &[&NewEvent]) -> Result<()> {
         let now = now_ms();
         let n = events.len();
         let mut seqs = Vec::with_capacity(n);
@@ -403,7 +517,7 @@ impl PgLog {
     }
 
     /// Locks the run's row; its last seq.
-    fn lock_run(tx: &mut postgres::Transaction<'_>, run: &RunId) -> Result<Seq> {
+    fn lock_run(tx: &mut Client, run: &RunId) -> Result<Seq> {
         let row = tx
             .query_opt(
                 "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE",
@@ -416,21 +530,17 @@ impl PgLog {
         }
     }
 
-    /// Existing events of the run sharing a key or event id with `events`: key → seq, id → seq.
-    fn existing(
-        tx: &mut postgres::Transaction<'_>,
-        run: &RunId,
-        events: &[NewEvent],
-    ) -> Result<(HashMap<String, Seq>, HashMap<Ulid, Seq>)> {
-        let keys: Vec<&str> = events.iter().filter_map(|e| e.key.as_deref()).collect();
-        let ids: Vec<Vec<u8>> = events
-            .iter()
+    /// Stored events of the run sharing a key or event id with any event of `group`: one
+    /// statement for the whole group.
+    fn existing(tx: &mut Client, run: &RunId, group: &[Arc<Request>]) -> Result<Known> {
+        let events = || group.iter().flat_map(|r| r.events.iter());
+        let keys: Vec<&str> = events().filter_map(|e| e.key.as_deref()).collect();
+        let ids: Vec<Vec<u8>> = events()
             .filter_map(|e| e.event_id.map(|id| id.to_bytes().to_vec()))
             .collect();
-        let mut by_key = HashMap::new();
-        let mut by_id = HashMap::new();
+        let mut known = Known::default();
         if keys.is_empty() && ids.is_empty() {
-            return Ok((by_key, by_id));
+            return Ok(known);
         }
         let rows = tx
             .query(
@@ -442,13 +552,64 @@ impl PgLog {
         for r in rows {
             let seq = r.get::<_, i64>(0) as Seq;
             if let Some(k) = r.get::<_, Option<String>>(1) {
-                by_key.insert(k, seq);
+                known.by_key.insert(k, seq);
             }
             if let Ok(b) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(2)) {
-                by_id.insert(Ulid::from_bytes(b), seq);
+                known.by_id.insert(Ulid::from_bytes(b), seq);
             }
         }
-        Ok((by_key, by_id))
+        Ok(known)
+    }
+
+    /// Queues an append of `run` and waits for the group that decides it (`commit.rs`).
+    fn submit(&self, run: &RunId, kind: ReqKind, events: Vec<NewEvent>) -> Result<Outcome> {
+        self.inner
+            .queues
+            .submit(run.as_str(), kind, events, |group| {
+                self.commit_group(run, group)
+            })
+    }
+
+    /// One transaction for a whole group: lock the run's row once, look up the group's keys
+    /// and ids once, decide every member in memory, insert the accepted events with one
+    /// statement, advance the counter, notify, commit. One result per member, in order; a
+    /// failure before the plan (connection, lock, lookup) fails every member.
+    fn commit_group(&self, run: &RunId, group: &[Arc<Request>]) -> Vec<Result<Outcome>> {
+        self.try_commit_group(run, group)
+            .unwrap_or_else(|e| group.iter().map(|_| Err(replicate(&e))).collect())
+    }
+
+    fn try_commit_group(
+        &self,
+        run: &RunId,
+        group: &[Arc<Request>],
+    ) -> Result<Vec<Result<Outcome>>> {
+        let mut tx = Tx {
+            conn: self.inner.begun()?,
+            open: true,
+        };
+        let last = Self::lock_run(&mut tx, run)?;
+        let known = Self::existing(&mut tx, run, group)?;
+        let plan = commit::plan(run.as_str(), last, known, group);
+        let mut results = plan.results;
+        if plan.accepted.is_empty() {
+            // Nothing to write: the transaction (only a row lock) is rolled back on drop.
+            return Ok(results);
+        }
+        let done = self
+            .insert(&mut tx, run, last, &plan.accepted)
+            .and_then(|()| tx.commit());
+        if let Err(e) = done {
+            // None of the group is applied: every member with events in it fails; a rejected
+            // or fully deduplicated member keeps its answer, decided on committed state under
+            // the row lock (as the file store does).
+            for (res, &writes) in results.iter_mut().zip(&plan.writes) {
+                if writes {
+                    *res = Err(replicate(&e));
+                }
+            }
+        }
+        Ok(results)
     }
 
     fn read_rows(&self, run: &RunId, after: Seq, limit: usize) -> Result<(Seq, Vec<Row>)> {
@@ -550,45 +711,10 @@ impl RunLog for PgLog {
 
     fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
         self.validate(&events)?;
-        let mut c = self.inner.conn()?;
-        let mut tx = c.transaction().map_err(|e| pg_err("appending to", e))?;
-        let last = Self::lock_run(&mut tx, run)?;
-        let (mut by_key, mut by_id) = Self::existing(&mut tx, run, &events)?;
-        let mut out = Vec::with_capacity(events.len());
-        let mut fresh: Vec<&NewEvent> = Vec::new();
-        for e in &events {
-            let dup = e
-                .key
-                .as_ref()
-                .and_then(|k| by_key.get(k))
-                .or_else(|| e.event_id.as_ref().and_then(|id| by_id.get(id)))
-                .copied();
-            if let Some(seq) = dup {
-                out.push(Appended {
-                    seq,
-                    duplicate: true,
-                });
-                continue;
-            }
-            let seq = last + 1 + fresh.len() as u64;
-            if let Some(k) = &e.key {
-                by_key.insert(k.clone(), seq);
-            }
-            if let Some(id) = e.event_id {
-                by_id.insert(id, seq);
-            }
-            fresh.push(e);
-            out.push(Appended {
-                seq,
-                duplicate: false,
-            });
+        match self.submit(run, ReqKind::Facts, events)? {
+            Outcome::Facts(out) => Ok(out),
+            Outcome::Decisions(_) => Err(mixed_up()),
         }
-        if fresh.is_empty() {
-            return Ok(out);
-        }
-        self.insert(&mut tx, run, last, &fresh)?;
-        tx.commit().map_err(|e| pg_err("committing to", e))?;
-        Ok(out)
     }
 
     fn append_decisions(
@@ -598,44 +724,13 @@ impl RunLog for PgLog {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Seq>> {
         self.validate(&events)?;
-        let mut c = self.inner.conn()?;
-        let mut tx = c.transaction().map_err(|e| pg_err("appending to", e))?;
-        let last = Self::lock_run(&mut tx, run)?;
-        if last != expected_seq {
-            return Err(Error::Fenced {
-                run: run.to_string(),
-                expected: expected_seq,
-                actual: last,
-            });
+        let kind = ReqKind::Decisions {
+            expected: expected_seq,
+        };
+        match self.submit(run, kind, events)? {
+            Outcome::Decisions(seqs) => Ok(seqs),
+            Outcome::Facts(_) => Err(mixed_up()),
         }
-        let (mut by_key, mut by_id) = Self::existing(&mut tx, run, &events)?;
-        for (i, e) in events.iter().enumerate() {
-            let seq = last + 1 + i as u64;
-            if let Some(k) = &e.key {
-                if let Some(&orig) = by_key.get(k) {
-                    return Err(Error::DuplicateDecision {
-                        run: run.to_string(),
-                        key: k.clone(),
-                        seq: orig,
-                    });
-                }
-                by_key.insert(k.clone(), seq);
-            }
-            if let Some(id) = e.event_id {
-                if let Some(&orig) = by_id.get(&id) {
-                    return Err(Error::DuplicateDecision {
-                        run: run.to_string(),
-                        key: id.to_string(),
-                        seq: orig,
-                    });
-                }
-                by_id.insert(id, seq);
-            }
-        }
-        let refs: Vec<&NewEvent> = events.iter().collect();
-        self.insert(&mut tx, run, last, &refs)?;
-        tx.commit().map_err(|e| pg_err("committing to", e))?;
-        Ok((last + 1..=last + events.len() as u64).collect())
     }
 
     fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {

@@ -1,0 +1,362 @@
+//! Group commit: a per-run leader/follower queue and the in-memory decision of a group.
+//!
+//! Appenders of one run in one [`crate::PgLog`] enqueue a [`Request`]; the first becomes the
+//! leader, takes what is queued (bounded by [`GROUP_EVENTS_MAX`] and [`GROUP_LEN_BYTES_MAX`]),
+//! runs one transaction for the whole group (the caller's `commit` function) and hands every
+//! member its own result; then the oldest request still queued leads the next group. Nothing
+//! here talks to PostgreSQL: [`plan`] decides every member in arrival order against the state
+//! read under the row lock, exactly as the file store's planner (`src/run/commit.rs`) does.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Condvar, Mutex};
+use runlog::{Appended, CommitStatsSnapshot, Error, NewEvent, Result, Seq};
+use ulid::Ulid;
+
+/// Most events one group inserts (at least one request): the arrays bound into the
+/// `INSERT … unnest(…)` stay bounded under a flood of appenders.
+pub(crate) const GROUP_EVENTS_MAX: usize = 100_000;
+/// Most payload bytes one group inserts (at least one request).
+pub(crate) const GROUP_LEN_BYTES_MAX: usize = 64 << 20;
+
+/// Fact (unfenced, deduplicated) or decision (fenced at `expected`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ReqKind {
+    Facts,
+    Decisions { expected: Seq },
+}
+
+/// What an accepted request gets back.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Facts(Vec<Appended>),
+    Decisions(Vec<Seq>),
+}
+
+enum Turn {
+    Waiting,
+    Lead,
+    Done(Result<Outcome>),
+}
+
+/// One append call waiting in its run's queue.
+pub(crate) struct Request {
+    pub(crate) kind: ReqKind,
+    pub(crate) events: Vec<NewEvent>,
+    turn: Mutex<Turn>,
+    cv: Condvar,
+}
+
+impl Request {
+    fn set(&self, t: Turn) {
+        *self.turn.lock() = t;
+        self.cv.notify_one();
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.events.iter().map(|e| e.payload.len()).sum()
+    }
+}
+
+#[derive(Default)]
+struct RunQueue {
+    pending: VecDeque<Arc<Request>>,
+    leading: bool,
+}
+
+/// The queues of every run with appends in flight (an idle run has no entry).
+#[derive(Default)]
+pub(crate) struct Queues {
+    runs: Mutex<HashMap<String, RunQueue>>,
+    stats: Stats,
+}
+
+impl Queues {
+    /// Queues `events` for `run` and blocks until a group holding them is decided. When this
+    /// call leads, `commit` runs the group's transaction and returns one result per member.
+    pub(crate) fn submit(
+        &self,
+        run: &str,
+        kind: ReqKind,
+        events: Vec<NewEvent>,
+        commit: impl FnOnce(&[Arc<Request>]) -> Vec<Result<Outcome>>,
+    ) -> Result<Outcome> {
+        let req = Arc::new(Request {
+            kind,
+            events,
+            turn: Mutex::new(Turn::Waiting),
+            cv: Condvar::new(),
+        });
+        let lead = {
+            let mut runs = self.runs.lock();
+            let q = runs.entry(run.to_string()).or_default();
+            q.pending.push_back(req.clone());
+            !std::mem::replace(&mut q.leading, true)
+        };
+        if !lead {
+            let mut t = req.turn.lock();
+            while matches!(*t, Turn::Waiting) {
+                req.cv.wait(&mut t);
+            }
+            if let Turn::Done(_) = &*t {
+                return take_result(&mut t);
+            }
+        }
+        let mut leading = Leading {
+            queues: self,
+            run,
+            group: self.take_group(run),
+            delivered: false,
+        };
+        let results = commit(&leading.group);
+        let events: usize = results
+            .iter()
+            .map(|r| match r {
+                Ok(Outcome::Facts(a)) => a.iter().filter(|a| !a.duplicate).count(),
+                Ok(Outcome::Decisions(s)) => s.len(),
+                Err(_) => 0,
+            })
+            .sum();
+        self.stats.record(leading.group.len(), events as u64);
+        for (r, res) in leading.group.iter().zip(results) {
+            r.set(Turn::Done(res));
+        }
+        leading.delivered = true;
+        drop(leading);
+        take_result(&mut req.turn.lock())
+    }
+
+    /// The oldest queued requests of `run`, up to the group bounds (at least one).
+    fn take_group(&self, run: &str) -> Vec<Arc<Request>> {
+        let mut runs = self.runs.lock();
+        let Some(q) = runs.get_mut(run) else {
+            return Vec::new();
+        };
+        let (mut events, mut bytes, mut n) = (0usize, 0usize, 0usize);
+        for r in &q.pending {
+            events += r.events.len();
+            bytes += r.len_bytes();
+            if n > 0 && (events > GROUP_EVENTS_MAX || bytes > GROUP_LEN_BYTES_MAX) {
+                break;
+            }
+            n += 1;
+        }
+        q.pending.drain(..n).collect()
+    }
+
+    /// Counters of the groups committed so far.
+    pub(crate) fn stats(&self) -> CommitStatsSnapshot {
+        self.stats.snapshot()
+    }
+}
+
+/// The leader's duty, done on drop so that a panic inside `commit` cannot wedge the queue:
+/// members not yet answered get an error, and the next queued request leads (or the run's
+/// queue is removed when none is).
+struct Leading<'q> {
+    queues: &'q Queues,
+    run: &'q str,
+    group: Vec<Arc<Request>>,
+    delivered: bool,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        if !self.delivered {
+            for r in &self.group {
+                r.set(Turn::Done(Err(panicked(self.run))));
+            }
+        }
+        let mut runs = self.queues.runs.lock();
+        let Some(q) = runs.get_mut(self.run) else {
+            return;
+        };
+        match q.pending.front() {
+            Some(next) => next.set(Turn::Lead),
+            None => {
+                runs.remove(self.run);
+            }
+        }
+    }
+}
+
+/// The error of the members of a group whose leader panicked: their transaction was never
+/// committed (an unwinding leader drops it, which rolls it back), but the caller cannot tell
+/// from here, so it is an I/O failure, as a lost connection is.
+fn panicked(run: &str) -> Error {
+    Error::Io {
+        op: "committing to",
+        path: "postgres".into(),
+        source: std::io::Error::other(format!(
+            "run {run}: the thread leading this group commit panicked before answering"
+        )),
+    }
+}
+
+fn take_result(t: &mut Turn) -> Result<Outcome> {
+    match std::mem::replace(t, Turn::Waiting) {
+        Turn::Done(r) => r,
+        // Unreachable by construction: a leader answers its own request before returning.
+        _ => Err(Error::InvalidConfig("commit result missing".to_string())),
+    }
+}
+
+/// Keys and caller event ids of the run's stored events, with their seqs.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    pub(crate) by_key: HashMap<String, Seq>,
+    pub(crate) by_id: HashMap<Ulid, Seq>,
+}
+
+impl Known {
+    /// The stored seq of `e` when its key or caller id is known, with what matched.
+    fn find(&self, e: &NewEvent) -> Option<(Seq, String)> {
+        if let Some(k) = &e.key
+            && let Some(&s) = self.by_key.get(k)
+        {
+            return Some((s, k.clone()));
+        }
+        let id = e.event_id?;
+        self.by_id.get(&id).map(|&s| (s, id.to_string()))
+    }
+
+    fn add(&mut self, e: &NewEvent, seq: Seq) {
+        if let Some(k) = &e.key {
+            self.by_key.insert(k.clone(), seq);
+        }
+        if let Some(id) = e.event_id {
+            self.by_id.insert(id, seq);
+        }
+    }
+}
+
+/// A group decided in memory: one result per member, and the accepted events to insert at
+/// `first_seq ..= last_seq`, in seq order.
+pub(crate) struct Plan<'g> {
+    pub(crate) results: Vec<Result<Outcome>>,
+    /// Whether member i has events among `accepted` (it fails if the transaction does).
+    pub(crate) writes: Vec<bool>,
+    pub(crate) accepted: Vec<&'g NewEvent>,
+    pub(crate) last_seq: Seq,
+}
+
+/// Decides every member of `group` in order, starting from the locked counter `last_seq` and
+/// the stored keys and ids `known`: a decision is fenced against the counter as advanced by
+/// the members before it and rejected on a known key or id (also one repeated inside its own
+/// batch); a fact already known (stored, or accepted earlier in this group) reports the seq
+/// of the first and appends nothing. Rejections touch nothing, so they never affect others.
+pub(crate) fn plan<'g>(
+    run: &str,
+    last_seq: Seq,
+    mut known: Known,
+    group: &'g [Arc<Request>],
+) -> Plan<'g> {
+    let mut p = Plan {
+        results: Vec::with_capacity(group.len()),
+        writes: Vec::with_capacity(group.len()),
+        accepted: Vec::new(),
+        last_seq,
+    };
+    for req in group {
+        let before = p.accepted.len();
+        let res = match req.kind {
+            ReqKind::Facts => Ok(Outcome::Facts(facts(&mut p, &mut known, &req.events))),
+            ReqKind::Decisions { expected } => {
+                decisions(run, &mut p, &mut known, expected, &req.events).map(Outcome::Decisions)
+            }
+        };
+        p.writes.push(p.accepted.len() > before);
+        p.results.push(res);
+    }
+    p
+}
+
+fn facts<'g>(p: &mut Plan<'g>, known: &mut Known, events: &'g [NewEvent]) -> Vec<Appended> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        if let Some((seq, _)) = known.find(e) {
+            out.push(Appended {
+                seq,
+                duplicate: true,
+            });
+            continue;
+        }
+        p.last_seq += 1;
+        known.add(e, p.last_seq);
+        p.accepted.push(e);
+        out.push(Appended {
+            seq: p.last_seq,
+            duplicate: false,
+        });
+    }
+    out
+}
+
+fn decisions<'g>(
+    run: &str,
+    p: &mut Plan<'g>,
+    known: &mut Known,
+    expected: Seq,
+    events: &'g [NewEvent],
+) -> Result<Vec<Seq>> {
+    if expected != p.last_seq {
+        return Err(Error::Fenced {
+            run: run.to_string(),
+            expected,
+            actual: p.last_seq,
+        });
+    }
+    // Checked whole before anything is accepted: a rejected batch leaves `known` untouched.
+    let mut own = Known::default();
+    for (i, e) in events.iter().enumerate() {
+        if let Some((seq, key)) = known.find(e).or_else(|| own.find(e)) {
+            return Err(Error::DuplicateDecision {
+                run: run.to_string(),
+                key,
+                seq,
+            });
+        }
+        own.add(e, p.last_seq + 1 + i as u64);
+    }
+    let first = p.last_seq + 1;
+    for e in events {
+        p.last_seq += 1;
+        known.add(e, p.last_seq);
+        p.accepted.push(e);
+    }
+    Ok((first..=p.last_seq).collect())
+}
+
+/// Number of power-of-two buckets of the group-size histogram: the length of
+/// [`CommitStatsSnapshot::group_sizes`] (the file store's histogram).
+const GROUP_BUCKETS: usize = 16;
+
+/// Live counters of committed groups.
+#[derive(Default)]
+struct Stats {
+    groups: AtomicU64,
+    requests: AtomicU64,
+    events: AtomicU64,
+    group_sizes: [AtomicU64; GROUP_BUCKETS],
+}
+
+impl Stats {
+    fn record(&self, requests: usize, events: u64) {
+        self.groups.fetch_add(1, Ordering::Relaxed);
+        self.requests.fetch_add(requests as u64, Ordering::Relaxed);
+        self.events.fetch_add(events, Ordering::Relaxed);
+        let bucket = (usize::BITS - requests.saturating_sub(1).leading_zeros()) as usize;
+        self.group_sizes[bucket.min(GROUP_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> CommitStatsSnapshot {
+        CommitStatsSnapshot {
+            groups: self.groups.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            events: self.events.load(Ordering::Relaxed),
+            group_sizes: std::array::from_fn(|i| self.group_sizes[i].load(Ordering::Relaxed)),
+        }
+    }
+}
