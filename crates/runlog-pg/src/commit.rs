@@ -360,3 +360,149 @@ impl Stats {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn fact(key: &str) -> NewEvent {
+        NewEvent::new("step_completed", b"x".to_vec()).key(key)
+    }
+
+    fn req(kind: ReqKind, events: Vec<NewEvent>) -> Arc<Request> {
+        Arc::new(Request {
+            kind,
+            events,
+            turn: Mutex::new(Turn::Waiting),
+            cv: Condvar::new(),
+        })
+    }
+
+    fn facts_of(r: &Result<Outcome>) -> Vec<(Seq, bool)> {
+        match r {
+            Ok(Outcome::Facts(a)) => a.iter().map(|a| (a.seq, a.duplicate)).collect(),
+            other => panic!("expected facts, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn plan_dedupes_facts_within_the_group_to_the_first_seq() {
+        let known = Known {
+            by_key: HashMap::from([("old".to_string(), 3)]),
+            by_id: HashMap::new(),
+        };
+        let group = [
+            req(ReqKind::Facts, vec![fact("a"), fact("old"), fact("a")]),
+            req(ReqKind::Facts, vec![fact("b"), fact("a")]),
+        ];
+        let p = plan("r", 5, known, &group);
+        assert_eq!(facts_of(&p.results[0]), [(6, false), (3, true), (6, true)]);
+        assert_eq!(facts_of(&p.results[1]), [(7, false), (6, true)]);
+        assert_eq!(p.writes, [true, true]);
+        assert_eq!(p.last_seq, 7);
+        let keys: Vec<_> = p.accepted.iter().map(|e| e.key.as_deref()).collect();
+        assert_eq!(keys, [Some("a"), Some("b")]);
+    }
+
+    #[test]
+    fn plan_fences_decisions_against_the_counter_advanced_by_earlier_members() {
+        let group = [
+            req(ReqKind::Facts, vec![fact("f")]),
+            req(ReqKind::Decisions { expected: 2 }, vec![fact("late")]),
+            req(
+                ReqKind::Decisions { expected: 3 },
+                vec![fact("d1"), fact("d2")],
+            ),
+            req(ReqKind::Decisions { expected: 5 }, vec![fact("f")]),
+            req(
+                ReqKind::Decisions { expected: 5 },
+                vec![fact("x"), fact("x")],
+            ),
+            req(ReqKind::Facts, vec![fact("x")]),
+        ];
+        let p = plan("r", 2, Known::default(), &group);
+        assert_eq!(facts_of(&p.results[0]), [(3, false)]);
+        assert!(matches!(
+            p.results[1],
+            Err(Error::Fenced {
+                expected: 2,
+                actual: 3,
+                ..
+            })
+        ));
+        assert!(matches!(&p.results[2], Ok(Outcome::Decisions(s)) if s == &[4, 5]));
+        assert!(matches!(
+            &p.results[3],
+            Err(Error::DuplicateDecision { key, seq: 3, .. }) if key == "f"
+        ));
+        assert!(matches!(
+            &p.results[4],
+            Err(Error::DuplicateDecision { key, seq: 6, .. }) if key == "x"
+        ));
+        // The rejected batch left nothing behind: its key is fresh for the next member.
+        assert_eq!(facts_of(&p.results[5]), [(6, false)]);
+        assert_eq!(p.writes, [true, false, true, false, false, true]);
+        assert_eq!(p.last_seq, 6);
+    }
+
+    #[test]
+    fn a_panicking_leader_fails_its_group_and_hands_the_queue_on() {
+        let queues = Arc::new(Queues::default());
+        let (led_tx, led_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let q = queues.clone();
+        let first = std::thread::spawn(move || {
+            q.submit("r", ReqKind::Facts, vec![fact("a")], |g| {
+                led_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                g.iter().map(|_| Ok(Outcome::Decisions(vec![1]))).collect()
+            })
+        });
+        led_rx.recv().unwrap();
+        // Two appends queue behind the first group; the second group (both) panics.
+        let q = queues.clone();
+        let panicking = std::thread::spawn(move || {
+            q.submit("r", ReqKind::Facts, vec![fact("b")], |_| {
+                panic!("injected leader panic")
+            })
+        });
+        let (done_tx, done_rx) = mpsc::channel();
+        let q = queues.clone();
+        let follower = std::thread::spawn(move || {
+            while q.runs.lock().get("r").map_or(0, |r| r.pending.len()) < 1 {
+                std::thread::yield_now();
+            }
+            let r = q.submit("r", ReqKind::Facts, vec![fact("c")], |_| {
+                panic!("the follower must not lead")
+            });
+            done_tx.send(r).unwrap();
+        });
+        while queues.runs.lock().get("r").map_or(0, |r| r.pending.len()) < 2 {
+            std::thread::yield_now();
+        }
+        go_tx.send(()).unwrap();
+        assert!(matches!(first.join().unwrap(), Ok(Outcome::Decisions(s)) if s == [1]));
+        assert!(panicking.join().is_err());
+        let got = done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the follower was answered, not left waiting");
+        follower.join().unwrap();
+        match got {
+            Err(Error::Io { source, .. }) => {
+                assert!(source.to_string().contains("panicked"), "{source}")
+            }
+            other => panic!("expected Io, got {other:?}"),
+        }
+        // The run's queue is not wedged, and an idle run keeps no entry.
+        let next = queues.submit("r", ReqKind::Facts, vec![fact("d")], |g| {
+            g.iter().map(|_| Ok(Outcome::Decisions(vec![9]))).collect()
+        });
+        assert!(matches!(next, Ok(Outcome::Decisions(s)) if s == [9]));
+        assert!(queues.runs.lock().is_empty());
+        let stats = queues.stats();
+        assert_eq!((stats.groups, stats.requests, stats.events), (2, 2, 2));
+    }
+}

@@ -155,11 +155,23 @@ enum ListenerState {
     Failed,
 }
 
+/// A PostgreSQL failure as `Io` with path `postgres`. The server's own words (severity,
+/// SQLSTATE, message: "ERROR 57014: canceling statement due to statement timeout") are in the
+/// message: the client error alone says only "db error".
 fn pg_err(op: &'static str, e: postgres::Error) -> Error {
+    let source = match e.as_db_error() {
+        Some(db) => io::Error::other(format!(
+            "{} {}: {}",
+            db.severity(),
+            db.code().code(),
+            db.message()
+        )),
+        None => io::Error::other(e),
+    };
     Error::Io {
         op,
         path: PathBuf::from("postgres"),
-        source: io::Error::other(e),
+        source,
     }
 }
 
@@ -333,17 +345,19 @@ impl Inner {
         })
     }
 
-    /// A connection whose `BEGIN` went through. A pooled connection that turns out dead at
-    /// `BEGIN` (nothing of the caller's was sent) is dropped with the rest of the idle pool and
-    /// replaced by a fresh one, once: after a server restart the first append succeeds.
+    /// A connection whose `BEGIN` went through. A pooled connection failing at `BEGIN` (it
+    /// died idle: a server restart, a terminated backend; nothing of the caller's was sent) is
+    /// discarded with the rest of the idle pool and replaced by a fresh one, once: the first
+    /// append after a server restart succeeds.
     fn begun(&self) -> Result<Conn<'_>> {
         let mut c = self.conn()?;
         match c.batch_execute("BEGIN") {
             Ok(()) => return Ok(c),
-            Err(e) if !(c.pooled && e.is_closed()) => return Err(pg_err("appending to", e)),
+            Err(e) if !c.pooled => return Err(pg_err("appending to", e)),
             Err(_) => {}
         }
-        drop(c);
+        c.client = None;
+        self.idle.lock().clear();
         let mut c = self.conn()?;
         c.batch_execute("BEGIN")
             .map_err(|e| pg_err("appending to", e))?;
