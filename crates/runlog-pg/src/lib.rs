@@ -23,7 +23,9 @@
 //!    the members before them (`Fenced`) and rejected on an existing key or id
 //!    (`DuplicateDecision`);
 //! 4. one `INSERT … SELECT FROM unnest(…)` of every accepted event at `last_seq + 1 ..`, the
-//!    counter advanced, `pg_notify`, one `COMMIT`.
+//!    counter advanced (one statement), one `COMMIT`; the notification follows (see *Wait*).
+//!
+//! These statements are prepared once per pooled connection.
 //!
 //! Each member gets its own result, the one the file store gives for the same interleaving. A
 //! rejected member (fenced, duplicate) writes nothing and never affects the others; an invalid
@@ -42,11 +44,15 @@
 //! wholly applied or not at all.
 //!
 //! # Wait
-//! Every commit (and delete) sends `NOTIFY runlog_<schema>` with the run id in the same
-//! transaction (PostgreSQL delivers it at commit). `wait` blocks on a condition variable fed by
-//! one dedicated `LISTEN` connection per [`PgLog`] (started at the first `wait`), and re-reads
-//! `last_seq` on every notification, and at least every 250 ms in case a notification was lost
-//! (a reconnect of the listener); without a listener it polls every 5 ms.
+//! Every commit (and delete) is announced with `NOTIFY runlog_<schema>` carrying the run id.
+//! Deletes notify inside their transaction; appends after their commit, from a notifier
+//! thread that batches the runs committed meanwhile into one transaction with
+//! `synchronous_commit = off` (`src/notify.rs` says why: a `NOTIFY` inside the append
+//! transaction serializes the commits of all runs). `wait` blocks on a condition variable fed
+//! by one dedicated `LISTEN` connection per [`PgLog`] (started at the first `wait`), and
+//! re-reads `last_seq` on every notification, and at least every 250 ms in case a
+//! notification was lost (a reconnect of the listener or the notifier, a process that died
+//! between a commit and its notification); without a listener it polls every 5 ms.
 //!
 //! # Client and pool
 //! The synchronous [`postgres`] crate (the maintained blocking wrapper of `tokio-postgres`):
@@ -63,6 +69,7 @@
 //! batch is visible.
 #![deny(missing_docs)]
 
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -70,7 +77,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls, Row};
+use postgres::{Client, NoTls, Row, Statement};
 use runlog::{
     Appended, Error, EventRef, NewEvent, Problem, ReadPage, Result, RunId, RunInfo, RunLog,
     RunPage, Seq, VerifyReport,
@@ -78,10 +85,24 @@ use runlog::{
 use ulid::{Generator, Ulid};
 
 mod commit;
+mod notify;
 mod target;
 use commit::{Known, Outcome, Queues, ReqKind, Request};
+use notify::Notifier;
 pub use runlog::CommitStatsSnapshot;
 pub use target::{Target, open_target, open_target_read_only, split_schema};
+
+/// The append path's statements, prepared once per connection ([`Pooled`]).
+const SQL_LOCK: &str = "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE";
+const SQL_LOOKUP: &str = "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
+     AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))";
+/// The group's events and the counter in one statement (one round trip).
+const SQL_INSERT: &str = "WITH inserted AS (INSERT INTO events \
+     (run_id, seq, event_id, created_at_ms, kind, correlation_id, key, payload) \
+     SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[], $6::text[], \
+     $7::text[], $8::bytea[])) \
+     UPDATE runs SET last_seq = $9, committed_bytes = committed_bytes + $10, updated_at_ms = $11 \
+     WHERE run_id = $1";
 
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");
@@ -129,10 +150,11 @@ struct Inner {
     config: postgres::Config,
     options: Options,
     channel: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Pooled>>,
     ids: Mutex<Generator>,
     wake: Wake,
     queues: Queues,
+    notifier: Notifier,
 }
 
 /// What `wait` blocks on: a generation bumped by the listener on every notification.
@@ -211,9 +233,17 @@ fn not_found(run: &RunId) -> Error {
     }
 }
 
+/// A client with the statements prepared on its connection, by SQL text: the append path's
+/// statements are parsed and planned once per connection, not once per transaction (each
+/// unprepared `query` costs a Parse round trip and server CPU).
+struct Pooled {
+    client: Client,
+    prepared: HashMap<&'static str, Statement>,
+}
+
 /// A pooled client, given back on drop unless its connection broke.
 struct Conn<'a> {
-    client: Option<Client>,
+    client: Option<Pooled>,
     inner: &'a Inner,
     /// Whether it came from the idle pool (it may have died there unnoticed).
     pooled: bool,
@@ -222,13 +252,37 @@ struct Conn<'a> {
 impl std::ops::Deref for Conn<'_> {
     type Target = Client;
     fn deref(&self) -> &Client {
-        self.client.as_ref().expect("client present until drop")
+        &self
+            .client
+            .as_ref()
+            .expect("client present until drop")
+            .client
     }
 }
 
 impl std::ops::DerefMut for Conn<'_> {
     fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().expect("client present until drop")
+        &mut self
+            .client
+            .as_mut()
+            .expect("client present until drop")
+            .client
+    }
+}
+
+impl Conn<'_> {
+    /// `sql` prepared on this connection (once per connection).
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
+        let p = self.client.as_mut().expect("client present until drop");
+        if let Some(st) = p.prepared.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = p
+            .client
+            .prepare(sql)
+            .map_err(|e| pg_err("preparing a statement on", e))?;
+        p.prepared.insert(sql, st.clone());
+        Ok(st)
     }
 }
 
@@ -238,7 +292,7 @@ impl Drop for Conn<'_> {
             return;
         };
         let mut idle = self.inner.idle.lock();
-        if client.is_closed() {
+        if client.client.is_closed() {
             // A broken connection usually means a server restart or a mass termination:
             // the idle ones are suspect too, and a fresh connect is cheaper than one failed
             // call per stale connection.
@@ -335,8 +389,14 @@ impl Inner {
     fn conn(&self) -> Result<Conn<'_>> {
         let idle = self.idle.lock().pop();
         let (client, pooled) = match idle {
-            Some(c) if !c.is_closed() => (c, true),
-            _ => (self.connect_one()?, false),
+            Some(c) if !c.client.is_closed() => (c, true),
+            _ => (
+                Pooled {
+                    client: self.connect_one()?,
+                    prepared: HashMap::new(),
+                },
+                false,
+            ),
         };
         Ok(Conn {
             client: Some(client),
@@ -424,6 +484,7 @@ impl PgLog {
                 cond: Condvar::new(),
             },
             queues: Queues::default(),
+            notifier: Notifier::default(),
         };
         if inner.options.read_only {
             inner.check_schema()?;
@@ -482,7 +543,7 @@ impl PgLog {
     }
 
     /// Inserts `events` at `last + 1 ..` and advances the counter, inside `tx`.
-    fn insert(&self, tx: &mut Client, run: &RunId, last: Seq, events: &[&NewEvent]) -> Result<()> {
+    fn insert(&self, tx: &mut Tx<'_>, run: &RunId, last: Seq, events: &[&NewEvent]) -> Result<()> {
         let now = now_ms();
         let n = events.len();
         let mut seqs = Vec::with_capacity(n);
@@ -510,33 +571,37 @@ impl PgLog {
                 bytes += e.payload.len() as i64;
             }
         }
-        tx.execute(
-            "INSERT INTO events (run_id, seq, event_id, created_at_ms, kind, correlation_id, key, payload) \
-             SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bytea[])",
-            &[&run.as_str(), &seqs, &ids, &times, &kinds, &corrs, &keys, &payloads],
-        )
-        .map_err(|e| pg_err("inserting events into", e))?;
-        tx.execute(
-            "UPDATE runs SET last_seq = $2, committed_bytes = committed_bytes + $3, updated_at_ms = $4 \
-             WHERE run_id = $1",
-            &[&run.as_str(), &((last + n as u64) as i64), &bytes, &(now as i64)],
-        )
-        .map_err(|e| pg_err("updating the counter in", e))?;
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&self.inner.channel, &run.as_str()],
-        )
-        .map_err(|e| pg_err("notifying", e))?;
+        let insert = tx.conn.prepared(SQL_INSERT)?;
+        let advanced = tx
+            .execute(
+                &insert,
+                &[
+                    &run.as_str(),
+                    &seqs,
+                    &ids,
+                    &times,
+                    &kinds,
+                    &corrs,
+                    &keys,
+                    &payloads,
+                    &((last + n as u64) as i64),
+                    &bytes,
+                    &(now as i64),
+                ],
+            )
+            .map_err(|e| pg_err("inserting events into", e))?;
+        if advanced != 1 {
+            // The row is locked by this transaction: it cannot have gone.
+            return Err(not_found(run));
+        }
         Ok(())
     }
 
     /// Locks the run's row; its last seq.
-    fn lock_run(tx: &mut Client, run: &RunId) -> Result<Seq> {
+    fn lock_run(tx: &mut Tx<'_>, run: &RunId) -> Result<Seq> {
+        let lock = tx.conn.prepared(SQL_LOCK)?;
         let row = tx
-            .query_opt(
-                "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE",
-                &[&run.as_str()],
-            )
+            .query_opt(&lock, &[&run.as_str()])
             .map_err(|e| pg_err("locking a run in", e))?;
         match row {
             Some(r) => Ok(r.get::<_, i64>(0) as Seq),
@@ -546,7 +611,7 @@ impl PgLog {
 
     /// Stored events of the run sharing a key or event id with any event of `group`: one
     /// statement for the whole group.
-    fn existing(tx: &mut Client, run: &RunId, group: &[Arc<Request>]) -> Result<Known> {
+    fn existing(tx: &mut Tx<'_>, run: &RunId, group: &[Arc<Request>]) -> Result<Known> {
         let events = || group.iter().flat_map(|r| r.events.iter());
         let keys: Vec<&str> = events().filter_map(|e| e.key.as_deref()).collect();
         let ids: Vec<Vec<u8>> = events()
@@ -556,12 +621,9 @@ impl PgLog {
         if keys.is_empty() && ids.is_empty() {
             return Ok(known);
         }
+        let lookup = tx.conn.prepared(SQL_LOOKUP)?;
         let rows = tx
-            .query(
-                "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
-                 AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))",
-                &[&run.as_str(), &keys, &ids],
-            )
+            .query(&lookup, &[&run.as_str(), &keys, &ids])
             .map_err(|e| pg_err("looking up keys in", e))?;
         for r in rows {
             let seq = r.get::<_, i64>(0) as Seq;
@@ -613,13 +675,16 @@ impl PgLog {
         let done = self
             .insert(&mut tx, run, last, &plan.accepted)
             .and_then(|()| tx.commit());
-        if let Err(e) = done {
-            // None of the group is applied: every member with events in it fails; a rejected
-            // or fully deduplicated member keeps its answer, decided on committed state under
-            // the row lock (as the file store does).
-            for (res, &writes) in results.iter_mut().zip(&plan.writes) {
-                if writes {
-                    *res = Err(replicate(&e));
+        match done {
+            Ok(()) => self.inner.notifier.committed(&self.inner, run.as_str()),
+            Err(e) => {
+                // None of the group is applied: every member with events in it fails; a rejected
+                // or fully deduplicated member keeps its answer, decided on committed state under
+                // the row lock (as the file store does).
+                for (res, &writes) in results.iter_mut().zip(&plan.writes) {
+                    if writes {
+                        *res = Err(replicate(&e));
+                    }
                 }
             }
         }
