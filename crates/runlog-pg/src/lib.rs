@@ -77,7 +77,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, NoTls, Row, SimpleQueryMessage, Statement};
 use runlog::{
     Appended, Error, EventRef, NewEvent, Problem, ReadPage, Result, RunId, RunInfo, RunLog,
     RunPage, Seq, VerifyReport,
@@ -93,7 +93,6 @@ pub use runlog::CommitStatsSnapshot;
 pub use target::{Target, open_target, open_target_read_only, split_schema};
 
 /// The append path's statements, prepared once per connection ([`Pooled`]).
-const SQL_LOCK: &str = "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE";
 const SQL_LOOKUP: &str = "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
      AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))";
 /// The group's events and the counter in one statement (one round trip).
@@ -221,6 +220,11 @@ fn mixed_up() -> Error {
     Error::InvalidConfig("group commit answered with the other request kind".to_string())
 }
 
+/// `s` as an SQL string literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -303,7 +307,7 @@ impl Drop for Conn<'_> {
     }
 }
 
-/// A transaction begun by [`Inner::begun`]: rolled back on drop unless committed, so a
+/// A transaction begun by [`Inner::begin_locked`]: rolled back on drop unless committed, so a
 /// connection never goes back to the pool inside a transaction.
 struct Tx<'a> {
     conn: Conn<'a>,
@@ -334,7 +338,12 @@ impl std::ops::DerefMut for Tx<'_> {
 
 impl Drop for Tx<'_> {
     fn drop(&mut self) {
-        if self.open && !self.conn.is_closed() {
+        let live = self
+            .conn
+            .client
+            .as_ref()
+            .is_some_and(|c| !c.client.is_closed());
+        if self.open && live {
             // A failed rollback breaks the connection, which is then not pooled.
             let _ = self.conn.batch_execute("ROLLBACK");
         }
@@ -405,23 +414,42 @@ impl Inner {
         })
     }
 
-    /// A connection whose `BEGIN` went through. A pooled connection failing at `BEGIN` (it
-    /// died idle: a server restart, a terminated backend; nothing of the caller's was sent) is
-    /// discarded with the rest of the idle pool and replaced by a fresh one, once: the first
-    /// append after a server restart succeeds.
-    fn begun(&self) -> Result<Conn<'_>> {
-        let mut c = self.conn()?;
-        match c.batch_execute("BEGIN") {
-            Ok(()) => return Ok(c),
-            Err(e) if !c.pooled => return Err(pg_err("appending to", e)),
-            Err(_) => {}
+    /// A transaction holding `run`'s row lock, and the run's last seq: `BEGIN` and
+    /// `SELECT last_seq … FOR UPDATE` in one round trip (a simple query; run ids are
+    /// `[A-Za-z0-9_-]`, validated, and quoted as a literal all the same). A pooled connection
+    /// that turns out dead here (a server restart or a terminated backend while it was idle;
+    /// nothing was written) is discarded with the rest of the idle pool and replaced by a
+    /// fresh one, once: the first append after a server restart succeeds. A plain `ERROR`
+    /// (a statement or lock timeout) is not retried.
+    fn begin_locked(&self, run: &RunId) -> Result<(Tx<'_>, Seq)> {
+        let sql = format!(
+            "BEGIN; SELECT last_seq FROM runs WHERE run_id = {} FOR UPDATE",
+            literal(run.as_str())
+        );
+        let mut retried = false;
+        loop {
+            let mut tx = Tx {
+                conn: self.conn()?,
+                open: true,
+            };
+            let err = match tx.simple_query(&sql) {
+                Ok(msgs) => {
+                    let last = msgs.iter().find_map(|m| match m {
+                        SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<Seq>().ok()),
+                        _ => None,
+                    });
+                    return last.map(|l| (tx, l)).ok_or_else(|| not_found(run));
+                }
+                Err(e) => e,
+            };
+            let plain_error = err.as_db_error().is_some_and(|d| d.severity() == "ERROR");
+            if retried || !tx.conn.pooled || plain_error {
+                return Err(pg_err("locking a run in", err));
+            }
+            retried = true;
+            tx.conn.client = None;
+            self.idle.lock().clear();
         }
-        c.client = None;
-        self.idle.lock().clear();
-        let mut c = self.conn()?;
-        c.batch_execute("BEGIN")
-            .map_err(|e| pg_err("appending to", e))?;
-        Ok(c)
     }
 }
 
@@ -597,18 +625,6 @@ impl PgLog {
         Ok(())
     }
 
-    /// Locks the run's row; its last seq.
-    fn lock_run(tx: &mut Tx<'_>, run: &RunId) -> Result<Seq> {
-        let lock = tx.conn.prepared(SQL_LOCK)?;
-        let row = tx
-            .query_opt(&lock, &[&run.as_str()])
-            .map_err(|e| pg_err("locking a run in", e))?;
-        match row {
-            Some(r) => Ok(r.get::<_, i64>(0) as Seq),
-            None => Err(not_found(run)),
-        }
-    }
-
     /// Stored events of the run sharing a key or event id with any event of `group`: one
     /// statement for the whole group.
     fn existing(tx: &mut Tx<'_>, run: &RunId, group: &[Arc<Request>]) -> Result<Known> {
@@ -660,11 +676,7 @@ impl PgLog {
         run: &RunId,
         group: &[Arc<Request>],
     ) -> Result<Vec<Result<Outcome>>> {
-        let mut tx = Tx {
-            conn: self.inner.begun()?,
-            open: true,
-        };
-        let last = Self::lock_run(&mut tx, run)?;
+        let (mut tx, last) = self.inner.begin_locked(run)?;
         let known = Self::existing(&mut tx, run, group)?;
         let plan = commit::plan(run.as_str(), last, known, group);
         let mut results = plan.results;

@@ -19,7 +19,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use postgres::Client;
 
-use crate::Inner;
+use crate::{Inner, literal};
 
 /// Most runs named in one notification transaction.
 const NOTIFY_RUNS_MAX: usize = 1024;
@@ -93,7 +93,6 @@ fn notify_loop(weak: &Weak<Inner>) {
 /// One simple-query round trip. The channel is `runlog_[a-z0-9_]` and run ids are
 /// `[A-Za-z0-9_-]` (both validated), quoted as literals all the same.
 fn notify_sql(channel: &str, runs: &[String]) -> String {
-    let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
     let calls: Vec<String> = runs
         .iter()
         .map(|r| format!("pg_notify({}, {})", literal(channel), literal(r)))
