@@ -3,6 +3,9 @@
 # Debian packages (.ci/pg-server.sh: Unix socket in a temp dir, no TCP), exports RUNLOG_PG_URL
 # (a postgresql:// URL), runs the runlog-pg tests with RUNLOG_REQUIRE_PG=1 (so they fail rather
 # than skip without a server), and stops and removes the server on exit, pass or fail.
+# tests/faults.rs restarts a server mid-append: it starts a private one of its own through
+# .ci/pg-server.sh (so it never pulls the shared server from under the other tests), which
+# needs this machine's PostgreSQL binaries and root, as this script does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
