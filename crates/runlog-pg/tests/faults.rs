@@ -392,31 +392,57 @@ fn statement_timeout_behind_a_held_row_lock_fails_whole_and_the_next_append_work
         &[],
     )
     .unwrap();
+    // One append leads alone and waits on the lock; three more queue behind it meanwhile
+    // and form the next group, whose single transaction times out too: every member fails.
     let (done_tx, done_rx) = mpsc::channel();
     let started = Instant::now();
-    let appender = {
-        let (timed, run) = (timed.clone(), run.clone());
-        thread::spawn(move || {
-            let r = timed.append_facts(&run, batch(&["c".into(), "d".into(), "e".into()]));
-            done_tx.send(r).unwrap();
+    let appenders: Vec<_> = (0..4)
+        .map(|i| {
+            if i == 1 {
+                thread::sleep(Duration::from_millis(50));
+            }
+            let (timed, run, done_tx) = (timed.clone(), run.clone(), done_tx.clone());
+            thread::spawn(move || {
+                let keys: Vec<String> = (0..3).map(|j| format!("c{i}-{j}")).collect();
+                done_tx
+                    .send(timed.append_facts(&run, batch(&keys)))
+                    .unwrap();
+            })
         })
-    };
-    let got = done_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the append gave up on the held lock instead of waiting for it");
-    appender.join().unwrap();
-    let waited = started.elapsed();
-    match &got {
-        Err(e @ Error::Io { .. }) => {
-            let text = e.to_string();
-            assert!(
-                text.contains("postgres") && text.contains("statement timeout"),
-                "{text}"
-            );
-        }
-        other => panic!("expected an Io error, got {other:?}"),
+        .collect();
+    let got: Vec<_> = (0..4)
+        .map(|_| {
+            done_rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the appends gave up on the held lock instead of waiting for it")
+        })
+        .collect();
+    for a in appenders {
+        a.join().unwrap();
     }
-    assert!(waited >= Duration::from_millis(250), "{waited:?}");
+    let waited = started.elapsed();
+    for r in &got {
+        match r {
+            Err(e @ Error::Io { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("postgres") && text.contains("statement timeout"),
+                    "{text}"
+                );
+            }
+            other => panic!("expected an Io error, got {other:?}"),
+        }
+    }
+    assert!(
+        waited >= Duration::from_millis(550),
+        "two timeouts in a row: {waited:?}"
+    );
+    let stats = timed.commit_stats();
+    assert_eq!((stats.requests, stats.events), (4, 0), "{stats:?}");
+    assert!(
+        stats.groups < 4,
+        "the queued appends shared a group: {stats:?}"
+    );
     tx.rollback().unwrap();
 
     assert_eq!(log.last_seq(&run).unwrap(), 2);
