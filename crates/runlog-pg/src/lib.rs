@@ -14,8 +14,8 @@
 //! its run's queue; the first becomes the leader, takes what is queued (at most 100,000 events
 //! or 64 MiB of payload), and runs one transaction for all of it:
 //!
-//! 1. `SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE` — serializes the writers of
-//!    one run (and only of that run) across handles and processes;
+//! 1. `BEGIN; SELECT last_seq FROM runs WHERE run_id = '…' FOR UPDATE` in one round trip —
+//!    serializes the writers of one run (and only of that run) across handles and processes;
 //! 2. one lookup of the stored events sharing a key or caller event id with any member;
 //! 3. every member decided in arrival order, in memory: facts idempotent by key and event id
 //!    (also against earlier members of the group: a repeat reports the first one's seq and
@@ -25,18 +25,20 @@
 //! 4. one `INSERT … SELECT FROM unnest(…)` of every accepted event at `last_seq + 1 ..`, the
 //!    counter advanced (one statement), one `COMMIT`; the notification follows (see *Wait*).
 //!
-//! These statements are prepared once per pooled connection.
+//! The lookup and the insert are prepared once per pooled connection.
 //!
 //! Each member gets its own result, the one the file store gives for the same interleaving. A
 //! rejected member (fenced, duplicate) writes nothing and never affects the others; an invalid
 //! one is refused before it queues. When the transaction fails (I/O, statement timeout, server
-//! gone) none of the group is applied and every member with events in it gets the error; a
-//! failure before the row is locked fails every member. A batch is all or nothing: it is one
-//! transaction's rows. The
-//! oldest request still queued then leads the next group; leadership is handed over by a drop
-//! guard, so a panicking leader fails its group's members (`Io`) instead of wedging the run's
-//! queue. [`PgLog::commit_stats`] counts transactions (`groups`), appends and events.
-//! Event ids absent from the input are ULIDs minted by a process-wide monotonic generator.
+//! gone) none of the group is applied: a failure up to the lookup fails every member; a later
+//! one fails every member with events in the group, while a member already rejected or wholly
+//! deduplicated keeps that answer (decided on committed state under the row lock, as the file
+//! store keeps it when its write fails). A batch is all or nothing: it is one transaction's
+//! rows. The oldest request still queued then leads the next group; leadership is handed over
+//! by a drop guard, so a panicking leader fails its group's members (`Io`) instead of wedging
+//! the run's queue. [`PgLog::commit_stats`] counts transactions (`groups`), appends and
+//! events. Event ids absent from the input are ULIDs minted by a process-wide monotonic
+//! generator.
 //!
 //! An error from `COMMIT` itself is ambiguous, as with any database: the server may have
 //! committed before the connection broke. Every append that returned `Ok` is durable
@@ -343,9 +345,9 @@ impl Drop for Tx<'_> {
             .client
             .as_ref()
             .is_some_and(|c| !c.client.is_closed());
-        if self.open && live {
-            // A failed rollback breaks the connection, which is then not pooled.
-            let _ = self.conn.batch_execute("ROLLBACK");
+        if self.open && live && self.conn.batch_execute("ROLLBACK").is_err() {
+            // Its state is unknown: not pooled.
+            self.conn.client = None;
         }
     }
 }
