@@ -505,4 +505,141 @@ mod tests {
         let stats = queues.stats();
         assert_eq!((stats.groups, stats.requests, stats.events), (2, 2, 2));
     }
+
+    /// What an append answered, comparable across backends.
+    #[derive(Debug, PartialEq)]
+    enum Answer {
+        Facts(Vec<(Seq, bool)>),
+        Decisions(Vec<Seq>),
+        Rejected(String),
+    }
+
+    fn answer(r: &Result<Outcome>) -> Answer {
+        match r {
+            Ok(Outcome::Facts(a)) => {
+                Answer::Facts(a.iter().map(|a| (a.seq, a.duplicate)).collect())
+            }
+            Ok(Outcome::Decisions(s)) => Answer::Decisions(s.clone()),
+            Err(e) => Answer::Rejected(e.to_string()),
+        }
+    }
+
+    /// A tiny deterministic generator (xorshift64), so the cases are the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn random_events(rng: &mut Rng, ids: &[Ulid]) -> Vec<NewEvent> {
+        (0..1 + rng.below(3))
+            .map(|_| {
+                let mut e = NewEvent::new("k", b"p".to_vec());
+                if rng.below(10) < 6 {
+                    e = e.key(format!("k{}", rng.below(5)));
+                }
+                if rng.below(10) < 3 {
+                    e = e.event_id(ids[rng.below(ids.len() as u64) as usize]);
+                }
+                e
+            })
+            .collect()
+    }
+
+    /// Parity with the file store: a group decided by [`plan`] answers every member exactly
+    /// as the file store answers the same appends made one after another (its own groups
+    /// decide in arrival order too), and accepts the same events.
+    #[test]
+    fn a_group_answers_as_the_file_store_does_in_arrival_order() {
+        use runlog::{Config, RunId, RunLog, Store};
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let ids: Vec<Ulid> = (0..6).map(|i| Ulid::from_parts(1, i)).collect();
+        let (mut fenced, mut dup_decisions, mut dup_facts) = (0, 0, 0);
+        for _ in 0..60 {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path().join("s"), Config::default()).unwrap();
+            let run = RunId::new("r").unwrap();
+            RunLog::create_run(&store, &run, b"").unwrap();
+            for _ in 0..rng.below(3) {
+                store
+                    .append_facts(&run, random_events(&mut rng, &ids))
+                    .unwrap();
+            }
+            let before = store.read(&run, 0, usize::MAX).unwrap().events;
+            let last = before.len() as Seq;
+            let mut known = Known::default();
+            for e in &before {
+                if let Some(k) = &e.key {
+                    known.by_key.insert(k.clone(), e.seq);
+                }
+                known.by_id.insert(e.event_id, e.seq);
+            }
+            let group: Vec<Arc<Request>> = (0..1 + rng.below(8))
+                .map(|_| {
+                    let kind = if rng.below(2) == 0 {
+                        ReqKind::Facts
+                    } else {
+                        ReqKind::Decisions {
+                            expected: (last + rng.below(5)).saturating_sub(1),
+                        }
+                    };
+                    req(kind, random_events(&mut rng, &ids))
+                })
+                .collect();
+            let p = plan("r", last, known, &group);
+            for (r, got) in group.iter().zip(&p.results) {
+                let want = match r.kind {
+                    ReqKind::Facts => store
+                        .append_facts(&run, r.events.clone())
+                        .map(Outcome::Facts),
+                    ReqKind::Decisions { expected } => store
+                        .append_decisions(&run, expected, r.events.clone())
+                        .map(Outcome::Decisions),
+                };
+                let want = answer(&want);
+                match &want {
+                    Answer::Rejected(e) if e.contains("fenced") || e.contains("expected") => {
+                        fenced += 1
+                    }
+                    Answer::Rejected(_) => dup_decisions += 1,
+                    Answer::Facts(a) => dup_facts += a.iter().filter(|a| a.1).count(),
+                    Answer::Decisions(_) => {}
+                }
+                assert_eq!(
+                    answer(got),
+                    want,
+                    "group {:?}",
+                    group
+                        .iter()
+                        .map(|r| (&r.kind, &r.events))
+                        .collect::<Vec<_>>()
+                );
+            }
+            let after = store.read(&run, last, usize::MAX).unwrap().events;
+            let keys = |e: &NewEvent| (e.key.clone(), e.event_id);
+            let stored: Vec<_> = after
+                .iter()
+                .map(|e| (e.key.clone(), Some(e.event_id)))
+                .collect();
+            let planned: Vec<_> = p.accepted.iter().map(|e| keys(e)).collect();
+            assert_eq!(planned.len(), stored.len());
+            for (pl, st) in planned.iter().zip(&stored) {
+                assert_eq!(pl.0, st.0);
+                if pl.1.is_some() {
+                    assert_eq!(pl.1, st.1);
+                }
+            }
+            assert_eq!(p.last_seq, store.last_seq(&run).unwrap());
+        }
+        // The cases reach every kind of answer.
+        assert!(
+            fenced > 5 && dup_decisions > 5 && dup_facts > 5,
+            "{fenced} {dup_decisions} {dup_facts}"
+        );
+    }
 }
