@@ -7,8 +7,9 @@
 //! plain client's throughput). Not on the appender's thread either: it would add a
 //! transaction's round trips to every append. The leader hands the run id to [`Notifier`]
 //! after its commit; the notifier thread sends every pending run's `pg_notify` in one
-//! transaction with `synchronous_commit = off` (a lost notification costs nothing durable), so
-//! under load one notification transaction covers many commits.
+//! statement on its own connection, whose session runs with `synchronous_commit = off` (a
+//! lost notification costs nothing durable), so under load one notification transaction
+//! covers many commits.
 //!
 //! A notification is lost when the notifier's connection breaks or the process dies right
 //! after a commit; waiters re-read `last_seq` at least every 250 ms, so that only delays them.
@@ -79,7 +80,7 @@ fn notify_loop(weak: &Weak<Inner>) {
             continue;
         }
         if client.as_ref().is_none_or(Client::is_closed) {
-            client = inner.connect_one().ok();
+            client = connect(&inner);
         }
         let Some(c) = client.as_mut() else {
             continue;
@@ -90,17 +91,23 @@ fn notify_loop(weak: &Weak<Inner>) {
     }
 }
 
-/// One simple-query round trip. The channel is `runlog_[a-z0-9_]` and run ids are
+/// The notifier's own connection: every statement on it is a notification, none of which
+/// needs to wait for a WAL flush.
+fn connect(inner: &Inner) -> Option<Client> {
+    let mut c = inner.connect_one().ok()?;
+    c.batch_execute("SET synchronous_commit = off").ok()?;
+    Some(c)
+}
+
+/// One simple-query round trip and one implicit transaction (the session commits
+/// asynchronously, see [`connect`]). The channel is `runlog_[a-z0-9_]` and run ids are
 /// `[A-Za-z0-9_-]` (both validated), quoted as literals all the same.
 fn notify_sql(channel: &str, runs: &[String]) -> String {
     let calls: Vec<String> = runs
         .iter()
         .map(|r| format!("pg_notify({}, {})", literal(channel), literal(r)))
         .collect();
-    format!(
-        "BEGIN; SET LOCAL synchronous_commit = off; SELECT {}; COMMIT",
-        calls.join(", ")
-    )
+    format!("SELECT {}", calls.join(", "))
 }
 
 #[cfg(test)]
@@ -110,8 +117,7 @@ mod tests {
         let sql = super::notify_sql("runlog_t1", &["a".into(), "o'b".into()]);
         assert_eq!(
             sql,
-            "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('runlog_t1', 'a'), \
-             pg_notify('runlog_t1', 'o''b'); COMMIT"
+            "SELECT pg_notify('runlog_t1', 'a'), pg_notify('runlog_t1', 'o''b')"
         );
     }
 }
