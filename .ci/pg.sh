@@ -7,6 +7,9 @@
 # (crates/runlog-cli/tests/postgres_cli.rs: every command, copy both ways, the storm over
 # processes), and stops and removes the server on exit, pass or fail. The Node World on
 # PostgreSQL is .ci/node-pg.sh.
+# tests/faults.rs restarts a server mid-append: it starts a private one of its own through
+# .ci/pg-server.sh (so it never pulls the shared server from under the other tests), which
+# needs this machine's PostgreSQL binaries and root, as this script does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never

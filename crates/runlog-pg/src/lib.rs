@@ -8,22 +8,53 @@
 //! carrying `last_seq` (the seq counter), `committed_bytes`, times and the metadata blob;
 //! `events` keyed `(run_id, seq)` with unique `(run_id, event_id)` and `(run_id, key)`.
 //!
-//! # Appends
-//! One transaction per append: `SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE`
-//! serializes the writers of one run (and only of that run); facts look up existing keys and
-//! event ids (a duplicate appends nothing and reports the original seq); decisions are
-//! rejected with `Fenced` when `last_seq != expected_seq` and with `DuplicateDecision` on an
-//! existing key or id, before anything is written; the rest is inserted at `last_seq + 1 ..`
-//! with one `INSERT … SELECT FROM unnest(…)` and the counter is updated in the same
-//! transaction, so a batch is all or nothing. Event ids absent from the input are ULIDs minted
-//! by a process-wide monotonic generator.
+//! # Appends: group commit
+//! Concurrent appends to one run through one [`PgLog`] (threads sharing it or its clones)
+//! meet in one transaction, as in the file store (`src/run/commit.rs`): each append queues in
+//! its run's queue; the first becomes the leader, takes what is queued (at most 100,000 events
+//! or 64 MiB of payload), and runs one transaction for all of it:
+//!
+//! 1. `BEGIN; SELECT last_seq FROM runs WHERE run_id = '…' FOR UPDATE` in one round trip —
+//!    serializes the writers of one run (and only of that run) across handles and processes;
+//! 2. one lookup of the stored events sharing a key or caller event id with any member;
+//! 3. every member decided in arrival order, in memory: facts idempotent by key and event id
+//!    (also against earlier members of the group: a repeat reports the first one's seq and
+//!    appends nothing); decisions fenced at `expected_seq` against the counter as advanced by
+//!    the members before them (`Fenced`) and rejected on an existing key or id
+//!    (`DuplicateDecision`);
+//! 4. one `INSERT … SELECT FROM unnest(…)` of every accepted event at `last_seq + 1 ..`, the
+//!    counter advanced (one statement), one `COMMIT`; the notification follows (see *Wait*).
+//!
+//! The lookup and the insert are prepared once per pooled connection.
+//!
+//! Each member gets its own result, the one the file store gives for the same interleaving. A
+//! rejected member (fenced, duplicate) writes nothing and never affects the others; an invalid
+//! one is refused before it queues. When the transaction fails (I/O, statement timeout, server
+//! gone) none of the group is applied: a failure up to the lookup fails every member; a later
+//! one fails every member with events in the group, while a member already rejected or wholly
+//! deduplicated keeps that answer (decided on committed state under the row lock, as the file
+//! store keeps it when its write fails). A batch is all or nothing: it is one transaction's
+//! rows. The oldest request still queued then leads the next group; leadership is handed over
+//! by a drop guard, so a panicking leader fails its group's members (`Io`) instead of wedging
+//! the run's queue. [`PgLog::commit_stats`] counts transactions (`groups`), appends and
+//! events. Event ids absent from the input are ULIDs minted by a process-wide monotonic
+//! generator.
+//!
+//! An error from `COMMIT` itself is ambiguous, as with any database: the server may have
+//! committed before the connection broke. Every append that returned `Ok` is durable
+//! (`fsync`, `synchronous_commit` as configured on the server); one that failed is either
+//! wholly applied or not at all.
 //!
 //! # Wait
-//! Every commit (and delete) sends `NOTIFY runlog_<schema>` with the run id in the same
-//! transaction (PostgreSQL delivers it at commit). `wait` blocks on a condition variable fed by
-//! one dedicated `LISTEN` connection per [`PgLog`] (started at the first `wait`), and re-reads
-//! `last_seq` on every notification, and at least every 250 ms in case a notification was lost
-//! (a reconnect of the listener); without a listener it polls every 5 ms.
+//! Every commit (and delete) is announced with `NOTIFY runlog_<schema>` carrying the run id.
+//! Deletes notify inside their transaction; appends after their commit, from a notifier
+//! thread that batches the runs committed meanwhile into one transaction with
+//! `synchronous_commit = off` (`src/notify.rs` says why: a `NOTIFY` inside the append
+//! transaction serializes the commits of all runs). `wait` blocks on a condition variable fed
+//! by one dedicated `LISTEN` connection per [`PgLog`] (started at the first `wait`), and
+//! re-reads `last_seq` on every notification, and at least every 250 ms in case a
+//! notification was lost (a reconnect of the listener or the notifier, a process that died
+//! between a commit and its notification); without a listener it polls every 5 ms.
 //!
 //! # Client and pool
 //! The synchronous [`postgres`] crate (the maintained blocking wrapper of `tokio-postgres`):
@@ -48,15 +79,31 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls, Row};
+use postgres::{Client, NoTls, Row, SimpleQueryMessage, Statement};
 use runlog::{
     Appended, Error, EventRef, NewEvent, Problem, ReadPage, Result, RunId, RunInfo, RunLog,
     RunPage, Seq, VerifyReport,
 };
 use ulid::{Generator, Ulid};
 
+mod commit;
+mod notify;
 mod target;
+use commit::{Known, Outcome, Queues, ReqKind, Request};
+use notify::Notifier;
+pub use runlog::CommitStatsSnapshot;
 pub use target::{Target, drop_schema, open_target, open_target_read_only, split_schema};
+
+/// The append path's statements, prepared once per connection ([`Pooled`]).
+const SQL_LOOKUP: &str = "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
+     AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))";
+/// The group's events and the counter in one statement (one round trip).
+const SQL_INSERT: &str = "WITH inserted AS (INSERT INTO events \
+     (run_id, seq, event_id, created_at_ms, kind, correlation_id, key, payload) \
+     SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[], $6::text[], \
+     $7::text[], $8::bytea[])) \
+     UPDATE runs SET last_seq = $9, committed_bytes = committed_bytes + $10, updated_at_ms = $11 \
+     WHERE run_id = $1";
 
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");
@@ -104,9 +151,11 @@ struct Inner {
     config: postgres::Config,
     options: Options,
     channel: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Pooled>>,
     ids: Mutex<Generator>,
     wake: Wake,
+    queues: Queues,
+    notifier: Notifier,
 }
 
 /// What `wait` blocks on: a generation bumped by the listener on every notification.
@@ -129,12 +178,53 @@ enum ListenerState {
     Failed,
 }
 
+/// A PostgreSQL failure as `Io` with path `postgres`. The server's own words (severity,
+/// SQLSTATE, message: "ERROR 57014: canceling statement due to statement timeout") are in the
+/// message: the client error alone says only "db error".
 fn pg_err(op: &'static str, e: postgres::Error) -> Error {
+    let source = match e.as_db_error() {
+        Some(db) => io::Error::other(format!(
+            "{} {}: {}",
+            db.severity(),
+            db.code().code(),
+            db.message()
+        )),
+        None => io::Error::other(e),
+    };
     Error::Io {
         op,
         path: PathBuf::from("postgres"),
-        source: io::Error::other(e),
+        source,
     }
+}
+
+/// A copy of `e` for another member of the same group (`runlog::Error` is not `Clone`): the
+/// variants a group commit produces keep their fields; an I/O error keeps its kind and text.
+fn replicate(e: &Error) -> Error {
+    match e {
+        Error::Io { op, path, source } => Error::Io {
+            op,
+            path: path.clone(),
+            source: io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::RunNotFound { run } => Error::RunNotFound { run: run.clone() },
+        other => Error::Io {
+            op: "committing to",
+            path: PathBuf::from("postgres"),
+            source: io::Error::other(other.to_string()),
+        },
+    }
+}
+
+/// The answer of a request of the other kind: unreachable by construction, reported as an
+/// error rather than a panic.
+fn mixed_up() -> Error {
+    Error::InvalidConfig("group commit answered with the other request kind".to_string())
+}
+
+/// `s` as an SQL string literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
 }
 
 fn now_ms() -> u64 {
@@ -149,34 +239,115 @@ fn not_found(run: &RunId) -> Error {
     }
 }
 
+/// A client with the statements prepared on its connection, by SQL text: the append path's
+/// statements are parsed and planned once per connection, not once per transaction (each
+/// unprepared `query` costs a Parse round trip and server CPU).
+struct Pooled {
+    client: Client,
+    prepared: HashMap<&'static str, Statement>,
+}
+
 /// A pooled client, given back on drop unless its connection broke.
 struct Conn<'a> {
-    client: Option<Client>,
+    client: Option<Pooled>,
     inner: &'a Inner,
+    /// Whether it came from the idle pool (it may have died there unnoticed).
+    pooled: bool,
 }
 
 impl std::ops::Deref for Conn<'_> {
     type Target = Client;
     fn deref(&self) -> &Client {
-        self.client.as_ref().expect("client present until drop")
+        &self
+            .client
+            .as_ref()
+            .expect("client present until drop")
+            .client
     }
 }
 
 impl std::ops::DerefMut for Conn<'_> {
     fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().expect("client present until drop")
+        &mut self
+            .client
+            .as_mut()
+            .expect("client present until drop")
+            .client
+    }
+}
+
+impl Conn<'_> {
+    /// `sql` prepared on this connection (once per connection).
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
+        let p = self.client.as_mut().expect("client present until drop");
+        if let Some(st) = p.prepared.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = p
+            .client
+            .prepare(sql)
+            .map_err(|e| pg_err("preparing a statement on", e))?;
+        p.prepared.insert(sql, st.clone());
+        Ok(st)
     }
 }
 
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take()
-            && !client.is_closed()
-        {
-            let mut idle = self.inner.idle.lock();
-            if idle.len() < self.inner.options.idle_connections_max {
-                idle.push(client);
-            }
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        let mut idle = self.inner.idle.lock();
+        if client.client.is_closed() {
+            // A broken connection usually means a server restart or a mass termination:
+            // the idle ones are suspect too, and a fresh connect is cheaper than one failed
+            // call per stale connection.
+            idle.clear();
+        } else if idle.len() < self.inner.options.idle_connections_max {
+            idle.push(client);
+        }
+    }
+}
+
+/// A transaction begun by [`Inner::begin_locked`]: rolled back on drop unless committed, so a
+/// connection never goes back to the pool inside a transaction.
+struct Tx<'a> {
+    conn: Conn<'a>,
+    open: bool,
+}
+
+impl Tx<'_> {
+    fn commit(&mut self) -> Result<()> {
+        self.open = false;
+        self.conn
+            .batch_execute("COMMIT")
+            .map_err(|e| pg_err("committing to", e))
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Tx<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        let live = self
+            .conn
+            .client
+            .as_ref()
+            .is_some_and(|c| !c.client.is_closed());
+        if self.open && live && self.conn.batch_execute("ROLLBACK").is_err() {
+            // Its state is unknown: not pooled.
+            self.conn.client = None;
         }
     }
 }
@@ -227,15 +398,60 @@ impl Inner {
     }
 
     fn conn(&self) -> Result<Conn<'_>> {
-        let pooled = self.idle.lock().pop();
-        let client = match pooled {
-            Some(c) if !c.is_closed() => c,
-            _ => self.connect_one()?,
+        let idle = self.idle.lock().pop();
+        let (client, pooled) = match idle {
+            Some(c) if !c.client.is_closed() => (c, true),
+            _ => (
+                Pooled {
+                    client: self.connect_one()?,
+                    prepared: HashMap::new(),
+                },
+                false,
+            ),
         };
         Ok(Conn {
             client: Some(client),
             inner: self,
+            pooled,
         })
+    }
+
+    /// A transaction holding `run`'s row lock, and the run's last seq: `BEGIN` and
+    /// `SELECT last_seq … FOR UPDATE` in one round trip (a simple query; run ids are
+    /// `[A-Za-z0-9_-]`, validated, and quoted as a literal all the same). A pooled connection
+    /// that turns out dead here (a server restart or a terminated backend while it was idle;
+    /// nothing was written) is discarded with the rest of the idle pool and replaced by a
+    /// fresh one, once: the first append after a server restart succeeds. A plain `ERROR`
+    /// (a statement or lock timeout) is not retried.
+    fn begin_locked(&self, run: &RunId) -> Result<(Tx<'_>, Seq)> {
+        let sql = format!(
+            "BEGIN; SELECT last_seq FROM runs WHERE run_id = {} FOR UPDATE",
+            literal(run.as_str())
+        );
+        let mut retried = false;
+        loop {
+            let mut tx = Tx {
+                conn: self.conn()?,
+                open: true,
+            };
+            let err = match tx.simple_query(&sql) {
+                Ok(msgs) => {
+                    let last = msgs.iter().find_map(|m| match m {
+                        SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<Seq>().ok()),
+                        _ => None,
+                    });
+                    return last.map(|l| (tx, l)).ok_or_else(|| not_found(run));
+                }
+                Err(e) => e,
+            };
+            let plain_error = err.as_db_error().is_some_and(|d| d.severity() == "ERROR");
+            if retried || !tx.conn.pooled || plain_error {
+                return Err(pg_err("locking a run in", err));
+            }
+            retried = true;
+            tx.conn.client = None;
+            self.idle.lock().clear();
+        }
     }
 }
 
@@ -297,6 +513,8 @@ impl PgLog {
                 state: Mutex::new(WakeState::default()),
                 cond: Condvar::new(),
             },
+            queues: Queues::default(),
+            notifier: Notifier::default(),
         };
         if inner.options.read_only {
             inner.check_schema()?;
@@ -324,6 +542,13 @@ impl PgLog {
         })
     }
 
+    /// Counters of this handle's group commits (shared by its clones): `groups` is the number
+    /// of append transactions, `requests` the append calls they decided, `events` the events
+    /// they inserted; `events / groups` is the group-commit factor.
+    pub fn commit_stats(&self) -> CommitStatsSnapshot {
+        self.inner.queues.stats()
+    }
+
     /// The schema this store uses (`None`: the default search path).
     pub fn schema(&self) -> Option<&str> {
         self.inner.options.schema.as_deref()
@@ -348,13 +573,7 @@ impl PgLog {
     }
 
     /// Inserts `events` at `last + 1 ..` and advances the counter, inside `tx`.
-    fn insert(
-        &self,
-        tx: &mut postgres::Transaction<'_>,
-        run: &RunId,
-        last: Seq,
-        events: &[&NewEvent],
-    ) -> Result<()> {
+    fn insert(&self, tx: &mut Tx<'_>, run: &RunId, last: Seq, events: &[&NewEvent]) -> Result<()> {
         let now = now_ms();
         let n = events.len();
         let mut seqs = Vec::with_capacity(n);
@@ -382,73 +601,108 @@ impl PgLog {
                 bytes += e.payload.len() as i64;
             }
         }
-        tx.execute(
-            "INSERT INTO events (run_id, seq, event_id, created_at_ms, kind, correlation_id, key, payload) \
-             SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bytea[])",
-            &[&run.as_str(), &seqs, &ids, &times, &kinds, &corrs, &keys, &payloads],
-        )
-        .map_err(|e| pg_err("inserting events into", e))?;
-        tx.execute(
-            "UPDATE runs SET last_seq = $2, committed_bytes = committed_bytes + $3, updated_at_ms = $4 \
-             WHERE run_id = $1",
-            &[&run.as_str(), &((last + n as u64) as i64), &bytes, &(now as i64)],
-        )
-        .map_err(|e| pg_err("updating the counter in", e))?;
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&self.inner.channel, &run.as_str()],
-        )
-        .map_err(|e| pg_err("notifying", e))?;
+        let insert = tx.conn.prepared(SQL_INSERT)?;
+        let advanced = tx
+            .execute(
+                &insert,
+                &[
+                    &run.as_str(),
+                    &seqs,
+                    &ids,
+                    &times,
+                    &kinds,
+                    &corrs,
+                    &keys,
+                    &payloads,
+                    &((last + n as u64) as i64),
+                    &bytes,
+                    &(now as i64),
+                ],
+            )
+            .map_err(|e| pg_err("inserting events into", e))?;
+        if advanced != 1 {
+            // The row is locked by this transaction: it cannot have gone.
+            return Err(not_found(run));
+        }
         Ok(())
     }
 
-    /// Locks the run's row; its last seq.
-    fn lock_run(tx: &mut postgres::Transaction<'_>, run: &RunId) -> Result<Seq> {
-        let row = tx
-            .query_opt(
-                "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE",
-                &[&run.as_str()],
-            )
-            .map_err(|e| pg_err("locking a run in", e))?;
-        match row {
-            Some(r) => Ok(r.get::<_, i64>(0) as Seq),
-            None => Err(not_found(run)),
-        }
-    }
-
-    /// Existing events of the run sharing a key or event id with `events`: key → seq, id → seq.
-    fn existing(
-        tx: &mut postgres::Transaction<'_>,
-        run: &RunId,
-        events: &[NewEvent],
-    ) -> Result<(HashMap<String, Seq>, HashMap<Ulid, Seq>)> {
-        let keys: Vec<&str> = events.iter().filter_map(|e| e.key.as_deref()).collect();
-        let ids: Vec<Vec<u8>> = events
-            .iter()
+    /// Stored events of the run sharing a key or event id with any event of `group`: one
+    /// statement for the whole group.
+    fn existing(tx: &mut Tx<'_>, run: &RunId, group: &[Arc<Request>]) -> Result<Known> {
+        let events = || group.iter().flat_map(|r| r.events.iter());
+        let keys: Vec<&str> = events().filter_map(|e| e.key.as_deref()).collect();
+        let ids: Vec<Vec<u8>> = events()
             .filter_map(|e| e.event_id.map(|id| id.to_bytes().to_vec()))
             .collect();
-        let mut by_key = HashMap::new();
-        let mut by_id = HashMap::new();
+        let mut known = Known::default();
         if keys.is_empty() && ids.is_empty() {
-            return Ok((by_key, by_id));
+            return Ok(known);
         }
+        let lookup = tx.conn.prepared(SQL_LOOKUP)?;
         let rows = tx
-            .query(
-                "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
-                 AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))",
-                &[&run.as_str(), &keys, &ids],
-            )
+            .query(&lookup, &[&run.as_str(), &keys, &ids])
             .map_err(|e| pg_err("looking up keys in", e))?;
         for r in rows {
             let seq = r.get::<_, i64>(0) as Seq;
             if let Some(k) = r.get::<_, Option<String>>(1) {
-                by_key.insert(k, seq);
+                known.by_key.insert(k, seq);
             }
             if let Ok(b) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(2)) {
-                by_id.insert(Ulid::from_bytes(b), seq);
+                known.by_id.insert(Ulid::from_bytes(b), seq);
             }
         }
-        Ok((by_key, by_id))
+        Ok(known)
+    }
+
+    /// Queues an append of `run` and waits for the group that decides it (`commit.rs`).
+    fn submit(&self, run: &RunId, kind: ReqKind, events: Vec<NewEvent>) -> Result<Outcome> {
+        self.inner
+            .queues
+            .submit(run.as_str(), kind, events, |group| {
+                self.commit_group(run, group)
+            })
+    }
+
+    /// One transaction for a whole group: lock the run's row once, look up the group's keys
+    /// and ids once, decide every member in memory, insert the accepted events with one
+    /// statement, advance the counter, notify, commit. One result per member, in order; a
+    /// failure before the plan (connection, lock, lookup) fails every member.
+    fn commit_group(&self, run: &RunId, group: &[Arc<Request>]) -> Vec<Result<Outcome>> {
+        self.try_commit_group(run, group)
+            .unwrap_or_else(|e| group.iter().map(|_| Err(replicate(&e))).collect())
+    }
+
+    fn try_commit_group(
+        &self,
+        run: &RunId,
+        group: &[Arc<Request>],
+    ) -> Result<Vec<Result<Outcome>>> {
+        let (mut tx, last) = self.inner.begin_locked(run)?;
+        let known = Self::existing(&mut tx, run, group)?;
+        let plan = commit::plan(run.as_str(), last, known, group);
+        let mut results = plan.results;
+        if plan.accepted.is_empty() {
+            // Nothing to write: the transaction (only a row lock) is rolled back on drop.
+            return Ok(results);
+        }
+        let done = self
+            .insert(&mut tx, run, last, &plan.accepted)
+            .and_then(|()| tx.commit());
+        match done {
+            Ok(()) => self.inner.notifier.committed(&self.inner, run.as_str()),
+            Err(e) => {
+                // None of the group is applied: every member with events in it fails; a rejected
+                // or fully deduplicated member keeps its answer, decided on committed state under
+                // the row lock (as the file store does).
+                for (res, &writes) in results.iter_mut().zip(&plan.writes) {
+                    if writes {
+                        *res = Err(replicate(&e));
+                    }
+                }
+            }
+        }
+        Ok(results)
     }
 
     fn read_rows(&self, run: &RunId, after: Seq, limit: usize) -> Result<(Seq, Vec<Row>)> {
@@ -550,45 +804,10 @@ impl RunLog for PgLog {
 
     fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
         self.validate(&events)?;
-        let mut c = self.inner.conn()?;
-        let mut tx = c.transaction().map_err(|e| pg_err("appending to", e))?;
-        let last = Self::lock_run(&mut tx, run)?;
-        let (mut by_key, mut by_id) = Self::existing(&mut tx, run, &events)?;
-        let mut out = Vec::with_capacity(events.len());
-        let mut fresh: Vec<&NewEvent> = Vec::new();
-        for e in &events {
-            let dup = e
-                .key
-                .as_ref()
-                .and_then(|k| by_key.get(k))
-                .or_else(|| e.event_id.as_ref().and_then(|id| by_id.get(id)))
-                .copied();
-            if let Some(seq) = dup {
-                out.push(Appended {
-                    seq,
-                    duplicate: true,
-                });
-                continue;
-            }
-            let seq = last + 1 + fresh.len() as u64;
-            if let Some(k) = &e.key {
-                by_key.insert(k.clone(), seq);
-            }
-            if let Some(id) = e.event_id {
-                by_id.insert(id, seq);
-            }
-            fresh.push(e);
-            out.push(Appended {
-                seq,
-                duplicate: false,
-            });
+        match self.submit(run, ReqKind::Facts, events)? {
+            Outcome::Facts(out) => Ok(out),
+            Outcome::Decisions(_) => Err(mixed_up()),
         }
-        if fresh.is_empty() {
-            return Ok(out);
-        }
-        self.insert(&mut tx, run, last, &fresh)?;
-        tx.commit().map_err(|e| pg_err("committing to", e))?;
-        Ok(out)
     }
 
     fn append_decisions(
@@ -598,44 +817,13 @@ impl RunLog for PgLog {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Seq>> {
         self.validate(&events)?;
-        let mut c = self.inner.conn()?;
-        let mut tx = c.transaction().map_err(|e| pg_err("appending to", e))?;
-        let last = Self::lock_run(&mut tx, run)?;
-        if last != expected_seq {
-            return Err(Error::Fenced {
-                run: run.to_string(),
-                expected: expected_seq,
-                actual: last,
-            });
+        let kind = ReqKind::Decisions {
+            expected: expected_seq,
+        };
+        match self.submit(run, kind, events)? {
+            Outcome::Decisions(seqs) => Ok(seqs),
+            Outcome::Facts(_) => Err(mixed_up()),
         }
-        let (mut by_key, mut by_id) = Self::existing(&mut tx, run, &events)?;
-        for (i, e) in events.iter().enumerate() {
-            let seq = last + 1 + i as u64;
-            if let Some(k) = &e.key {
-                if let Some(&orig) = by_key.get(k) {
-                    return Err(Error::DuplicateDecision {
-                        run: run.to_string(),
-                        key: k.clone(),
-                        seq: orig,
-                    });
-                }
-                by_key.insert(k.clone(), seq);
-            }
-            if let Some(id) = e.event_id {
-                if let Some(&orig) = by_id.get(&id) {
-                    return Err(Error::DuplicateDecision {
-                        run: run.to_string(),
-                        key: id.to_string(),
-                        seq: orig,
-                    });
-                }
-                by_id.insert(id, seq);
-            }
-        }
-        let refs: Vec<&NewEvent> = events.iter().collect();
-        self.insert(&mut tx, run, last, &refs)?;
-        tx.commit().map_err(|e| pg_err("committing to", e))?;
-        Ok((last + 1..=last + events.len() as u64).collect())
     }
 
     fn read(&self, run: &RunId, after: Seq, limit: usize) -> Result<ReadPage> {
