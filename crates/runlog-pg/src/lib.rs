@@ -502,7 +502,7 @@ impl PgLog {
                 "schema {s:?}: only [a-z0-9_], 1-63 bytes"
             )));
         }
-        let channel = format!("runlog_{}", options.schema.as_deref().unwrap_or("default"));
+        let channel = channel_name(options.schema.as_deref());
         let inner = Inner {
             config,
             options,
@@ -748,6 +748,21 @@ impl PgLog {
         }
         Ok((last, rows))
     }
+}
+
+/// The `LISTEN`/`NOTIFY` channel of a schema's commits: `runlog_<schema>`, or, where that
+/// would pass PostgreSQL's 63-byte identifier limit (schemas of 57–63 bytes), the schema's
+/// first 39 bytes and a 64-bit FNV-1a hash of the whole name: the same in every process.
+fn channel_name(schema: Option<&str>) -> String {
+    let schema = schema.unwrap_or("default");
+    let plain = format!("runlog_{schema}");
+    if plain.len() <= 63 {
+        return plain;
+    }
+    let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("runlog_{}_{hash:016x}", &schema[..39])
 }
 
 fn corrupt(run: &RunId, seq: Seq, detail: String) -> Error {
@@ -1111,5 +1126,29 @@ fn listen(mut client: Client, inner: Weak<Inner>) {
             st.generation += 1;
             inner.wake.cond.notify_all();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::channel_name;
+
+    #[test]
+    fn channel_names_fit_postgres_identifiers_and_keep_schemas_apart() {
+        assert_eq!(channel_name(None), "runlog_default");
+        assert_eq!(channel_name(Some("t_1")), "runlog_t_1");
+        let a = "a".repeat(56);
+        assert_eq!(channel_name(Some(&a)), format!("runlog_{a}"));
+        let long1 = format!("{}_x", "s".repeat(61));
+        let long2 = format!("{}_y", "s".repeat(61));
+        for s in [&long1, &long2] {
+            assert!(
+                channel_name(Some(s)).len() <= 63,
+                "{}",
+                channel_name(Some(s))
+            );
+        }
+        assert_ne!(channel_name(Some(&long1)), channel_name(Some(&long2)));
+        assert_eq!(channel_name(Some(&long1)), channel_name(Some(&long1)));
     }
 }

@@ -64,6 +64,12 @@ fn a_commit_wakes_a_waiter_on_another_handle_by_notification() {
         &std::env::var("RUNLOG_PG_URL").unwrap(),
         a.schema().unwrap(),
     );
+    assert_woken_by_notification(&a, &b);
+}
+
+/// Appends through `a` wake a waiter on `b` by notification (median latency under 100 ms of
+/// five, where the waiter's 250 ms re-read alone gives about 150).
+fn assert_woken_by_notification(a: &runlog_pg::PgLog, b: &runlog_pg::PgLog) {
     let run = RunId::new("woken").unwrap();
     a.create_run(&run, b"").unwrap();
     // Warm up: the waiter's listener and the appender's notifier are running.
@@ -94,4 +100,31 @@ fn a_commit_wakes_a_waiter_on_another_handle_by_notification() {
         "median wake latency {:?} of {latencies:?}",
         latencies[2]
     );
+}
+
+/// Schema names of 57–63 bytes (valid schemas) still have a notification channel within
+/// PostgreSQL's 63-byte identifier limit: appends commit and a waiter on another handle wakes.
+#[test]
+fn a_63_byte_schema_appends_and_wakes_waiters() {
+    if !common::ready() {
+        return;
+    }
+    let url = std::env::var("RUNLOG_PG_URL").unwrap();
+    let (short, _guard) = common::fresh_schema_name();
+    let schema = format!("{short}_{}", "x".repeat(62 - short.len()));
+    assert_eq!(schema.len(), 63);
+    let _drop = DropOnExit(url.clone(), schema.clone());
+    let a = common::connect_schema(&url, &schema);
+    let b = common::connect_schema(&url, &schema);
+    assert_woken_by_notification(&a, &b);
+}
+
+struct DropOnExit(String, String);
+
+impl Drop for DropOnExit {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.0, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.1));
+        }
+    }
 }
