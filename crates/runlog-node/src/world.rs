@@ -454,10 +454,11 @@ impl JsWorld {
         entry(&env, || {
             let run = Arg::new(run, "runId").opt_string()?;
             let text = Arg::new(request, "request").json_text()?;
-            let request: EventRequest = serde_json::from_str(&text)
-                .map_err(|e| BindError::invalid("request", e.to_string()))?;
             let params = create_params(&opt_json(params, "params")?)?;
             self.json_call(&env, move |w| {
+                // Parsed on the worker: the JavaScript thread only copies the text.
+                let request: EventRequest = serde_json::from_str(&text)
+                    .map_err(|e| BindError::invalid("request", e.to_string()))?;
                 let r = w
                     .world
                     .create_event(run.as_deref(), request, &params)
