@@ -20,6 +20,7 @@ import {
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { createWorld, Store } from '../index.js';
+import { fromEventPage, fromJson } from '../src/storage.js';
 import { rejection, storeTarget, tempDir, testBackend } from './helpers.mjs';
 
 let tmp;
@@ -228,6 +229,31 @@ describe('event pages', () => {
     expect(wait.eventData.resumeAt).toEqual(new Date(Date.UTC(2030, 0, 1)));
     const byCorrelation = await w.events.listByCorrelationId({ correlationId: 's', runId: run.runId });
     expect(byCorrelation.data).toEqual([lazy, started, retrying]);
+  });
+  test('a payload with a repeated key lists as events.get reads it: the last value wins, as in JSON.parse', async () => {
+    // The World takes event requests as JSON text too, so stored eventData can repeat a
+    // key; the earlier value's binaries and dates are not in the parsed payload.
+    const store = await Store.open(`${tmp.dir}/repeated-key`);
+    try {
+      const w = store.world();
+      const { run } = JSON.parse(
+        await w.createEvent(null, { eventType: 'run_created', eventData: { deploymentId: 'd', workflowName: 'wf', input: null } }),
+      );
+      const eventData =
+        '{"stepName":"s","input":null,"a":{"b":{"createdAt":"2026-01-01T00:00:00.000Z"}},"a":null,' +
+        '"c":{"__type":"Uint8Array","data":"AA=="},"c":{"data":"text"},"d":1,"d":{"resumeAt":"2026-01-02T00:00:00.000Z"}}';
+      const created = JSON.parse(
+        await w.createEvent(run.runId, `{"eventType":"step_created","correlationId":"step_1","specVersion":5,"eventData":${eventData}}`),
+      );
+      const one = fromJson(await w.eventsGet(run.runId, created.event.eventId, '{}'));
+      expect(one.eventData).toEqual({ stepName: 's', input: null, a: null, c: { data: 'text' }, d: { resumeAt: new Date('2026-01-02T00:00:00.000Z') } });
+      const page = fromEventPage(await w.eventsList(JSON.stringify({ runId: run.runId })));
+      expect(page.data.at(-1)).toEqual(one);
+      const byCorrelation = fromEventPage(await w.eventsListByCorrelationId(JSON.stringify({ correlationId: 'step_1' })));
+      expect(byCorrelation.data).toEqual([one]);
+    } finally {
+      await store.close();
+    }
   });
 });
 
