@@ -361,6 +361,28 @@ describe('bad input', () => {
     expect((await w.runs.list()).data).toEqual([]);
   });
 
+  test('a request, params or chunk JavaScript cannot send (a BigInt, a cycle, a number chunk) rejects with INVALID_INPUT (400), nothing written', async () => {
+    const w = world();
+    const run = await createRun(w);
+    const cyclic = { runId: run.runId };
+    cyclic.self = cyclic;
+    for (const p of [
+      w.events.create(run.runId, { eventType: 'step_created', correlationId: 's', specVersion: 5, eventData: { stepName: 'x', input: 1n } }),
+      w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 }, cyclic),
+      w.events.list(cyclic),
+      w.runs.list({ limit: 2n }),
+      w.streams.write(run.runId, 'strm_x', 42),
+      w.streams.writeMulti(run.runId, 'strm_x', ['a', { not: 'bytes' }]),
+    ]) {
+      const err = await rejection(p);
+      expect(WorkflowWorldError.is(err), String(err)).toBe(true);
+      expect(err.status).toBe(400);
+      expect(err.cause).toMatchObject({ code: 'INVALID_INPUT' });
+    }
+    expect((await w.events.list({ runId: run.runId })).data.map((e) => e.eventType)).toEqual(['run_created']);
+    expect(await w.streams.list(run.runId)).toEqual([]);
+  });
+
   test('an oversized payload rejects with INVALID_INPUT and writes nothing', async () => {
     const w = world({ store: { payloadLenBytesMax: 4096 } });
     const run = await createRun(w, { input: new Uint8Array(16) });
