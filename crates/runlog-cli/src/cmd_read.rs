@@ -2,6 +2,7 @@
 //! (`support::open_for_reading`): no lock, nothing written, the committed view only (on
 //! PostgreSQL: no migration, and the server refuses writes).
 
+use std::cell::Cell;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -16,8 +17,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::output::{
-    EVENT_HEADERS, Payload, Table, base64, error_json, error_text, escape_cells, event_cells,
-    event_json, json_line,
+    EVENT_HEADERS, Payload, Table, base64, error_json, error_text, escape_cells, escape_text,
+    event_cells, event_json, json_line,
 };
 use crate::support::{
     CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
@@ -229,6 +230,7 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
         Arc::default()
     };
     let mut out = io::stdout().lock();
+    let printed = Cell::new(start);
     let mut print = |e: &Event| -> Result<(), CliError> {
         if args.json {
             json_line(&mut out, &event_json(&args.run, order, e))?;
@@ -236,15 +238,55 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
             let cells = escape_cells(event_cells(order, e));
             writeln!(out, "{}", cells.join("  ").trim_end())?;
         }
+        printed.set(e.seq);
         Ok(())
     };
     let mut cursor = for_each_event(&*store, &args.run, start, None, &mut print)?;
+    let mut lost = false;
     while args.follow && !stop.load(Ordering::SeqCst) {
-        if store.wait(&args.run, cursor, FOLLOW_WAIT)? > cursor {
-            cursor = for_each_event(&*store, &args.run, cursor, None, &mut print)?;
+        match follow_once(&*store, &args.run, cursor, &mut print) {
+            Ok(next) => {
+                cursor = next;
+                if std::mem::take(&mut lost) {
+                    eprintln!("runlog: connected again");
+                }
+            }
+            // A server restart or a dropped connection is not the end of a follow (the file
+            // store has no such passing failure): say so once, and keep trying until Ctrl-C.
+            Err(CliError::Store(e)) if is_connection_loss(&e) => {
+                cursor = cursor.max(printed.get());
+                if !std::mem::replace(&mut lost, true) {
+                    eprintln!(
+                        "runlog: warning: {}; retrying until Ctrl-C",
+                        escape_text(&e.to_string())
+                    );
+                }
+                std::thread::sleep(FOLLOW_WAIT);
+            }
+            Err(e) => return Err(e),
         }
     }
     Ok(false)
+}
+
+/// One wait of `tail --follow` and the events committed above `cursor`; the new cursor.
+fn follow_once(
+    store: &dyn RunLog,
+    run: &RunId,
+    cursor: Seq,
+    print: &mut dyn FnMut(&Event) -> Result<(), CliError>,
+) -> Result<Seq, CliError> {
+    if store.wait(run, cursor, FOLLOW_WAIT)? > cursor {
+        for_each_event(store, run, cursor, None, print)
+    } else {
+        Ok(cursor)
+    }
+}
+
+/// Whether `e` is a failure of the PostgreSQL connection (`Io` on path `postgres`), which a
+/// later call may not meet.
+fn is_connection_loss(e: &runlog::Error) -> bool {
+    matches!(e, runlog::Error::Io { path, .. } if path == Path::new("postgres"))
 }
 
 /// A flag set by Ctrl-C (SIGINT/SIGTERM).

@@ -227,6 +227,79 @@ fn tail_follow_on_postgres_prints_a_commit_of_another_process() {
     assert_eq!(seen, ["first", "second"]);
 }
 
+/// Runs `sql` on the server of `url` as its own user.
+fn admin(url: &str, sql: &str) {
+    let (url, _) = runlog_pg::split_schema(url);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    client.batch_execute(sql).expect(sql);
+}
+
+#[test]
+fn tail_follow_on_postgres_outlives_a_lost_connection_and_prints_the_next_commit() {
+    if !ready() {
+        return;
+    }
+    let db = Schema::fresh();
+    ok(&append(db.path(), &["r1", "--create", "--kind", "first"]));
+    // The follower connects as a role of its own, so its connections can be cut (and new ones
+    // refused for a while, as during a server restart) without touching anyone else's.
+    let role = format!("f_{}", ulid::Ulid::generate().to_string().to_lowercase());
+    let schema = runlog_pg::split_schema(&db.url).1.expect("a schema");
+    admin(
+        &db.url,
+        &format!(
+            "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA \"{schema}\" TO {role}; \
+             GRANT SELECT ON ALL TABLES IN SCHEMA \"{schema}\" TO {role}"
+        ),
+    );
+    let (scheme, rest) = db.url.split_once("://").expect("a URL");
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    let follower_url = format!("{scheme}://{role}@{host}");
+    let mut follow = std::process::Command::new(env!("CARGO_BIN_EXE_runlog"))
+        .arg("--store")
+        .arg(&follower_url)
+        .args(["tail", "r1", "--follow", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start tail --follow");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    admin(
+        &db.url,
+        &format!(
+            "ALTER ROLE {role} NOLOGIN; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+        ),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    admin(&db.url, &format!("ALTER ROLE {role} LOGIN"));
+    ok(&append(db.path(), &["r1", "--kind", "second"]));
+    let stdout = follow.stdout.take().expect("piped");
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let reader = std::thread::spawn(move || {
+        lines
+            .take(2)
+            .map(|l| {
+                let v: Value = serde_json::from_str(&l.expect("line")).expect("json");
+                v["kind"].as_str().unwrap().to_string()
+            })
+            .collect::<Vec<_>>()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let exited = follow.try_wait().expect("poll tail");
+    // The follower is this test's own child: end it.
+    let _ = follow.kill();
+    follow.wait().expect("reap tail");
+    let seen = reader.join().expect("reader");
+    drop(db);
+    admin(
+        &std::env::var("RUNLOG_PG_URL").expect("checked by ready()"),
+        &format!("DROP ROLE {role}"),
+    );
+    assert_eq!(exited, None, "tail --follow ended on a lost connection");
+    assert_eq!(seen, ["first", "second"]);
+}
+
 #[test]
 fn read_commands_on_a_schema_without_a_store_exit_2_and_create_nothing() {
     if !ready() {

@@ -106,10 +106,12 @@ impl BindError {
             .str("op", "spawning a thread")
     }
 
-    /// The code and fields of every `runlog::Error` variant.
+    /// The code and fields of every `runlog::Error` variant; the message is the error's
+    /// followed by each cause it does not already say (as the CLI prints it): on PostgreSQL
+    /// the client's error says only "db error", and the server's reason is its cause.
     pub(crate) fn from_store(e: runlog::Error) -> BindError {
         use runlog::Error as E;
-        let message = e.to_string();
+        let message = with_causes(&e);
         let b = |code| BindError::new(code, message.clone());
         match e {
             E::InvalidRunId { id, reason } => b("INVALID_INPUT")
@@ -221,6 +223,22 @@ fn js_field(field: &str) -> String {
         "event_id" => "eventId".to_owned(),
         other => other.to_owned(),
     }
+}
+
+/// `e`'s message followed by each cause in its source chain that the text does not already
+/// contain.
+fn with_causes(e: &runlog::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -345,6 +363,38 @@ mod tests {
             assert_eq!(b.code, code, "{shown}");
             assert_eq!(b.message, shown);
         }
+    }
+
+    /// An error that says little and keeps its reason as its source, as the PostgreSQL
+    /// client's errors do ("db error", caused by the server's message).
+    #[derive(Debug)]
+    struct Terse(io::Error);
+
+    impl std::fmt::Display for Terse {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("db error")
+        }
+    }
+
+    impl std::error::Error for Terse {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_postgres_failure_message_carries_the_servers_reason() {
+        let reason = "ERROR: permission denied for database app";
+        let e = BindError::from(runlog::Error::Io {
+            op: "migrating",
+            path: PathBuf::from("postgres"),
+            source: io::Error::other(Terse(io::Error::other(reason))),
+        });
+        assert_eq!(e.code, "IO");
+        assert_eq!(
+            e.message,
+            format!("I/O error while migrating postgres: db error: {reason}")
+        );
     }
 
     #[test]

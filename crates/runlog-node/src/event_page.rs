@@ -25,6 +25,7 @@
 //! which JavaScript revives with the generic walk.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 
 use runlog_world::{Event, Page};
@@ -282,10 +283,17 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
         let mark = self.fixes.len();
+        let depth = self.path.len();
         let (mut uint8_type, mut data_string) = (false, false);
+        let mut keys: HashSet<Cow<'de, str>> = HashSet::new();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let date_key = DATE_KEYS.contains(&key.as_ref());
             let (is_type, is_data) = (key == "__type", key == "data");
+            if !keys.insert(key.clone()) {
+                // A repeated key: `JSON.parse` keeps its last value, so the places found in
+                // the earlier one are gone.
+                drop_fixes_under(self.fixes, mark, depth, &key);
+            }
             self.path.push(Seg::Key(key));
             let seen = map.next_value_seed(Walk {
                 path: &mut *self.path,
@@ -309,6 +317,16 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
         }
         Ok(Seen::default())
     }
+}
+
+/// Removes the fixes found since `mark` whose path goes through object key `key` at
+/// position `depth` (those of an earlier value of a repeated key).
+fn drop_fixes_under(fixes: &mut Vec<(u8, Vec<Seg<'_>>)>, mark: usize, depth: usize, key: &str) {
+    let mut i = 0;
+    fixes.retain(|(_, segs)| {
+        i += 1;
+        i <= mark || !matches!(segs.get(depth), Some(Seg::Key(k)) if k == key)
+    });
 }
 
 /// An object key, borrowed from the payload when it has no escapes.
@@ -397,6 +415,24 @@ mod tests {
                 [1, 1, "eventData", "resumeAt"],
                 [1, 1, "eventData", "nested", "retryAfter"],
                 [1, 0, "eventData", "marker"],
+            ])
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_only_the_fixes_of_its_last_value_as_json_parse_does() {
+        // `JSON.parse` keeps the last value of a repeated key: the places found in an
+        // earlier value are not in the parsed payload (a fix there would walk into null,
+        // or revive a non-marker object that has a string `data`).
+        let data = r#"{"a":{"b":{"createdAt":"2026-01-01"}},"a":null,
+            "c":{"__type":"Uint8Array","data":"AA=="},"c":{"data":"text"},
+            "d":[{"__type":"Uint8Array","data":"AA=="}],"d":[{"resumeAt":"2026-01-02"}],
+            "e":1,"e":{"createdAt":"2026-01-03"}}"#;
+        assert_eq!(
+            fixes(data),
+            serde_json::json!([
+                [1, 1, "eventData", "d", 0, "resumeAt"],
+                [1, 1, "eventData", "e", "createdAt"],
             ])
         );
     }

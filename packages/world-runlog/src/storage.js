@@ -70,7 +70,21 @@ function revive(value) {
   return value;
 }
 
-export const toJson = (value) => JSON.stringify(value ?? {}, jsonReplacer);
+/**
+ * `value` as the JSON text the addon takes; a value JSON cannot hold (a BigInt, a cycle)
+ * is bad input like any other: an `INVALID_INPUT` error naming `field`, not a bare TypeError.
+ */
+export function toJson(value, field = 'params') {
+  try {
+    return JSON.stringify(value ?? {}, jsonReplacer);
+  } catch (cause) {
+    const err = new TypeError(`${field}: cannot be serialized as JSON: ${cause?.message ?? cause}`, { cause });
+    err.code = 'INVALID_INPUT';
+    err.field = field;
+    err.reason = String(cause?.message ?? cause);
+    throw err;
+  }
+}
 export const fromJson = (text) => revive(JSON.parse(text));
 
 /**
@@ -118,7 +132,10 @@ export function fromEventPage(text) {
 function chunkBytes(chunk) {
   if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
   if (chunk instanceof Uint8Array) return chunk;
-  throw new TypeError('world-runlog streams: a chunk must be a string or a Uint8Array');
+  const err = new TypeError('world-runlog streams: a chunk must be a string or a Uint8Array');
+  err.code = 'INVALID_INPUT';
+  err.field = 'chunk';
+  throw err;
 }
 
 /** How long one `streamsWait` of a live reader blocks before looking again. */
@@ -168,7 +185,7 @@ export function createStorage(openWorld) {
     },
     events: {
       create: (runId, request, params) =>
-        json((w) => w.createEvent(runId ?? null, toJson(request), toJson(params))),
+        json((w) => w.createEvent(runId ?? null, toJson(request, 'request'), toJson(params))),
       get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
       list: (params) => eventPage((w) => w.eventsList(toJson(params))),
       listByCorrelationId: (params) => eventPage((w) => w.eventsListByCorrelationId(toJson(params))),

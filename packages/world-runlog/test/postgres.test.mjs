@@ -165,6 +165,16 @@ describe.skipIf(!server)('Store on PostgreSQL', () => {
     expect(await a.lastSeq('r')).toBe(1);
   });
 
+  test("a server's refusal reaches JavaScript with the server's reason, not only the client's \"db error\"", async () => {
+    const url = withFreshSchema(server);
+    const a = await open(url);
+    await a.createRun('r');
+    const ro = await open(url, true);
+    const refused = await rejection(ro.appendFacts('r', facts(1)));
+    expect(refused).toMatchObject({ code: 'IO', path: 'postgres' });
+    expect(refused.message).toMatch(/db error: ERROR: .*read-only transaction/);
+  });
+
   test('payloadLenBytesMax reaches the PostgreSQL store', async () => {
     const store = await Store.open(withFreshSchema(server), { payloadLenBytesMax: 4 });
     closers.push(store);

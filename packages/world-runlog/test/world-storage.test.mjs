@@ -20,6 +20,7 @@ import {
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { createWorld, Store } from '../index.js';
+import { fromEventPage, fromJson } from '../src/storage.js';
 import { rejection, storeTarget, tempDir, testBackend } from './helpers.mjs';
 
 let tmp;
@@ -229,6 +230,31 @@ describe('event pages', () => {
     const byCorrelation = await w.events.listByCorrelationId({ correlationId: 's', runId: run.runId });
     expect(byCorrelation.data).toEqual([lazy, started, retrying]);
   });
+  test('a payload with a repeated key lists as events.get reads it: the last value wins, as in JSON.parse', async () => {
+    // The World takes event requests as JSON text too, so stored eventData can repeat a
+    // key; the earlier value's binaries and dates are not in the parsed payload.
+    const store = await Store.open(`${tmp.dir}/repeated-key`);
+    try {
+      const w = store.world();
+      const { run } = JSON.parse(
+        await w.createEvent(null, { eventType: 'run_created', eventData: { deploymentId: 'd', workflowName: 'wf', input: null } }),
+      );
+      const eventData =
+        '{"stepName":"s","input":null,"a":{"b":{"createdAt":"2026-01-01T00:00:00.000Z"}},"a":null,' +
+        '"c":{"__type":"Uint8Array","data":"AA=="},"c":{"data":"text"},"d":1,"d":{"resumeAt":"2026-01-02T00:00:00.000Z"}}';
+      const created = JSON.parse(
+        await w.createEvent(run.runId, `{"eventType":"step_created","correlationId":"step_1","specVersion":5,"eventData":${eventData}}`),
+      );
+      const one = fromJson(await w.eventsGet(run.runId, created.event.eventId, '{}'));
+      expect(one.eventData).toEqual({ stepName: 's', input: null, a: null, c: { data: 'text' }, d: { resumeAt: new Date('2026-01-02T00:00:00.000Z') } });
+      const page = fromEventPage(await w.eventsList(JSON.stringify({ runId: run.runId })));
+      expect(page.data.at(-1)).toEqual(one);
+      const byCorrelation = fromEventPage(await w.eventsListByCorrelationId(JSON.stringify({ correlationId: 'step_1' })));
+      expect(byCorrelation.data).toEqual([one]);
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describe('streams', () => {
@@ -333,6 +359,28 @@ describe('bad input', () => {
     const badParams = await rejection(w.events.list({ runId: 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV', pagination: { limit: -1 } }));
     expect(badParams.cause.code).toBe('INVALID_INPUT');
     expect((await w.runs.list()).data).toEqual([]);
+  });
+
+  test('a request, params or chunk JavaScript cannot send (a BigInt, a cycle, a number chunk) rejects with INVALID_INPUT (400), nothing written', async () => {
+    const w = world();
+    const run = await createRun(w);
+    const cyclic = { runId: run.runId };
+    cyclic.self = cyclic;
+    for (const p of [
+      w.events.create(run.runId, { eventType: 'step_created', correlationId: 's', specVersion: 5, eventData: { stepName: 'x', input: 1n } }),
+      w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 }, cyclic),
+      w.events.list(cyclic),
+      w.runs.list({ limit: 2n }),
+      w.streams.write(run.runId, 'strm_x', 42),
+      w.streams.writeMulti(run.runId, 'strm_x', ['a', { not: 'bytes' }]),
+    ]) {
+      const err = await rejection(p);
+      expect(WorkflowWorldError.is(err), String(err)).toBe(true);
+      expect(err.status).toBe(400);
+      expect(err.cause).toMatchObject({ code: 'INVALID_INPUT' });
+    }
+    expect((await w.events.list({ runId: run.runId })).data.map((e) => e.eventType)).toEqual(['run_created']);
+    expect(await w.streams.list(run.runId)).toEqual([]);
   });
 
   test('an oversized payload rejects with INVALID_INPUT and writes nothing', async () => {
