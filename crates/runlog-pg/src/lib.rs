@@ -115,7 +115,8 @@ pub const META_LEN_MAX: usize = 2048;
 #[derive(Clone, Debug)]
 pub struct Options {
     /// PostgreSQL schema holding the tables (created if missing); `None` uses the
-    /// connection's default search path (normally `public`). Only `[a-z0-9_]`, 1–63 bytes.
+    /// connection's default search path (normally `public`). Only `[a-z0-9_]`, 1–63 bytes, and not
+    /// a system schema (`pg_*`, `information_schema`).
     pub schema: Option<String>,
     /// Largest event payload, in bytes (default 16 MiB, as the file store).
     pub payload_len_bytes_max: usize,
@@ -491,16 +492,8 @@ impl PgLog {
         let config: postgres::Config = params
             .parse()
             .map_err(|e| Error::InvalidConfig(format!("postgres connection string: {e}")))?;
-        if let Some(s) = &options.schema
-            && (s.is_empty()
-                || s.len() > 63
-                || !s
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
-        {
-            return Err(Error::InvalidConfig(format!(
-                "schema {s:?}: only [a-z0-9_], 1-63 bytes"
-            )));
+        if let Some(problem) = options.schema.as_deref().and_then(schema_name_problem) {
+            return Err(Error::InvalidConfig(problem));
         }
         let channel = channel_name(options.schema.as_deref());
         let inner = Inner {
@@ -528,13 +521,43 @@ impl PgLog {
             tx.execute("SELECT pg_advisory_xact_lock(7247083462)", &[])
                 .map_err(|e| pg_err("migrating", e))?;
             if let Some(schema) = &inner.options.schema {
-                tx.batch_execute(&format!(
-                        "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\""
-                    ))
+                // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the
+                // schema exists: a role granted only its tables must still connect.
+                let exists = tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+                        &[schema],
+                    )
+                    .map_err(|e| pg_err("migrating", e))?
+                    .get::<_, bool>(0);
+                if !exists {
+                    tx.batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
+                        .map_err(|e| pg_err("migrating", e))?;
+                }
+                tx.batch_execute(&format!("SET LOCAL search_path TO \"{schema}\""))
                     .map_err(|e| pg_err("migrating", e))?;
             }
-            tx.batch_execute(MIGRATION_001)
-                .map_err(|e| pg_err("migrating", e))?;
+            // Likewise CREATE TABLE IF NOT EXISTS needs CREATE on the schema: a migrated
+            // schema is left as it is.
+            let migrated = tx
+                .query_one(
+                    "SELECT to_regclass('runs') IS NOT NULL AND to_regclass('events') IS NOT NULL \
+                     AND to_regclass('runlog_schema_version') IS NOT NULL",
+                    &[],
+                )
+                .map_err(|e| pg_err("migrating", e))?
+                .get::<_, bool>(0)
+                && tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM runlog_schema_version WHERE version = 1)",
+                        &[],
+                    )
+                    .map_err(|e| pg_err("migrating", e))?
+                    .get::<_, bool>(0);
+            if !migrated {
+                tx.batch_execute(MIGRATION_001)
+                    .map_err(|e| pg_err("migrating", e))?;
+            }
             tx.commit().map_err(|e| pg_err("migrating", e))?;
         }
         Ok(PgLog {
@@ -748,6 +771,26 @@ impl PgLog {
         }
         Ok((last, rows))
     }
+}
+
+/// Why `name` cannot be runlog's schema, if it cannot: only `[a-z0-9_]`, 1–63 bytes, and not
+/// a system schema (`pg_*`, `information_schema`: PostgreSQL refuses the first, and
+/// `pg_dump` leaves both out of backups).
+pub(crate) fn schema_name_problem(name: &str) -> Option<String> {
+    if name.is_empty()
+        || name.len() > 63
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Some(format!("schema {name:?}: only [a-z0-9_], 1-63 bytes"));
+    }
+    if name.starts_with("pg_") || name == "information_schema" {
+        return Some(format!(
+            "schema {name:?}: a PostgreSQL system schema (pg_*, information_schema); pick another"
+        ));
+    }
+    None
 }
 
 /// The `LISTEN`/`NOTIFY` channel of a schema's commits: `runlog_<schema>`, or, where that

@@ -105,7 +105,7 @@ pub fn open_target_read_only(target: &str, config: Config) -> Result<Arc<dyn Run
 /// storm's or a test's throwaway schema); nothing when it does not exist.
 ///
 /// # Errors
-/// `InvalidConfig` when the URL names no schema or not a valid one (`[a-z0-9_]`, 1–63 bytes),
+/// `InvalidConfig` when the URL names no schema or not a valid one (see [`crate::Options::schema`]),
 /// or is not a PostgreSQL URL; `Io` (path `postgres`) when the server cannot be reached or
 /// refuses.
 pub fn drop_schema(target: &str) -> Result<()> {
@@ -117,13 +117,8 @@ pub fn drop_schema(target: &str) -> Result<()> {
     let Some(schema) = schema else {
         return bad("drop_schema needs a URL with ?schema=NAME".into());
     };
-    if schema.is_empty()
-        || schema.len() > 63
-        || !schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        return bad(format!("schema {schema:?}: only [a-z0-9_], 1-63 bytes"));
+    if let Some(problem) = crate::schema_name_problem(&schema) {
+        return bad(problem);
     }
     let io = |op: &'static str| {
         move |e: postgres::Error| Error::Io {
