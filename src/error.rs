@@ -250,9 +250,10 @@ impl Error {
 }
 
 impl Error {
-    /// A copy of this error for fan-out to every request of a failed group commit
-    /// (`io::Error` is not `Clone`; its kind and message are kept).
-    pub(crate) fn replicate(&self) -> Error {
+    /// A copy of this error for fan-out to every request of a failed group commit (the
+    /// store's, and the World's in `runlog-world`); `io::Error` is not `Clone`, so its kind
+    /// and message are kept.
+    pub fn replicate(&self) -> Error {
         match self {
             Error::Io { op, path, source } => Error::Io {
                 op,

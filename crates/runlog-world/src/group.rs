@@ -9,8 +9,10 @@
 //! before it, and writes nothing; the others commit with one fdatasync instead of one each.
 //!
 //! When the fence fails (another process wrote the run), the whole group is decided again
-//! against the new state. Any other append failure (a storage fault, a duplicate minted
-//! id) makes each member commit on its own, so each gets its own answer. A member that
+//! against the new state. A storage fault fails the members whose events were in the batch
+//! with that fault (as each would have failed alone; never retried, since a lost reply may
+//! hide a commit), and the others commit on their own; a duplicate minted id makes every
+//! member commit on its own. A member that
 //! claims a hook token (`hook_created`) commits on its own after the group, because its
 //! claim is a write to another log that must precede its append.
 
@@ -23,7 +25,7 @@ use runlog::{NewEvent, RunLog, Seq};
 use crate::error::WorldError;
 use crate::model::{CreateEventParams, EventResult};
 use crate::rules::{self, Checked, Decision, Plan};
-use crate::world::{RunEntry, World, backoff, result_of};
+use crate::world::{RunEntry, World, backoff, map_append_error, result_of};
 
 /// Requests one group commit takes at most; the rest wait for the next group.
 pub(crate) const GROUP_MEMBERS_MAX: usize = 64;
@@ -207,7 +209,14 @@ impl<B: RunLog> World<B> {
                     }
                     return;
                 }
-                Err(_) => return self.commit_each(entry, members),
+                // A minted id met an existing one: each member on its own mints afresh.
+                Err(runlog::Error::DuplicateDecision { .. }) => {
+                    return self.commit_each(entry, members);
+                }
+                // A storage fault: what a member appending alone would get. Whether the batch
+                // is in the log may be unknown (a lost reply), so it is not retried member by
+                // member, which could turn an ambiguous outcome into a misleading conflict.
+                Err(e) => return self.fail_planned(entry, members, decided.outcomes, &e),
             }
         }
     }
@@ -287,6 +296,24 @@ impl<B: RunLog> World<B> {
                         *result
                     }),
                 Outcome::Alone => self.commit_one(entry, m.req, &m.params),
+            };
+            m.slot.answer(answer);
+        }
+    }
+
+    /// A group whose batch failed with `e`: the members with events in it get `e`; the
+    /// others were decided against the batch's events, so each commits on its own.
+    fn fail_planned(
+        &self,
+        entry: &RunEntry,
+        members: Vec<Queued>,
+        outcomes: Vec<Outcome>,
+        e: &runlog::Error,
+    ) {
+        for (m, outcome) in members.into_iter().zip(outcomes) {
+            let answer = match outcome {
+                Outcome::Planned { .. } => Err(map_append_error(&m.req, e.replicate())),
+                _ => self.commit_one(entry, m.req, &m.params),
             };
             m.slot.answer(answer);
         }

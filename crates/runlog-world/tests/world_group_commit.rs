@@ -132,13 +132,22 @@ fn grouped_requests_keep_every_rule_in_queue_order() {
     }
 }
 
-/// A store whose `append_decisions` sleeps on the first call and panics on the second.
-struct PanicOnSecondAppend {
-    inner: Arc<Store>,
-    appends: AtomicU32,
+/// What the second `append_decisions` of a [`SlowThenFaulty`] store does.
+#[derive(Clone, Copy)]
+enum Fault {
+    Panic,
+    Eio,
 }
 
-impl RunLog for PanicOnSecondAppend {
+/// A store whose first `append_decisions` sleeps 400 ms (so that requests queue behind it
+/// and form one group) and whose second one panics or fails with EIO, writing nothing.
+struct SlowThenFaulty {
+    inner: Arc<Store>,
+    appends: AtomicU32,
+    fault: Fault,
+}
+
+impl RunLog for SlowThenFaulty {
     fn create_run(&self, run: &RunId, meta: &[u8]) -> LogResult<()> {
         self.inner.create_run(run, meta)
     }
@@ -151,9 +160,16 @@ impl RunLog for PanicOnSecondAppend {
         expected: Seq,
         events: Vec<NewEvent>,
     ) -> LogResult<Vec<Seq>> {
-        match self.appends.fetch_add(1, Ordering::SeqCst) {
-            0 => std::thread::sleep(Duration::from_millis(400)),
-            1 => panic!("injected: the backend panicked inside a group commit"),
+        match (self.appends.fetch_add(1, Ordering::SeqCst), self.fault) {
+            (0, _) => std::thread::sleep(Duration::from_millis(400)),
+            (1, Fault::Panic) => panic!("injected: the backend panicked inside a group commit"),
+            (1, Fault::Eio) => {
+                return Err(runlog::Error::io(
+                    "syncing",
+                    "injected",
+                    std::io::Error::from_raw_os_error(5),
+                ));
+            }
             _ => {}
         }
         self.inner.append_decisions(run, expected, events)
@@ -193,17 +209,25 @@ impl RunLog for PanicOnSecondAppend {
     }
 }
 
-#[test]
-fn a_leader_that_panics_aborts_its_group_loudly_and_wedges_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+/// A run started on `store`, a World on a [`SlowThenFaulty`] view of it, one slow request
+/// and 8 queued behind it; the 8 callers' outcomes (`Err` for a panic).
+#[allow(clippy::type_complexity)]
+fn group_behind_a_slow_append(
+    store: &Arc<Store>,
+    fault: Fault,
+) -> (
+    String,
+    Arc<World<SlowThenFaulty>>,
+    Vec<std::thread::Result<Result<runlog_world::EventResult, WorldError>>>,
+) {
     // The run is created and started directly, so the World's first append is the slow one.
     let seed = World::new(store.clone(), WorldConfig::default());
     let run = running_run(&seed);
     drop(seed);
-    let backend = PanicOnSecondAppend {
+    let backend = SlowThenFaulty {
         inner: store.clone(),
         appends: AtomicU32::new(0),
+        fault,
     };
     let w = Arc::new(World::new(backend, WorldConfig::default()));
     let (tx, rx) = mpsc::channel();
@@ -226,12 +250,34 @@ fn a_leader_that_panics_aborts_its_group_loudly_and_wedges_nothing() {
         .join()
         .unwrap()
         .expect("the slow first append commits");
+    let outcomes = (0..8)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(30))
+                .expect("a member hung")
+        })
+        .collect();
+    (run, w, outcomes)
+}
+
+fn logged_steps(store: &Store, run: &str) -> Vec<String> {
+    store
+        .read(&RunId::new(run).unwrap(), 0, 1000)
+        .unwrap()
+        .events
+        .into_iter()
+        .filter(|e| e.kind == "step_created")
+        .filter_map(|e| e.correlation_id)
+        .collect()
+}
+
+#[test]
+fn a_leader_that_panics_aborts_its_group_loudly_and_wedges_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+    let (run, w, outcomes) = group_behind_a_slow_append(&store, Fault::Panic);
     let (mut panicked, mut aborted, mut ok) = (0, 0, 0);
-    for _ in 0..8 {
-        match rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a member hung")
-        {
+    for outcome in outcomes {
+        match outcome {
             Err(_) => panicked += 1,
             Ok(Err(WorldError::GroupAborted { run_id })) => {
                 assert_eq!(run_id, run);
@@ -246,17 +292,36 @@ fn a_leader_that_panics_aborts_its_group_loudly_and_wedges_nothing() {
     assert_eq!(panicked + aborted + ok, 8);
     // Nothing of the aborted group was written, and the run takes new requests.
     step_created_on(&w, &run, "after").expect("the run is not wedged");
-    let steps: Vec<String> = store
-        .read(&RunId::new(&run).unwrap(), 0, 1000)
-        .unwrap()
-        .events
-        .into_iter()
-        .filter(|e| e.kind == "step_created")
-        .filter_map(|e| e.correlation_id)
-        .collect();
+    let steps = logged_steps(&store, &run);
     assert_eq!(steps.len(), 2 + ok, "{steps:?}");
     assert_eq!(steps.first().map(String::as_str), Some("first"));
     assert_eq!(steps.last().map(String::as_str), Some("after"));
+}
+
+#[test]
+fn a_storage_fault_fails_the_group_members_as_each_alone_would_and_retries_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+    let (run, w, outcomes) = group_behind_a_slow_append(&store, Fault::Eio);
+    let (mut failed, mut ok) = (0, 0);
+    for outcome in outcomes {
+        match outcome.expect("no panic") {
+            Err(WorldError::Storage(runlog::Error::Io { op, path, source })) => {
+                assert_eq!((op, path.to_str()), ("syncing", Some("injected")));
+                assert!(source.to_string().contains("os error 5"), "{source}");
+                failed += 1;
+            }
+            Err(e) => panic!("a storage fault became {e} (status {})", e.status()),
+            Ok(_) => ok += 1,
+        }
+    }
+    // The group that met the fault fails whole with it (never a retried, misleading 409);
+    // requests that queued after it commit.
+    assert!(failed >= 2, "{failed} failed, {ok} ok");
+    assert_eq!(failed + ok, 8);
+    step_created_on(&w, &run, "after").expect("the run takes requests");
+    let steps = logged_steps(&store, &run);
+    assert_eq!(steps.len(), 2 + ok, "{steps:?}");
 }
 
 fn step_created_on<B: RunLog>(
