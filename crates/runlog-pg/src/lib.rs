@@ -199,24 +199,6 @@ fn pg_err(op: &'static str, e: postgres::Error) -> Error {
     }
 }
 
-/// A copy of `e` for another member of the same group (`runlog::Error` is not `Clone`): the
-/// variants a group commit produces keep their fields; an I/O error keeps its kind and text.
-fn replicate(e: &Error) -> Error {
-    match e {
-        Error::Io { op, path, source } => Error::Io {
-            op,
-            path: path.clone(),
-            source: io::Error::new(source.kind(), source.to_string()),
-        },
-        Error::RunNotFound { run } => Error::RunNotFound { run: run.clone() },
-        other => Error::Io {
-            op: "committing to",
-            path: PathBuf::from("postgres"),
-            source: io::Error::other(other.to_string()),
-        },
-    }
-}
-
 /// The answer of a request of the other kind: unreachable by construction, reported as an
 /// error rather than a panic.
 fn mixed_up() -> Error {
@@ -693,7 +675,7 @@ impl PgLog {
     /// failure before the plan (connection, lock, lookup) fails every member.
     fn commit_group(&self, run: &RunId, group: &[Arc<Request>]) -> Vec<Result<Outcome>> {
         self.try_commit_group(run, group)
-            .unwrap_or_else(|e| group.iter().map(|_| Err(replicate(&e))).collect())
+            .unwrap_or_else(|e| group.iter().map(|_| Err(e.replicate())).collect())
     }
 
     fn try_commit_group(
@@ -720,7 +702,7 @@ impl PgLog {
                 // the row lock (as the file store does).
                 for (res, &writes) in results.iter_mut().zip(&plan.writes) {
                     if writes {
-                        *res = Err(replicate(&e));
+                        *res = Err(e.replicate());
                     }
                 }
             }
