@@ -249,7 +249,29 @@ impl Error {
     }
 }
 
+/// `text` (a message about `e`) followed by each cause in `e`'s source chain that the text
+/// does not already say. A PostgreSQL client error's `Display` says only "db error" while
+/// the server's own reason is further down the chain; every front end (the CLI, the Node
+/// binding) shows errors through this, so the reason is never lost.
+pub fn with_causes(mut text: String, e: &(dyn std::error::Error + 'static)) -> String {
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 impl Error {
+    /// This error's message followed by the causes it leaves out ([`with_causes`]).
+    pub fn message_with_causes(&self) -> String {
+        with_causes(self.to_string(), self)
+    }
+
     /// A copy of this error for fan-out to every request of a failed group commit (the
     /// store's, and the World's in `runlog-world`); `io::Error` is not `Clone`, so its kind
     /// and message are kept.

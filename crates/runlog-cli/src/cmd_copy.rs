@@ -9,7 +9,7 @@ use runlog_cli::copy::{CopyError, RunCopy, copy_run};
 use runlog_cli::import::BatchLimits;
 use serde_json::json;
 
-use crate::output::{Table, error_text, escape_text, json_line, with_causes};
+use crate::output::{Table, error_text, escape_text, json_line};
 use crate::support::{CliError, RunFailures, all_runs, open_for_reading, open_store};
 
 /// Extra `--help` text of `copy`.
@@ -100,7 +100,7 @@ fn outcome(copied: Result<RunCopy, CopyError>, failures: &mut RunFailures) -> Ou
         Err(e @ CopyError::Mismatch(_)) => Outcome::Skipped("mismatch", e.to_string()),
         Err(e) => {
             let text = match e.store_error() {
-                Some(error) => with_causes(e.to_string(), error),
+                Some(error) => runlog::error::with_causes(e.to_string(), error),
                 None => e.to_string(),
             };
             if let Ok(error) = e.into_store_error() {

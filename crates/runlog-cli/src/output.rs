@@ -210,25 +210,9 @@ pub fn event_json(run: &RunId, order: Option<OrderScheme>, e: &Event) -> Value {
     line
 }
 
-/// `e` with the causes its message leaves out: a PostgreSQL failure's `Display` says only
-/// "db error", while the server's own message ("cannot execute INSERT in a read-only
-/// transaction") is further down the source chain.
+/// `e` with the causes its message leaves out (`runlog::Error::message_with_causes`).
 pub fn error_text(e: &runlog::Error) -> String {
-    with_causes(e.to_string(), e)
-}
-
-/// `text` (a message about `e`) followed by each cause of `e` it does not already say.
-pub fn with_causes(mut text: String, e: &runlog::Error) -> String {
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
+    e.message_with_causes()
 }
 
 /// The JSON line of a run that a store-wide command could not read: `{"run", "error"}`.

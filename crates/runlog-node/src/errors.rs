@@ -111,7 +111,7 @@ impl BindError {
     /// the client's error says only "db error", and the server's reason is its cause.
     pub(crate) fn from_store(e: runlog::Error) -> BindError {
         use runlog::Error as E;
-        let message = with_causes(&e);
+        let message = e.message_with_causes();
         let b = |code| BindError::new(code, message.clone());
         match e {
             E::InvalidRunId { id, reason } => b("INVALID_INPUT")
@@ -223,22 +223,6 @@ fn js_field(field: &str) -> String {
         "event_id" => "eventId".to_owned(),
         other => other.to_owned(),
     }
-}
-
-/// `e`'s message followed by each cause in its source chain that the text does not already
-/// contain.
-fn with_causes(e: &runlog::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -265,10 +265,7 @@ fn duplicate_keys_raced_through_two_pools_store_one_event_each_with_one_seq() {
         return;
     }
     let (a, _guard) = common::fresh_schema();
-    let b = common::connect_schema(
-        &std::env::var("RUNLOG_PG_URL").unwrap(),
-        a.schema().unwrap(),
-    );
+    let b = common::second_handle(&a);
     let run = RunId::new("race").unwrap();
     a.create_run(&run, b"").unwrap();
     let keys = 60;

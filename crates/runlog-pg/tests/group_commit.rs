@@ -60,10 +60,7 @@ fn a_commit_wakes_a_waiter_on_another_handle_by_notification() {
         return;
     }
     let (a, _guard) = common::fresh_schema();
-    let b = common::connect_schema(
-        &std::env::var("RUNLOG_PG_URL").unwrap(),
-        a.schema().unwrap(),
-    );
+    let b = common::second_handle(&a);
     assert_woken_by_notification(&a, &b);
 }
 
@@ -113,18 +110,8 @@ fn a_63_byte_schema_appends_and_wakes_waiters() {
     let (short, _guard) = common::fresh_schema_name();
     let schema = format!("{short}_{}", "x".repeat(62 - short.len()));
     assert_eq!(schema.len(), 63);
-    let _drop = DropOnExit(url.clone(), schema.clone());
+    let _drop = common::DropSchema::new(&url, &schema);
     let a = common::connect_schema(&url, &schema);
     let b = common::connect_schema(&url, &schema);
     assert_woken_by_notification(&a, &b);
-}
-
-struct DropOnExit(String, String);
-
-impl Drop for DropOnExit {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.0, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.1));
-        }
-    }
 }

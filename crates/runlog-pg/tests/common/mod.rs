@@ -9,6 +9,16 @@ pub struct DropSchema {
     schema: String,
 }
 
+impl DropSchema {
+    /// A guard dropping `schema` of the server at `url`.
+    pub fn new(url: &str, schema: &str) -> DropSchema {
+        DropSchema {
+            url: url.to_string(),
+            schema: schema.to_string(),
+        }
+    }
+}
+
 impl Drop for DropSchema {
     fn drop(&mut self) {
         if let Ok(mut c) = postgres::Client::connect(&self.url, postgres::NoTls) {
@@ -81,6 +91,14 @@ pub fn connect_schema(url: &str, schema: &str) -> PgLog {
         },
     )
     .unwrap_or_else(|e| panic!("connecting to {url}: {e}"))
+}
+
+/// A second, independent handle (its own pool, as another process has) on `log`'s schema.
+pub fn second_handle(log: &PgLog) -> PgLog {
+    connect_schema(
+        &std::env::var("RUNLOG_PG_URL").expect("checked by ready()"),
+        log.schema().expect("a fresh schema"),
+    )
 }
 
 /// A fresh schema name and its guard, without a handle.
