@@ -103,6 +103,67 @@ impl JsWorld {
     }
 }
 
+/// One call of `createEvents`, as read on the JavaScript thread (texts only; parsed on the
+/// worker).
+struct CreateCall {
+    run: Option<String>,
+    request: String,
+    params: Option<String>,
+}
+
+impl CreateCall {
+    /// `[runId | null, request, params?]`; what is wrong names the call's index.
+    fn read(call: &Arg) -> Result<CreateCall, BindError> {
+        let mut items = call.array_items()?;
+        if !(2..=3).contains(&items.len()) {
+            return Err(BindError::invalid(
+                call.name.clone(),
+                "must be [runId | null, request, params?]",
+            ));
+        }
+        // Named as `createEvent` names its arguments, so that errors read the same.
+        for (item, name) in items.iter_mut().zip(["runId", "request", "params"]) {
+            item.name = name.to_owned();
+        }
+        let params = match items.get(2) {
+            Some(p) if !p.is_nullish()? => Some(p.json_text()?),
+            _ => None,
+        };
+        Ok(CreateCall {
+            run: items[0].opt_string()?,
+            request: items[1].json_text()?,
+            params,
+        })
+    }
+
+    fn parse(self) -> Result<(Option<String>, EventRequest, CreateEventParams), BindError> {
+        let request: EventRequest = serde_json::from_str(&self.request)
+            .map_err(|e| BindError::invalid("request", e.to_string()))?;
+        let params = match self.params {
+            Some(text) => create_params(&parse_json(&text, "params")?)?,
+            None => create_params(&Value::Object(Default::default()))?,
+        };
+        Ok((self.run, request, params))
+    }
+}
+
+/// One outcome per call: a JSON text, or the `Error` the call rejects with.
+struct Settled(Vec<Result<String, BindError>>);
+
+impl IntoJs for Settled {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let items = self
+            .0
+            .into_iter()
+            .map(|r| match r {
+                Ok(text) => Json(text).into_js(env),
+                Err(e) => e.to_js(env),
+            })
+            .collect::<napi::Result<_>>()?;
+        array(env, items)
+    }
+}
+
 /// JSON text, resolved as a JavaScript string.
 struct Json(String);
 
@@ -464,6 +525,44 @@ impl JsWorld {
                     .create_event(run.as_deref(), request, &params)
                     .map_err(world_err)?;
                 to_json(&r)
+            })
+        })
+    }
+
+    /// `createEvents(calls) → Promise<Array<string | Error>>`: several `events.create` at
+    /// once. `calls` is an array of `[runId | null, request, params?]` (each as
+    /// `createEvent` takes them); the promise resolves with one entry per call, in order:
+    /// the `EventResult` as JSON text, or the `Error` (with its code and fields) that
+    /// `createEvent` would have rejected with. The calls of one run are queued together on
+    /// that run and meet in one group commit on one worker thread, instead of a thread and a
+    /// promise each (`runlog_world::World::create_events`). Rejects as a whole only when
+    /// `calls` is no array or the World is closed.
+    #[napi(ts_return_type = "Promise<Array<string | Error>>")]
+    pub fn create_events(&self, env: Env, calls: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let calls = Arg::new(calls, "calls").array_items()?;
+            let calls: Vec<Result<CreateCall, BindError>> =
+                calls.iter().map(CreateCall::read).collect();
+            let lease = self.lease()?;
+            spawn(&env, &pool::IO, move || {
+                let mut out: Vec<Result<String, BindError>> = Vec::with_capacity(calls.len());
+                let mut valid = Vec::with_capacity(calls.len());
+                let mut places = Vec::with_capacity(calls.len());
+                for call in calls {
+                    match call.and_then(CreateCall::parse) {
+                        Ok(parsed) => {
+                            places.push(out.len());
+                            out.push(Ok(String::new()));
+                            valid.push(parsed);
+                        }
+                        Err(e) => out.push(Err(e)),
+                    }
+                }
+                let answers = lease.worlds.world.create_events(valid);
+                for (place, answer) in places.into_iter().zip(answers) {
+                    out[place] = answer.map_err(world_err).and_then(|r| to_json(&r));
+                }
+                Ok(Settled(out))
             })
         })
     }

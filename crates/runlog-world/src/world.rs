@@ -168,6 +168,42 @@ impl<B: RunLog> World<B> {
         request: EventRequest,
         params: &CreateEventParams,
     ) -> Result<EventResult, WorldError> {
+        let (entry, slot) = self.enqueue(run_id, request, params)?;
+        self.drive(&entry, &slot)
+    }
+
+    /// `events.create` for several requests at once, as one caller: each request is
+    /// queued on its run (the requests of one run together and in the order given), then
+    /// their runs' groups are committed, so that the requests of one run meet in one group
+    /// commit without a thread each. Returns each request's answer, in the order given:
+    /// what [`World::create_event`] would have returned had the requests been made one after
+    /// another in that order, each allowed to join the same group.
+    ///
+    /// # Errors
+    /// Per request, as [`World::create_event`].
+    pub fn create_events(
+        &self,
+        requests: Vec<(Option<String>, EventRequest, CreateEventParams)>,
+    ) -> Vec<Result<EventResult, WorldError>> {
+        let mut queued: Vec<Result<(Arc<RunEntry>, Slot), WorldError>> =
+            Vec::with_capacity(requests.len());
+        for (run_id, request, params) in requests {
+            queued.push(self.enqueue(run_id.as_deref(), request, &params));
+        }
+        queued
+            .into_iter()
+            .map(|q| q.and_then(|(entry, slot)| self.drive(&entry, &slot)))
+            .collect()
+    }
+
+    /// Checks `request` and queues it on its run: the run's entry and the slot where its
+    /// answer will be left.
+    fn enqueue(
+        &self,
+        run_id: Option<&str>,
+        request: EventRequest,
+        params: &CreateEventParams,
+    ) -> Result<(Arc<RunEntry>, Slot), WorldError> {
         let req = Checked::new(run_id, request, params, &self.config)?;
         if req.creation_data().is_some() {
             self.ensure_run_log(&req)?;
@@ -179,6 +215,13 @@ impl<B: RunLog> World<B> {
             params: params.clone(),
             slot: slot.clone(),
         });
+        Ok((entry, slot))
+    }
+
+    /// Waits for the answer in `slot`, leading the run's next group commit whenever the
+    /// run's writer lock is free (the leader commits the requests queued before and with
+    /// this one, up to [`GROUP_MEMBERS_MAX`]).
+    fn drive(&self, entry: &RunEntry, slot: &Slot) -> Result<EventResult, WorldError> {
         loop {
             if let Some(answer) = slot.take() {
                 return answer;
@@ -191,7 +234,7 @@ impl<B: RunLog> World<B> {
                 };
                 if !members.is_empty() {
                     let _abort = AbortUnanswered::new(&members);
-                    self.commit_group(&entry, members);
+                    self.commit_group(entry, members);
                 }
                 drop(writer);
                 // Whoever queued meanwhile leads the next group.

@@ -339,3 +339,88 @@ fn step_created_on<B: RunLog>(
         &params(),
     )
 }
+
+#[test]
+fn create_events_from_one_thread_commits_each_runs_requests_as_one_group_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+    let w = World::new(store.clone(), WorldConfig::default());
+    let (a, b) = (running_run(&w), running_run(&w));
+    let step = |run: &str, id: &str| {
+        let data = format!(r#"{{"stepName":"s","input":{}}}"#, bin(id.as_bytes()));
+        (
+            Some(run.to_string()),
+            req(EventType::StepCreated, Some(id), Some(&data)),
+            params(),
+        )
+    };
+    let completed = |run: &str| {
+        let data = format!(r#"{{"output":{}}}"#, bin(b"done"));
+        (
+            Some(run.to_string()),
+            req(EventType::RunCompleted, None, Some(&data)),
+            params(),
+        )
+    };
+    let before = store.commit_stats();
+    let answers = w.create_events(vec![
+        step(&a, "a1"),
+        step(&b, "b1"),
+        step(&a, "a1"), // the same step again: a conflict, as it would be after a1 alone
+        completed(&a),
+        step(&a, "a2"), // after run_completed: the run is terminal
+        (
+            Some("wrun_short".into()),
+            req(EventType::RunStarted, None, None),
+            params(),
+        ),
+        step(&b, "b2"),
+        completed(&a), // a second terminal event: refused
+    ]);
+    let after = store.commit_stats();
+    let kinds: Vec<Result<(EventType, u64), (&str, u16)>> = answers
+        .iter()
+        .map(|r| match r {
+            Ok(r) => {
+                let e = r.event.as_ref().expect("the event");
+                Ok((e.event_type, e.seq))
+            }
+            Err(e) => Err((e.class_name(), e.status())),
+        })
+        .collect();
+    // Each run's requests decided in the order given, against the events before them.
+    assert_eq!(kinds[0], Ok((EventType::StepCreated, 3)));
+    assert_eq!(kinds[1], Ok((EventType::StepCreated, 3)));
+    assert!(matches!(kinds[2], Err((_, 409))), "{:?}", kinds[2]);
+    assert_eq!(kinds[3], Ok((EventType::RunCompleted, 4)));
+    assert!(matches!(kinds[4], Err((_, 409 | 410))), "{:?}", kinds[4]);
+    assert!(matches!(kinds[5], Err((_, 400))), "{:?}", kinds[5]);
+    assert_eq!(kinds[6], Ok((EventType::StepCreated, 4)));
+    assert!(matches!(kinds[7], Err((_, 409 | 410))), "{:?}", kinds[7]);
+    // What each refused request gets alone, now, is what it got in the batch.
+    for (i, again) in [(2, step(&a, "a1")), (4, step(&a, "a2")), (7, completed(&a))] {
+        let alone = w
+            .create_event(again.0.as_deref(), again.1, &again.2)
+            .unwrap_err();
+        let batched = answers[i].as_ref().unwrap_err();
+        assert_eq!(
+            (alone.class_name(), alone.status()),
+            (batched.class_name(), batched.status()),
+            "request {i}"
+        );
+    }
+    // One thread, two runs: one group commit (one fdatasync) per run, not one per request.
+    assert_eq!(after.events - before.events, 4);
+    assert_eq!(after.groups - before.groups, 2);
+    let page = store.read(&RunId::new(&a).unwrap(), 0, 100).unwrap();
+    let kinds_a: Vec<&str> = page.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds_a,
+        [
+            "run_created",
+            "run_started",
+            "step_created",
+            "run_completed"
+        ]
+    );
+}

@@ -128,6 +128,63 @@ export function fromEventPage(text) {
   return { data, cursor: page.cursor, hasMore: page.hasMore };
 }
 
+/**
+ * `events.create` calls made in the same turn of the event loop, gathered per run and sent
+ * to the addon as one `createEvents` call each (the calls of a new run, `runId` null, each
+ * on its own): one promise, one worker thread and one wake-up per run instead of one per
+ * call, and the run's calls queued together, in call order, for one group commit. Each call
+ * still settles on its own, with the same value or error class as one `createEvent` call.
+ */
+function createBatcher(openWorld) {
+  let queued = null;
+  const send = async (calls) => {
+    let outs;
+    try {
+      const w = await openWorld();
+      outs = await w.createEvents(calls.map((c) => c.args));
+    } catch (err) {
+      for (const c of calls) c.reject(toWorkflowError(err));
+      return;
+    }
+    for (let i = 0; i < calls.length; i++) {
+      const out = outs[i];
+      if (typeof out !== 'string') {
+        calls[i].reject(toWorkflowError(out));
+        continue;
+      }
+      try {
+        calls[i].resolve(fromJson(out));
+      } catch (err) {
+        calls[i].reject(toWorkflowError(err));
+      }
+    }
+  };
+  const flush = () => {
+    const groups = queued;
+    queued = null;
+    for (const calls of groups.values()) void send(calls);
+  };
+  return (runId, request, params) =>
+    new Promise((resolve, reject) => {
+      let args;
+      try {
+        args = [runId ?? null, toJson(request, 'request'), toJson(params)];
+      } catch (err) {
+        reject(toWorkflowError(err));
+        return;
+      }
+      if (queued === null) {
+        queued = new Map();
+        process.nextTick(flush);
+      }
+      // A new run's calls (runId null) each go alone: they are different runs.
+      const key = args[0] ?? Symbol('new run');
+      let calls = queued.get(key);
+      if (calls === undefined) queued.set(key, (calls = []));
+      calls.push({ args, resolve, reject });
+    });
+}
+
 /** Bytes of a stream chunk (`string` as UTF-8). */
 function chunkBytes(chunk) {
   if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
@@ -157,6 +214,8 @@ export function createStorage(openWorld) {
   const json = (f) => call(async (w) => fromJson(await f(w)));
   const eventPage = (f) => call(async (w) => fromEventPage(await f(w)));
 
+  const creates = createBatcher(openWorld);
+
   // Writes to one stream are applied in call order, even when runId is a promise.
   const tails = new Map();
   const serial = (runId, name, f) => {
@@ -184,8 +243,7 @@ export function createStorage(openWorld) {
       list: (params) => json((w) => w.stepsList(toJson(params))),
     },
     events: {
-      create: (runId, request, params) =>
-        json((w) => w.createEvent(runId ?? null, toJson(request, 'request'), toJson(params))),
+      create: (runId, request, params) => creates(runId, request, params),
       get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
       list: (params) => eventPage((w) => w.eventsList(toJson(params))),
       listByCorrelationId: (params) => eventPage((w) => w.eventsListByCorrelationId(toJson(params))),

@@ -79,8 +79,8 @@ describe('selecting PostgreSQL (no server needed)', () => {
     expect(err).toMatchObject({ code: 'IO', path: 'postgres' });
     const w = world({ url: UNREACHABLE });
     expect(await rejection(w.start())).toMatchObject({ code: 'IO', path: 'postgres' });
-    for (const p of [w.runs.list(), w.events.create(null, { eventType: 'run_created', eventData: {} }), w.hooks.getByToken('t')]) {
-      const e = await rejection(p);
+    // Every promise gets its handler at once: one that rejects early is never unhandled.
+    for (const e of await Promise.all([w.runs.list(), w.events.create(null, { eventType: 'run_created', eventData: {} }), w.hooks.getByToken('t')].map(rejection))) {
       expect(WorkflowWorldError.is(e)).toBe(true);
       expect(e.status).toBe(500);
       expect(e.cause).toMatchObject({ code: 'IO', path: 'postgres' });

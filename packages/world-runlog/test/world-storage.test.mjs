@@ -20,6 +20,7 @@ import {
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { createWorld, Store } from '../index.js';
+import { threadPoolStats } from '../store.js';
 import { fromEventPage, fromJson } from '../src/storage.js';
 import { rejection, storeTarget, tempDir, testBackend } from './helpers.mjs';
 
@@ -257,6 +258,75 @@ describe('event pages', () => {
   });
 });
 
+describe('events.create calls of one turn, gathered per run', () => {
+  const step = (correlationId, i) => ({
+    eventType: 'step_created',
+    correlationId,
+    specVersion: 5,
+    eventData: { stepName: 'step//x', input: new Uint8Array([i, 0, 255]) },
+  });
+
+  test('each run’s calls of one turn are one addon call, applied in call order, each settled with its own result', async () => {
+    const w = world();
+    const runs = [await createRun(w), await createRun(w), await createRun(w)];
+    const jobsBefore = threadPoolStats().io.jobsRun;
+    const calls = runs.flatMap((run, r) => Array.from({ length: 10 }, (_, i) => w.events.create(run.runId, step(`step_${r}_${i}`, i))));
+    const results = await Promise.all(calls);
+    // Three runs, three worker jobs: not one per call.
+    expect(threadPoolStats().io.jobsRun - jobsBefore).toBe(3);
+    for (const [k, result] of results.entries()) {
+      const [r, i] = [Math.floor(k / 10), k % 10];
+      expect(result.event.runId).toBe(runs[r].runId);
+      expect(result.step).toMatchObject({ stepId: `step_${r}_${i}`, status: 'pending', input: new Uint8Array([i, 0, 255]) });
+    }
+    for (const [r, run] of runs.entries()) {
+      const events = (await w.events.list({ runId: run.runId, pagination: { limit: 100 } })).data;
+      // In call order, right after run_created: the order the calls were made in.
+      expect(events.map((e) => e.correlationId ?? null)).toEqual([null, ...Array.from({ length: 10 }, (_, i) => `step_${r}_${i}`)]);
+    }
+  });
+
+  test('two terminal events in one turn: the first wins, the second gets the conflict it would get alone', async () => {
+    const w = world();
+    const run = await createRun(w);
+    await w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+    const [done, again] = await Promise.allSettled([
+      w.events.create(run.runId, { eventType: 'run_completed', specVersion: 5, eventData: { output: allBytes } }),
+      w.events.create(run.runId, { eventType: 'run_failed', specVersion: 5, eventData: { error: 'late' } }),
+    ]);
+    expect(done.status).toBe('fulfilled');
+    expect(done.value.run.status).toBe('completed');
+    expect(again.status).toBe('rejected');
+    const alone = await rejection(w.events.create(run.runId, { eventType: 'run_failed', specVersion: 5, eventData: { error: 'late' } }));
+    expect(again.reason.constructor).toBe(alone.constructor);
+    expect(again.reason.status).toBe(alone.status);
+    expect(again.reason.cause).toMatchObject({ code: alone.cause.code, className: alone.cause.className });
+    const types = (await w.events.list({ runId: run.runId })).data.map((e) => e.eventType);
+    expect(types).toEqual(['run_created', 'run_started', 'run_completed']);
+    expect((await w.runs.get(run.runId)).output).toEqual(allBytes);
+  });
+
+  test('bad calls in a turn reject alone; the good ones of the same run commit', async () => {
+    const w = world();
+    const run = await createRun(w);
+    const settled = await Promise.allSettled([
+      w.events.create(run.runId, step('a', 1)),
+      w.events.create(run.runId, { eventType: 'no_such_event', specVersion: 5 }),
+      w.events.create(run.runId, { ...step('b', 2), eventData: { stepName: 'x', input: 1n } }),
+      w.events.create(run.runId, { eventType: 'step_completed', correlationId: 'never_created', specVersion: 5, eventData: { result: 1 } }),
+      w.events.create('wrun_short', step('c', 3)),
+      w.events.create(run.runId, step('d', 4)),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected', 'rejected', 'fulfilled']);
+    expect(settled[1].reason.cause).toMatchObject({ code: 'INVALID_INPUT' });
+    expect(settled[2].reason.cause).toMatchObject({ code: 'INVALID_INPUT', field: 'request' });
+    expect(settled[3].reason.status).toBe(404);
+    expect(settled[4].reason.cause).toMatchObject({ code: 'INVALID_INPUT', field: 'runId' });
+    const events = (await w.events.list({ runId: run.runId })).data;
+    expect(events.map((e) => e.correlationId ?? null)).toEqual([null, 'a', 'd']);
+  });
+});
+
 describe('streams', () => {
   test('write, writeMulti, get from an index and from the end, getChunks, getInfo, list, close', async () => {
     const w = world();
@@ -323,14 +393,14 @@ describe('start() and close()', () => {
     const pending = reader.read();
     await w.close();
     expect((await pending).done).toBe(true);
-    for (const p of [
+    // Every promise gets its handler at once: one that rejects early is never unhandled.
+    for (const err of await Promise.all([
       w.runs.get(run.runId),
       w.events.create(run.runId, { eventType: 'run_started' }),
       w.events.list({ runId: run.runId }),
       w.streams.write(run.runId, 'strm_x', 'a'),
       w.hooks.getByToken('t'),
-    ]) {
-      const err = await rejection(p);
+    ].map(rejection))) {
       expect(WorkflowWorldError.is(err)).toBe(true);
       expect(err.cause.code).toBe('CLOSED');
     }
@@ -341,14 +411,14 @@ describe('bad input', () => {
   test('invalid run ids reject with INVALID_INPUT (400), nothing written', async () => {
     const w = world();
     for (const id of ['', 'run_1', 'wrun_short', 'wrun_../../etc', '_world-hook-tokens', 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV/x']) {
-      for (const p of [
+      // Every promise gets its handler at once: one that rejects early is never unhandled.
+      for (const err of await Promise.all([
         w.runs.get(id),
         w.events.create(id, { eventType: 'run_started' }),
         w.events.list({ runId: id }),
         w.steps.list({ runId: id }),
         w.streams.write(id, 'strm_x', 'a'),
-      ]) {
-        const err = await rejection(p);
+      ].map(rejection))) {
         expect(WorkflowWorldError.is(err), `${id}: ${err}`).toBe(true);
         expect(err.status).toBe(400);
         expect(err.cause.code).toBe('INVALID_INPUT');
@@ -366,15 +436,15 @@ describe('bad input', () => {
     const run = await createRun(w);
     const cyclic = { runId: run.runId };
     cyclic.self = cyclic;
-    for (const p of [
+    // Every promise gets its handler at once: one that rejects early is never unhandled.
+    for (const err of await Promise.all([
       w.events.create(run.runId, { eventType: 'step_created', correlationId: 's', specVersion: 5, eventData: { stepName: 'x', input: 1n } }),
       w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 }, cyclic),
       w.events.list(cyclic),
       w.runs.list({ limit: 2n }),
       w.streams.write(run.runId, 'strm_x', 42),
       w.streams.writeMulti(run.runId, 'strm_x', ['a', { not: 'bytes' }]),
-    ]) {
-      const err = await rejection(p);
+    ].map(rejection))) {
       expect(WorkflowWorldError.is(err), String(err)).toBe(true);
       expect(err.status).toBe(400);
       expect(err.cause).toMatchObject({ code: 'INVALID_INPUT' });
@@ -409,8 +479,8 @@ describe('bad input', () => {
     writeFileSync(`${segDir}/${seg}`, bytes);
 
     const again = world({ dataDir });
-    for (const p of [again.runs.get(run.runId), again.events.list({ runId: run.runId })]) {
-      const err = await rejection(p);
+    // Every promise gets its handler at once: one that rejects early is never unhandled.
+    for (const err of await Promise.all([again.runs.get(run.runId), again.events.list({ runId: run.runId })].map(rejection))) {
       expect(WorkflowWorldError.is(err)).toBe(true);
       expect(err.status).toBe(500);
       expect(err.cause).toMatchObject({ code: 'CORRUPT', runId: run.runId });
@@ -439,6 +509,55 @@ describe('the addon World directly', () => {
       await store.close();
       expect(w.closed).toBe(true);
       expect((await rejection(w.runsGet(runId))).code).toBe('CLOSED');
+    } finally {
+      await store.close();
+    }
+  });
+  test('createEvents: one entry per call, in order, a JSON text or the Error createEvent rejects with', async () => {
+    const store = await Store.open(`${tmp.dir}/direct`);
+    try {
+      const w = store.world();
+      const newRun = async () =>
+        JSON.parse(await w.createEvent(null, { eventType: 'run_created', eventData: { deploymentId: 'd', workflowName: 'wf', input: null } }))
+          .run.runId;
+      const calls = (runId) => [
+        [runId, '{"eventType":"run_started","specVersion":5}'],
+        [runId, { eventType: 'run_started', specVersion: 5 }, { resolveData: 'none' }],
+        [runId, { eventType: 'step_completed', correlationId: 'nope', specVersion: 5, eventData: { result: 1 } }],
+        [runId, '{"eventType":"run_cancelled"}', '{"resolveData":"some"}'],
+        [runId, 'not json'],
+        [runId, '{"eventType":"run_cancelled"}', null],
+        [runId, '{"eventType":"run_completed","eventData":{"output":1}}'],
+      ];
+      const outcome = (x) => (typeof x === 'string' ? { status: JSON.parse(x).run?.status } : { ...x, message: x.message });
+      // The same calls, one createEvent after another on a second run: the same outcomes.
+      const [batched, serial] = [await newRun(), await newRun()];
+      const out = await w.createEvents(calls(batched));
+      const alone = [];
+      for (const [runId, request, params] of calls(serial)) {
+        alone.push(await w.createEvent(runId, request, params).catch((e) => e));
+      }
+      const normalize = (o, runId) => JSON.parse(JSON.stringify(outcome(o)).replaceAll(runId, 'RUN'));
+      expect(out.map((o) => normalize(o, batched))).toEqual(alone.map((o) => normalize(o, serial)));
+      expect(out.map((o) => (typeof o === 'string' ? 'ok' : o.code))).toEqual([
+        'ok',
+        alone[1] instanceof Error ? alone[1].code : 'ok',
+        'NOT_FOUND',
+        'INVALID_INPUT',
+        'INVALID_INPUT',
+        'ok',
+        'CONFLICT',
+      ]);
+      expect(out[3]).toMatchObject({ field: 'params.resolveData' });
+      // A call that is no [runId, request, params?] is an entry of its own; the rest go on.
+      const shapes = await w.createEvents([['wrun_short', '{"eventType":"run_started"}'], [batched], 'not a call', 7]);
+      const badRun = await rejection(w.createEvent('wrun_short', '{"eventType":"run_started"}'));
+      expect(outcome(shapes[0])).toEqual(outcome(badRun));
+      expect(shapes.slice(1).map((e) => e.code)).toEqual(['INVALID_INPUT', 'INVALID_INPUT', 'INVALID_INPUT']);
+      expect((await rejection(w.createEvents('nope'))).code).toBe('INVALID_INPUT');
+      expect(await w.createEvents([])).toEqual([]);
+      await store.close();
+      expect((await rejection(w.createEvents([[batched, '{"eventType":"run_started"}']]))).code).toBe('CLOSED');
     } finally {
       await store.close();
     }
