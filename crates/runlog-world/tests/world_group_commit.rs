@@ -378,7 +378,9 @@ fn create_events_from_one_thread_commits_each_runs_requests_as_one_group_in_orde
         completed(&a), // a second terminal event: refused
     ]);
     let after = store.commit_stats();
-    let kinds: Vec<Result<(EventType, u64), (&str, u16)>> = answers
+    // The event's type and seq, or the error's class and status.
+    type Outcome<'a> = Result<(EventType, u64), (&'a str, u16)>;
+    let kinds: Vec<Outcome> = answers
         .iter()
         .map(|r| match r {
             Ok(r) => {
