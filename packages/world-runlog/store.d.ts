@@ -246,12 +246,19 @@ export declare class RunlogNativeWorld {
   private constructor();
   readonly closed: boolean;
   createEvent(runId: string | null, request: JsonArg, params?: JsonArg): Promise<string>;
+  /**
+   * Several `createEvent` calls at once: one entry per call, in order, the result's JSON text
+   * or the `RunlogError` that call alone would reject with. The calls of one run meet in one
+   * group commit on one worker thread. Rejects as a whole only for a `calls` that is no array
+   * or a closed World.
+   */
+  createEvents(calls: Array<[runId: string | null, request: JsonArg, params?: JsonArg]>): Promise<Array<string | RunlogError>>;
   runsGet(runId: string, params?: JsonArg): Promise<string>;
   runsList(params?: JsonArg): Promise<string>;
   stepsGet(runId: string, stepId: string, params?: JsonArg): Promise<string>;
   stepsList(params: JsonArg): Promise<string>;
   eventsGet(runId: string, eventId: string, params?: JsonArg): Promise<string>;
-  /** An event page in the wire form of crates/runlog-node/src/event_page.rs (`createdAt` in ms, `fix`). */
+  /** An event page in the wire form of crates/runlog-node/src/event_page.rs (columns, `createdAt` in ms, `fix`/`fixPaths`). */
   eventsList(params: JsonArg): Promise<string>;
   /** The same wire form as `eventsList`. */
   eventsListByCorrelationId(params: JsonArg): Promise<string>;
@@ -283,6 +290,9 @@ export interface LaneStats {
   queued: number;
   threadsMax: number;
   threadsStarted: number;
+  /** Jobs handed to the lane (counted when queued, synchronously). */
+  jobsQueued: number;
+  /** Jobs that ended (counted after the job settled its promise). */
   jobsRun: number;
 }
 

@@ -48,7 +48,8 @@ pub fn version() -> String {
 }
 
 /// `threadPoolStats() → {io, wait}`: each lane's `threads`, `idle`, `queued`, `threadsMax`,
-/// `threadsStarted`, `jobsRun` (synchronous; diagnostics and tests).
+/// `threadsStarted`, `jobsQueued` (jobs handed to the lane), `jobsRun` (jobs that ended)
+/// (synchronous; diagnostics and tests).
 #[napi(ts_return_type = "ThreadPoolStats")]
 pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
     let lane = |p: &pool::Pool| -> napi::Result<_> {
@@ -59,6 +60,7 @@ pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
             .set("queued", s.queued as f64)?
             .set("threadsMax", s.threads_max as f64)?
             .set("threadsStarted", s.threads_started as f64)?
+            .set("jobsQueued", s.jobs_queued as f64)?
             .set("jobsRun", s.jobs_run as f64)?
             .raw())
     };

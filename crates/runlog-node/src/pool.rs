@@ -66,6 +66,7 @@ struct State {
     threads: usize,
     idle: usize,
     threads_started: u64,
+    jobs_queued: u64,
     jobs_run: u64,
 }
 
@@ -77,6 +78,9 @@ pub(crate) struct PoolStats {
     pub queued: usize,
     pub threads_max: usize,
     pub threads_started: u64,
+    /// Jobs handed to the lane (counted when queued, on the caller's thread).
+    pub jobs_queued: u64,
+    /// Jobs that ran to their end (counted after the job settled its promise).
     pub jobs_run: u64,
 }
 
@@ -95,6 +99,7 @@ impl Pool {
     pub(crate) fn execute(&'static self, job: Job) {
         let mut st = self.state.lock();
         st.queue.push_back(job);
+        st.jobs_queued += 1;
         if st.queue.len() <= st.idle {
             self.work.notify_one();
             return;
@@ -154,6 +159,7 @@ impl Pool {
             queued: st.queue.len(),
             threads_max: self.threads_max,
             threads_started: st.threads_started,
+            jobs_queued: st.jobs_queued,
             jobs_run: st.jobs_run,
         }
     }
@@ -195,6 +201,7 @@ mod tests {
         let stats = pool.stats();
         assert!(stats.threads <= 3 && stats.threads_started <= 3);
         assert_eq!(stats.threads_max, 3);
+        assert_eq!(stats.jobs_queued, 40);
     }
 
     #[test]

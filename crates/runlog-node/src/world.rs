@@ -32,7 +32,7 @@ use runlog_world::{
 use serde_json::Value;
 
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
-use crate::event_page::events_page_json;
+use crate::event_page::{events_list_json, events_page_json};
 use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
 use crate::out::{Number, Unit};
 use crate::pool;
@@ -169,7 +169,26 @@ struct Json(String);
 
 impl IntoJs for Json {
     fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        unsafe { <String as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self.0) }
+        if !self.0.is_ascii() {
+            return unsafe {
+                <String as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self.0)
+            };
+        }
+        // ASCII text is its own Latin-1: V8 copies it into a one-byte string without the
+        // UTF-8 decoder (most result texts: payloads carry binary values as base64).
+        let mut out = std::ptr::null_mut();
+        let status = unsafe {
+            sys::napi_create_string_latin1(
+                env,
+                self.0.as_ptr().cast(),
+                self.0.len() as isize,
+                &mut out,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            return Err(napi::Error::from_reason("napi_create_string_latin1 failed"));
+        }
+        Ok(out)
     }
 }
 
@@ -673,6 +692,11 @@ impl JsWorld {
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
             self.json_call(&env, move |w| {
+                if resolve == ResolveData::All {
+                    if let Some(text) = events_list_json(&w.world, &run, &p).map_err(world_err)? {
+                        return Ok(text);
+                    }
+                }
                 events_page_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
             })
         })

@@ -303,6 +303,29 @@ pub struct Event {
     pub seq: u64,
 }
 
+/// A stored event as [`World::list_events_each`](crate::World::list_events_each) hands it
+/// out: [`Event`]'s fields borrowed from the log instead of copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventView<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The event id's ULID (`evnt_<ULID>` is [`crate::event_id_string`] of it).
+    pub event_id: ulid::Ulid,
+    /// The type.
+    pub event_type: EventType,
+    /// The correlation id, if any.
+    pub correlation_id: Option<&'a str>,
+    /// The stored payload text, byte for byte (UTF-8; **not** parsed here: a caller that
+    /// needs it to be JSON checks it, as [`Event`]'s reads do).
+    pub event_data: Option<&'a str>,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at_ms: u64,
+    /// The run's spec version.
+    pub spec_version: Option<u32>,
+    /// The event's runlog seq.
+    pub seq: u64,
+}
+
 /// A workflow run's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -7,8 +7,8 @@ use crate::cursor;
 use crate::error::WorldError;
 use crate::ids::{parse_event_id, parse_run_id};
 use crate::model::{
-    Event, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, SortOrder, Step,
-    WorkflowRun,
+    Event, EventType, EventView, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination,
+    ResolveData, SortOrder, Step, WorkflowRun,
 };
 use crate::world::{EVENTS_PAGE_DEFAULT, World, stored_event};
 
@@ -384,6 +384,105 @@ impl<B: RunLog> World<B> {
             has_more: page.has_more,
             data,
         })
+    }
+
+    /// `events.list({runId})` with `resolveData: 'all'`, each event handed to `f` borrowed
+    /// from the log (nothing copied per event; payloads not parsed): the events
+    /// [`World::list_events`] lists, in its order, then `(cursor, has_more)` of that page.
+    /// For callers that turn a page into another form (the Node binding writes its wire
+    /// text this way) without building [`Event`]s first.
+    ///
+    /// # Errors
+    /// As [`World::list_events`]; [`WorldError::InvalidStoredEvent`] for an event whose kind
+    /// is no event type or whose payload is not UTF-8 (JSON is the caller's to check). The
+    /// first error `f` returns stops the listing and is returned.
+    pub fn list_events_each<E: From<WorldError>>(
+        &self,
+        run_id: &str,
+        pagination: &Pagination,
+        mut f: impl FnMut(&EventView<'_>) -> Result<(), E>,
+    ) -> Result<(Option<String>, bool), E> {
+        let run = self.run_id(run_id)?;
+        let limit = limit(pagination, EVENTS_PAGE_DEFAULT);
+        let cursor = pagination
+            .cursor
+            .as_deref()
+            .map(|c| cursor::decode_seq(c, "pagination.cursor"))
+            .transpose()?;
+        let entry = self.entry(&run);
+        let (last, spec) = {
+            let state = self.load(&entry, &run)?;
+            (state.seq(), state.spec_version())
+        };
+        let mut visit = |e: runlog::EventRef<'_>| -> Result<u64, E> {
+            let bad = |reason: String| WorldError::InvalidStoredEvent {
+                run_id: run.to_string(),
+                seq: e.seq,
+                reason,
+            };
+            let event_type = EventType::parse(e.kind)
+                .ok_or_else(|| bad(format!("unknown kind {:?}", e.kind)))?;
+            let event_data = match e.payload {
+                [] => None,
+                bytes => Some(
+                    std::str::from_utf8(bytes)
+                        .map_err(|err| bad(format!("payload is not JSON: {err}")))?,
+                ),
+            };
+            f(&EventView {
+                run_id: run.as_str(),
+                event_id: e.event_id,
+                event_type,
+                correlation_id: e.correlation_id,
+                event_data,
+                created_at_ms: e.created_at_ms,
+                spec_version: spec,
+                seq: e.seq,
+            })?;
+            Ok(e.seq)
+        };
+        if pagination.sort_order == Some(SortOrder::Desc) {
+            let before = cursor.unwrap_or(last + 1).min(last + 1);
+            let low = before.saturating_sub(limit as u64).max(1);
+            let count = before.saturating_sub(low) as usize;
+            let page = self
+                .backend
+                .read(&run, low - 1, count)
+                .map_err(WorldError::from)?;
+            let mut lowest = None;
+            for e in page.events.iter().rev() {
+                lowest = Some(visit(runlog::EventRef {
+                    seq: e.seq,
+                    event_id: e.event_id,
+                    created_at_ms: e.created_at_ms,
+                    kind: &e.kind,
+                    correlation_id: e.correlation_id.as_deref(),
+                    key: e.key.as_deref(),
+                    payload: &e.payload,
+                })?);
+            }
+            return Ok((
+                lowest.map(cursor::encode_seq),
+                lowest.is_some_and(|s| s > 1),
+            ));
+        }
+        let mut failed = None;
+        let mut highest = None;
+        let (_, has_more) = self
+            .backend
+            .read_each(&run, cursor.unwrap_or(0), limit, &mut |e| {
+                if failed.is_none() {
+                    match visit(e) {
+                        Ok(seq) => highest = Some(seq),
+                        Err(err) => failed = Some(err),
+                    }
+                }
+            })
+            .map_err(WorldError::from)?;
+        if let Some(err) = failed {
+            return Err(err);
+        }
+        Ok((highest.map(cursor::encode_seq), has_more))
     }
 
     /// `events.listByCorrelationId`: events with this correlation id, within one run (in

@@ -89,19 +89,20 @@ export const fromJson = (text) => revive(JSON.parse(text));
 
 /**
  * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs): one column
- * per field, `createdAt` in ms since the epoch, and `fix`, the places the generic walk would
- * revive: `[event index, 0 (binary) | 1 (date string), 'eventData', key or index...]`.
+ * per field, event types as indexes into `typeNames`, `createdAt` in ms since the epoch, and
+ * the places the generic walk would revive as `fix` pairs `[event index, path index]` into
+ * `fixPaths`, each path `[0 (binary) | 1 (date string), 'eventData', key or index...]`.
  * Building each event here and reviving just those places gives what `fromJson` gives for
  * the same events, without visiting every value of every event.
  */
 export function fromEventPage(text) {
   const page = JSON.parse(text);
   if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
-  const { run, runs, ids, types, corr, data: payloads, absent, at, spec, fix } = page;
+  const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths } = page;
   const data = new Array(ids.length);
   let nextAbsent = 0;
   for (let i = 0; i < ids.length; i++) {
-    const e = { runId: run ?? runs[i], eventId: ids[i], eventType: types[i] };
+    const e = { runId: run ?? runs[i], eventId: ids[i], eventType: typeNames[types[i]] };
     if (corr[i] !== null) e.correlationId = corr[i];
     if (absent[nextAbsent] === i) nextAbsent++;
     else e.eventData = payloads[i];
@@ -109,14 +110,14 @@ export function fromEventPage(text) {
     if (spec[i] !== null) e.specVersion = spec[i];
     data[i] = e;
   }
-  for (let f = 0; f < fix.length; f++) {
-    const path = fix[f];
-    let parent = data[path[0]];
+  for (let f = 0; f < fix.length; f += 2) {
+    const path = fixPaths[fix[f + 1]];
+    let parent = data[fix[f]];
     const last = path.length - 1;
-    for (let k = 2; k < last; k++) parent = parent[path[k]];
+    for (let k = 1; k < last; k++) parent = parent[path[k]];
     const key = path[last];
     const v = parent[key];
-    if (path[1] === 0) {
+    if (path[0] === 0) {
       if (v !== null && typeof v === 'object' && typeof v.data === 'string') {
         parent[key] = new Uint8Array(Buffer.from(v.data, 'base64'));
       }

@@ -41,6 +41,9 @@ async function nativeWorld(): Promise<number> {
   const store = await Store.open('/tmp/y.runlog');
   const w = store.world();
   const created = JSON.parse(await w.createEvent(null, { eventType: 'run_created' }));
+  const batch = await w.createEvents([[created.run.runId, { eventType: 'run_started' }], [null, '{}', undefined]]);
+  const codes = batch.map((o) => (typeof o === 'string' ? 'ok' : o.code));
+  void codes;
   const read = await w.streamsRead(created.run.runId, 'strm_x', -1, 10);
   return read.chunks.length + (await w.streamsInfo(created.run.runId, 'strm_x')).tailIndex;
 }

@@ -269,11 +269,11 @@ describe('events.create calls of one turn, gathered per run', () => {
   test('each run’s calls of one turn are one addon call, applied in call order, each settled with its own result', async () => {
     const w = world();
     const runs = [await createRun(w), await createRun(w), await createRun(w)];
-    const jobsBefore = threadPoolStats().io.jobsRun;
+    const jobsBefore = threadPoolStats().io.jobsQueued;
     const calls = runs.flatMap((run, r) => Array.from({ length: 10 }, (_, i) => w.events.create(run.runId, step(`step_${r}_${i}`, i))));
     const results = await Promise.all(calls);
     // Three runs, three worker jobs: not one per call.
-    expect(threadPoolStats().io.jobsRun - jobsBefore).toBe(3);
+    expect(threadPoolStats().io.jobsQueued - jobsBefore).toBe(3);
     for (const [k, result] of results.entries()) {
       const [r, i] = [Math.floor(k / 10), k % 10];
       expect(result.event.runId).toBe(runs[r].runId);
