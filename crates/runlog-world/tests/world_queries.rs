@@ -5,7 +5,10 @@
 mod common;
 
 use common::*;
-use runlog_world::{EventType, ListRunsParams, Pagination, ResolveData, RunStatus, SortOrder};
+use runlog_world::{
+    Event, EventType, ListRunsParams, Pagination, RawJson, ResolveData, RunStatus, SortOrder,
+    WorldError,
+};
 
 fn page(limit: usize, cursor: Option<String>, order: Option<SortOrder>) -> Pagination {
     Pagination {
@@ -225,6 +228,71 @@ fn events_list_pages_by_seq_in_both_orders_and_is_complete_by_density() {
         "WorkflowRunNotFoundError",
         404,
     );
+}
+
+#[test]
+fn events_list_each_hands_out_what_events_list_lists_in_both_orders() {
+    let (_d, w) = world();
+    let run = running_run(&w);
+    for i in 0..9 {
+        step_created(&w, &run, &format!("s{i}")).unwrap();
+    }
+    step_started(&w, &run, "s0").unwrap();
+    for order in [None, Some(SortOrder::Asc), Some(SortOrder::Desc)] {
+        for (limit, after) in [
+            (100, None),
+            (4, None),
+            (4, Some(5)),
+            (1, Some(12)),
+            (3, Some(1)),
+        ] {
+            // A cursor as events.list hands it out: after the first `after` events.
+            let cursor = after.map(|k| {
+                w.list_events(&run, &page(k, None, None), ResolveData::All)
+                    .unwrap()
+                    .cursor
+                    .unwrap()
+            });
+            let p = page(limit, cursor, order);
+            let listed = w.list_events(&run, &p, ResolveData::All).unwrap();
+            let mut seen = Vec::new();
+            let (cursor, has_more) = w
+                .list_events_each(&run, &p, |e| {
+                    seen.push(Event {
+                        run_id: e.run_id.to_string(),
+                        event_id: runlog_world::event_id_string(e.event_id),
+                        event_type: e.event_type,
+                        correlation_id: e.correlation_id.map(str::to_owned),
+                        event_data: e.event_data.map(|d| RawJson::from_text(d).unwrap()),
+                        created_at_ms: e.created_at_ms,
+                        spec_version: e.spec_version,
+                        seq: e.seq,
+                    });
+                    Ok::<(), WorldError>(())
+                })
+                .unwrap();
+            assert_eq!(seen, listed.data, "{order:?} {limit} {after:?}");
+            assert_eq!((cursor, has_more), (listed.cursor, listed.has_more));
+        }
+    }
+    // Its errors are list_events' errors; an error of the callback stops the listing.
+    assert_class(
+        w.list_events_each(&runlog_world::mint_run_id(), &Default::default(), |_| {
+            Ok::<(), WorldError>(())
+        }),
+        "WorkflowRunNotFoundError",
+        404,
+    );
+    let mut calls = 0;
+    let stopped = w.list_events_each(&run, &Default::default(), |_| {
+        calls += 1;
+        Err(WorldError::InvalidRequest {
+            field: "x".into(),
+            reason: "stop".into(),
+        })
+    });
+    assert!(stopped.is_err());
+    assert_eq!(calls, 1);
 }
 
 #[test]

@@ -230,6 +230,16 @@ describe('event pages', () => {
     expect(wait.eventData.resumeAt).toEqual(new Date(Date.UTC(2030, 0, 1)));
     const byCorrelation = await w.events.listByCorrelationId({ correlationId: 's', runId: run.runId });
     expect(byCorrelation.data).toEqual([lazy, started, retrying]);
+    // Newest first, in pages of 4 and 2: the same events, reversed.
+    const desc = await w.events.list({ runId: run.runId, pagination: { limit: 4, sortOrder: 'desc' } });
+    const rest = await w.events.list({ runId: run.runId, pagination: { limit: 4, sortOrder: 'desc', cursor: desc.cursor } });
+    expect([...desc.data, ...rest.data]).toEqual([...page.data].reverse());
+    expect([desc.hasMore, rest.hasMore]).toEqual([true, false]);
+    // resolveData 'none': no payloads, everything else as listed.
+    const bare = await w.events.list({ runId: run.runId, pagination: { limit: 100 }, resolveData: 'none' });
+    expect(bare.data.map((e) => [e.eventId, e.eventType, e.createdAt, e.eventData?.input])).toEqual(
+      page.data.map((e) => [e.eventId, e.eventType, e.createdAt, undefined]),
+    );
   });
   test('a payload with a repeated key lists as events.get reads it: the last value wins, as in JSON.parse', async () => {
     // The World takes event requests as JSON text too, so stored eventData can repeat a
