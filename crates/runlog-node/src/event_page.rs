@@ -29,7 +29,7 @@
 //! which JavaScript revives with the generic walk.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 
 use runlog_world::{
@@ -113,22 +113,23 @@ struct PageWriter {
     /// The run of every event, when the page is known to be of one run.
     run: Option<String>,
     n: usize,
-    runs: Vec<u8>,
-    ids: Vec<u8>,
-    types: Vec<u8>,
-    corr: Vec<u8>,
-    data: Vec<u8>,
-    absent: Vec<u8>,
-    at: Vec<u8>,
-    spec: Vec<u8>,
-    fix: Vec<u8>,
+    runs: String,
+    ids: String,
+    types: String,
+    corr: String,
+    data: String,
+    absent: String,
+    at: String,
+    spec: String,
+    fix: String,
     /// Event types in order of first appearance, and their indexes.
     type_names: Vec<&'static str>,
-    /// Revive paths (`[kind,"eventData",…]` as JSON) in order of first appearance.
-    fix_paths: HashMap<Vec<u8>, usize>,
-    fix_path_order: Vec<u8>,
+    /// Revive paths (`[kind,"eventData",…]` as JSON) in order of first appearance (a page
+    /// has a handful; looked through from the last one found).
+    fix_paths: Vec<String>,
+    fix_path_order: String,
     /// Scratch for one path's text.
-    path_text: Vec<u8>,
+    path_text: String,
 }
 
 impl PageWriter {
@@ -136,19 +137,19 @@ impl PageWriter {
         PageWriter {
             run: run.map(str::to_owned),
             n: 0,
-            runs: Vec::new(),
-            ids: Vec::with_capacity(capacity * 34),
-            types: Vec::with_capacity(capacity * 16),
-            corr: Vec::with_capacity(capacity * 16),
-            data: Vec::with_capacity(capacity * 128),
-            absent: Vec::new(),
-            at: Vec::with_capacity(capacity * 14),
-            spec: Vec::with_capacity(capacity * 2),
-            fix: Vec::new(),
+            runs: String::new(),
+            ids: String::with_capacity(capacity * 34),
+            types: String::with_capacity(capacity * 16),
+            corr: String::with_capacity(capacity * 16),
+            data: String::with_capacity(capacity * 128),
+            absent: String::new(),
+            at: String::with_capacity(capacity * 14),
+            spec: String::with_capacity(capacity * 2),
+            fix: String::new(),
             type_names: Vec::new(),
-            fix_paths: HashMap::new(),
-            fix_path_order: Vec::new(),
-            path_text: Vec::new(),
+            fix_paths: Vec::new(),
+            fix_path_order: String::new(),
+            path_text: String::new(),
         }
     }
 
@@ -165,10 +166,10 @@ impl PageWriter {
                 &mut self.at,
                 &mut self.spec,
             ] {
-                col.push(b',');
+                col.push(',');
             }
             if self.run.is_none() {
-                self.runs.push(b',');
+                self.runs.push(',');
             }
         }
         if self.run.is_none() {
@@ -177,12 +178,10 @@ impl PageWriter {
         match e.event_id {
             EventId::Ulid(u) => {
                 let mut buf = [0u8; ulid::ULID_LEN];
-                self.ids.push(b'"');
-                self.ids
-                    .extend_from_slice(runlog_world::EVENT_ID_PREFIX.as_bytes());
-                self.ids
-                    .extend_from_slice(u.array_to_str(&mut buf).as_bytes());
-                self.ids.push(b'"');
+                self.ids.push('"');
+                self.ids.push_str(runlog_world::EVENT_ID_PREFIX);
+                self.ids.push_str(u.array_to_str(&mut buf));
+                self.ids.push('"');
             }
             EventId::Text(t) => push_str(&mut self.ids, t),
         }
@@ -197,7 +196,7 @@ impl PageWriter {
         push_uint(&mut self.types, t as u64);
         match e.correlation_id {
             Some(c) => push_str(&mut self.corr, c),
-            None => self.corr.extend_from_slice(b"null"),
+            None => self.corr.push_str("null"),
         }
         match e.event_data {
             Some(payload) => {
@@ -212,43 +211,42 @@ impl PageWriter {
                 if walk.deserialize(&mut de).is_err() || de.end().is_err() {
                     return Err(Unwalkable);
                 }
-                self.data.extend_from_slice(payload.as_bytes());
+                self.data.push_str(payload);
                 for (kind, segs) in found {
                     self.path_text.clear();
-                    self.path_text.push(b'[');
-                    self.path_text.push(b'0' + kind);
+                    self.path_text.push('[');
+                    self.path_text.push(char::from(b'0' + kind));
                     for seg in segs {
-                        self.path_text.push(b',');
+                        self.path_text.push(',');
                         match seg {
                             Seg::Key(key) => push_str(&mut self.path_text, &key),
                             Seg::Index(n) => push_uint(&mut self.path_text, n as u64),
                         }
                     }
-                    self.path_text.push(b']');
-                    let next = self.fix_paths.len();
-                    let path = match self.fix_paths.get(&self.path_text) {
-                        Some(p) => *p,
+                    self.path_text.push(']');
+                    let path = match self.fix_paths.iter().rposition(|p| *p == self.path_text) {
+                        Some(p) => p,
                         None => {
-                            if next > 0 {
-                                self.fix_path_order.push(b',');
+                            if !self.fix_paths.is_empty() {
+                                self.fix_path_order.push(',');
                             }
-                            self.fix_path_order.extend_from_slice(&self.path_text);
-                            self.fix_paths.insert(self.path_text.clone(), next);
-                            next
+                            self.fix_path_order.push_str(&self.path_text);
+                            self.fix_paths.push(self.path_text.clone());
+                            self.fix_paths.len() - 1
                         }
                     };
                     if !self.fix.is_empty() {
-                        self.fix.push(b',');
+                        self.fix.push(',');
                     }
                     push_uint(&mut self.fix, i as u64);
-                    self.fix.push(b',');
+                    self.fix.push(',');
                     push_uint(&mut self.fix, path as u64);
                 }
             }
             None => {
-                self.data.push(b'0');
+                self.data.push('0');
                 if !self.absent.is_empty() {
-                    self.absent.push(b',');
+                    self.absent.push(',');
                 }
                 push_uint(&mut self.absent, i as u64);
             }
@@ -256,14 +254,14 @@ impl PageWriter {
         push_uint(&mut self.at, e.created_at_ms);
         match e.spec_version {
             Some(v) => push_uint(&mut self.spec, u64::from(v)),
-            None => self.spec.extend_from_slice(b"null"),
+            None => self.spec.push_str("null"),
         }
         Ok(())
     }
 
     /// The page's JSON text.
     fn finish(self, cursor: Option<&str>, has_more: bool) -> String {
-        let mut out = Vec::with_capacity(
+        let mut out = String::with_capacity(
             self.runs.len()
                 + self.ids.len()
                 + self.types.len()
@@ -276,19 +274,19 @@ impl PageWriter {
                 + self.fix_path_order.len()
                 + 256,
         );
-        out.extend_from_slice(b"{\"run\":");
+        out.push_str("{\"run\":");
         match &self.run {
             Some(r) => push_str(&mut out, r),
             None => {
-                out.extend_from_slice(b"null,\"runs\":[");
-                out.extend_from_slice(&self.runs);
-                out.push(b']');
+                out.push_str("null,\"runs\":[");
+                out.push_str(&self.runs);
+                out.push(']');
             }
         }
-        let mut type_names = Vec::new();
+        let mut type_names = String::new();
         for (k, name) in self.type_names.iter().enumerate() {
             if k > 0 {
-                type_names.push(b',');
+                type_names.push(',');
             }
             push_str(&mut type_names, name);
         }
@@ -304,23 +302,21 @@ impl PageWriter {
             ("fixPaths", &self.fix_path_order),
             ("fix", &self.fix),
         ] {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(key.as_bytes());
-            out.extend_from_slice(b"\":[");
-            out.extend_from_slice(col);
-            out.push(b']');
+            out.push_str(",\"");
+            out.push_str(key);
+            out.push_str("\":[");
+            out.push_str(col);
+            out.push(']');
         }
-        out.extend_from_slice(b",\"cursor\":");
+        out.push_str(",\"cursor\":");
         match cursor {
             Some(c) => push_str(&mut out, c),
-            None => out.extend_from_slice(b"null"),
+            None => out.push_str("null"),
         }
-        out.extend_from_slice(b",\"hasMore\":");
-        out.extend_from_slice(if has_more { b"true" } else { b"false" });
-        out.push(b'}');
-        // Every piece is a `str` or ASCII, so this never replaces anything.
-        String::from_utf8(out)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        out.push_str(",\"hasMore\":");
+        out.push_str(if has_more { "true" } else { "false" });
+        out.push('}');
+        out
     }
 }
 
@@ -384,19 +380,19 @@ fn internal(e: serde_json::Error) -> BindError {
 }
 
 /// `s` as a JSON string: copied as is when nothing in it needs an escape.
-fn push_str(out: &mut Vec<u8>, s: &str) {
+fn push_str(out: &mut String, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
     } else {
-        // Writing a string into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
+        // Serializing a `str` cannot fail.
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
     }
 }
 
-fn push_uint(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+fn push_uint(out: &mut String, n: u64) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// What the walk learned of one value.
