@@ -21,8 +21,12 @@
 //! 270 KB as plain event objects, and `JSON.parse` plus the revive took 0.9 ms instead of
 //! 2.1 ms (median of 400, 2026-11-30).
 //! Kind 0: the value at the path is `{"__type":"Uint8Array","data":<base64>}` (the shape
-//! world-local writes binary values in); kind 1: a string under one of [`DATE_KEYS`] that
-//! JavaScript turns into a `Date` when it parses as one. These are the rules of the generic
+//! world-local writes binary values in); kind 2: the same value, written in the page as its
+//! base64 string alone (where its object holds only strings without escapes: then the
+//! object's bytes are replaced by the `data` string's, which saves JavaScript an object per
+//! binary value); kind 1: a string under one of [`DATE_KEYS`] that JavaScript turns into a
+//! `Date` when it parses as one. Only the page's text changes: the payload stored is the
+//! payload written, and JavaScript ends with the same values as the generic reviver. These are the rules of the generic
 //! reviver (`revive` in storage.js): a marker object is not looked into; strings inside
 //! arrays are not dates. A payload the scanner cannot walk (nesting deeper than the JSON
 //! parser's limit) makes the page fall back to the plain JSON of the page with `"walk":true`,
@@ -31,6 +35,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::ops::Range;
 
 use runlog_world::{
     EVENTS_PAGE_DEFAULT, Event, EventType, EventView, PAGE_LIMIT_MAX, Page, Pagination, World,
@@ -206,13 +211,27 @@ impl PageWriter {
                     path: &mut path,
                     fixes: &mut found,
                     date_key: false,
+                    text: payload,
                 };
                 let mut de = serde_json::Deserializer::from_str(payload);
                 if walk.deserialize(&mut de).is_err() || de.end().is_err() {
                     return Err(Unwalkable);
                 }
-                self.data.push_str(payload);
-                for (kind, segs) in found {
+                // The payload, each binary value of kind 2 written as its base64 string
+                // (found in document order, none inside another).
+                let mut copied = 0;
+                for (span, data) in found.iter().filter_map(|f| f.replace.as_ref()) {
+                    if span.start < copied {
+                        return Err(Unwalkable); // never: spans are found in order
+                    }
+                    self.data.push_str(&payload[copied..span.start]);
+                    self.data.push('"');
+                    self.data.push_str(&payload[data.clone()]);
+                    self.data.push('"');
+                    copied = span.end;
+                }
+                self.data.push_str(&payload[copied..]);
+                for Fix { kind, segs, .. } in found {
                     self.path_text.clear();
                     self.path_text.push('[');
                     self.path_text.push(char::from(b'0' + kind));
@@ -400,13 +419,26 @@ fn push_uint(out: &mut String, n: u64) {
 struct Seen {
     is_string: bool,
     is_uint8_type: bool,
+    /// For a string borrowed from the payload (no escapes): where its text lies.
+    at: Option<Range<usize>>,
 }
 
-/// One value of a payload at `path`; `date_key`: its key is one of [`DATE_KEYS`].
+/// A place JavaScript revives: its kind (0, 1 or 2, see the module's text), its path, and
+/// for kind 2 the payload bytes the binary value's object spans and those of its base64
+/// text (written in its place, as a string).
+struct Fix<'de> {
+    kind: u8,
+    segs: Vec<Seg<'de>>,
+    replace: Option<(Range<usize>, Range<usize>)>,
+}
+
+/// One value of a payload at `path`; `date_key`: its key is one of [`DATE_KEYS`]; `text`:
+/// the whole payload (borrowed strings are located in it by address).
 struct Walk<'a, 'de> {
     path: &'a mut Vec<Seg<'de>>,
-    fixes: &'a mut Vec<(u8, Vec<Seg<'de>>)>,
+    fixes: &'a mut Vec<Fix<'de>>,
     date_key: bool,
+    text: &'de str,
 }
 
 impl<'de> Walk<'_, 'de> {
@@ -420,16 +452,71 @@ impl<'de> Walk<'_, 'de> {
             .collect()
     }
 
-    fn string(self, v: &str) -> Seen {
+    fn string(self, v: &str, at: Option<Range<usize>>) -> Seen {
         if self.date_key {
             let here = self.here();
-            self.fixes.push((1, here));
+            self.fixes.push(Fix {
+                kind: 1,
+                segs: here,
+                replace: None,
+            });
         }
         Seen {
             is_string: true,
             is_uint8_type: v == "Uint8Array",
+            at,
         }
     }
+
+    fn child<'b>(&'b mut self, date_key: bool) -> Walk<'b, 'de> {
+        Walk {
+            path: &mut *self.path,
+            fixes: &mut *self.fixes,
+            date_key,
+            text: self.text,
+        }
+    }
+}
+
+/// Where `part`, a slice of `text`, lies in it (`None` for a string that is not one, such
+/// as an unescaped copy).
+fn span_in(text: &str, part: &str) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (start + part.len() <= text.len()).then(|| start..start + part.len())
+}
+
+/// The span of the object whose first key's text starts at `first_key` and whose last
+/// value's text ends at `last_value` (both strings without escapes): from its `{` to its
+/// `}`, found over the JSON whitespace around them.
+fn object_span(text: &str, first_key: usize, last_value: usize) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    // The key's opening quote, then whitespace back to the brace.
+    let mut open = first_key.checked_sub(1)?;
+    if bytes.get(open) != Some(&b'"') {
+        return None;
+    }
+    loop {
+        open = open.checked_sub(1)?;
+        match bytes[open] {
+            b'{' => break,
+            b if ws(b) => {}
+            _ => return None,
+        }
+    }
+    // The value's closing quote, then whitespace on to the brace.
+    if bytes.get(last_value) != Some(&b'"') {
+        return None;
+    }
+    let mut close = last_value + 1;
+    loop {
+        match bytes.get(close)? {
+            b'}' => break,
+            b if ws(*b) => close += 1,
+            _ => return None,
+        }
+    }
+    Some(open..close + 1)
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_, 'de> {
@@ -461,21 +548,18 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
         Ok(Seen::default())
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Seen, E> {
-        Ok(self.string(v))
+        let at = span_in(self.text, v);
+        Ok(self.string(v, at))
     }
     fn visit_str<E>(self, v: &str) -> Result<Seen, E> {
-        Ok(self.string(v))
+        Ok(self.string(v, None))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seen, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Seen, A::Error> {
         let mut i = 0;
         loop {
             self.path.push(Seg::Index(i));
-            let item = seq.next_element_seed(Walk {
-                path: &mut *self.path,
-                fixes: &mut *self.fixes,
-                date_key: false,
-            })?;
+            let item = seq.next_element_seed(self.child(false))?;
             self.path.pop();
             if item.is_none() {
                 return Ok(Seen::default());
@@ -484,12 +568,22 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
         }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Seen, A::Error> {
         let mark = self.fixes.len();
         let depth = self.path.len();
         let (mut uint8_type, mut data_string) = (false, false);
+        // For a binary value written as its base64 string: where its first key starts, its
+        // last value ends and its (last) `data` text lies, while every key and value of it is
+        // a string without escapes.
+        let (mut first_key, mut last_value, mut data_at) = (None, None, None);
+        let mut plain = true;
         let mut keys = Keys::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
+            match &key {
+                Cow::Borrowed(k) if first_key.is_none() => first_key = span_in(self.text, k),
+                Cow::Borrowed(_) => {}
+                Cow::Owned(_) => plain = false,
+            }
             let date_key = DATE_KEYS.contains(&key.as_ref());
             let (is_type, is_data) = (key == "__type", key == "data");
             if !keys.insert(key.clone()) {
@@ -498,25 +592,37 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
                 drop_fixes_under(self.fixes, mark, depth, &key);
             }
             self.path.push(Seg::Key(key));
-            let seen = map.next_value_seed(Walk {
-                path: &mut *self.path,
-                fixes: &mut *self.fixes,
-                date_key,
-            })?;
+            let seen = map.next_value_seed(self.child(date_key))?;
             self.path.pop();
+            match &seen.at {
+                Some(at) => last_value = Some(at.end),
+                None => plain = false,
+            }
             // The last occurrence of a key wins, as in `JSON.parse`.
             if is_type {
                 uint8_type = seen.is_uint8_type;
             }
             if is_data {
                 data_string = seen.is_string;
+                data_at = seen.at;
             }
         }
         if uint8_type && data_string {
-            // A binary value: revived whole, never looked into.
+            // A binary value: revived whole, never looked into. Written as its base64
+            // string where its text allows (kind 2), else left as the object (kind 0).
             self.fixes.truncate(mark);
+            let replace = match (plain, first_key, last_value, data_at) {
+                (true, Some(first), Some(last), Some(data)) => {
+                    object_span(self.text, first.start, last).map(|span| (span, data))
+                }
+                _ => None,
+            };
             let here = self.here();
-            self.fixes.push((0, here));
+            self.fixes.push(Fix {
+                kind: if replace.is_some() { 2 } else { 0 },
+                segs: here,
+                replace,
+            });
         }
         Ok(Seen::default())
     }
@@ -551,11 +657,11 @@ impl<'de> Keys<'de> {
 
 /// Removes the fixes found since `mark` whose path goes through object key `key` at
 /// position `depth` (those of an earlier value of a repeated key).
-fn drop_fixes_under(fixes: &mut Vec<(u8, Vec<Seg<'_>>)>, mark: usize, depth: usize, key: &str) {
+fn drop_fixes_under(fixes: &mut Vec<Fix<'_>>, mark: usize, depth: usize, key: &str) {
     let mut i = 0;
-    fixes.retain(|(_, segs)| {
+    fixes.retain(|fix| {
         i += 1;
-        i <= mark || !matches!(segs.get(depth), Some(Seg::Key(k)) if k == key)
+        i <= mark || !matches!(fix.segs.get(depth), Some(Seg::Key(k)) if k == key)
     });
 }
 
@@ -612,9 +718,11 @@ mod tests {
         assert_eq!(v["typeNames"], serde_json::json!(["step_created"]));
         assert_eq!(v["ids"], serde_json::json!(["evnt_1", "evnt_1"]));
         assert_eq!(v["types"], serde_json::json!([0, 0]));
+        // What JavaScript ends with: the generic reviver's values for the stored payload.
         assert_eq!(
-            v["data"][1],
-            serde_json::from_str::<serde_json::Value>(data).unwrap()
+            revived(&v)[1],
+            generic_revive(serde_json::from_str(data).unwrap(), false),
+            "{data}"
         );
         assert_eq!(v["at"][1], 1_764_510_048_882u64);
         assert_eq!(v["corr"][1], "s\"1");
@@ -625,6 +733,65 @@ mod tests {
             (Some("c"), Some(true))
         );
         revive_places(&v)
+    }
+
+    use serde_json::{Value, json};
+
+    /// The events' payloads as `fromEventPage` revives them, binary values as
+    /// `{"$bytes": base64}` and dates as `{"$date": text}`.
+    fn revived(page: &Value) -> Vec<Value> {
+        let mut data: Vec<Value> = page["data"].as_array().unwrap().clone();
+        for place in revive_places(page).as_array().unwrap() {
+            let place = place.as_array().unwrap();
+            let (event, kind) = (
+                place[0].as_u64().unwrap() as usize,
+                place[1].as_u64().unwrap(),
+            );
+            assert_eq!(place[2], "eventData");
+            let mut v = &mut data[event];
+            for seg in &place[3..] {
+                v = match seg {
+                    Value::String(k) => &mut v[k.as_str()],
+                    n => &mut v[n.as_u64().unwrap() as usize],
+                };
+            }
+            *v = match kind {
+                0 => json!({ "$bytes": v["data"].as_str().unwrap() }),
+                1 => json!({ "$date": v.as_str().unwrap() }),
+                2 => json!({ "$bytes": v.as_str().unwrap() }),
+                k => panic!("kind {k}"),
+            };
+        }
+        data
+    }
+
+    /// `revive` of storage.js on a parsed payload (in the same notation as [`revived`]).
+    fn generic_revive(v: Value, date_key: bool) -> Value {
+        match v {
+            Value::Object(map) => {
+                if map.get("__type") == Some(&json!("Uint8Array")) {
+                    if let Some(Value::String(d)) = map.get("data") {
+                        return json!({ "$bytes": d });
+                    }
+                }
+                Value::Object(
+                    map.into_iter()
+                        .map(|(k, v)| {
+                            let date = DATE_KEYS.contains(&k.as_str());
+                            (k, generic_revive(v, date))
+                        })
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|v| generic_revive(v, false))
+                    .collect(),
+            ),
+            Value::String(s) if date_key => json!({ "$date": s }),
+            other => other,
+        }
     }
 
     /// `fix` as `[event, kind, "eventData", key or index…]` per place, from the
@@ -661,12 +828,42 @@ mod tests {
         assert_eq!(
             fixes(data),
             serde_json::json!([
-                [1, 0, "eventData", "input"],
-                [1, 0, "eventData", "list", 0],
+                [1, 2, "eventData", "input"],
+                [1, 2, "eventData", "list", 0],
                 [1, 1, "eventData", "resumeAt"],
                 [1, 1, "eventData", "nested", "retryAfter"],
-                [1, 0, "eventData", "marker"],
+                [1, 2, "eventData", "marker"],
             ])
+        );
+    }
+
+    #[test]
+    fn a_binary_value_goes_as_its_base64_string_only_where_its_text_allows() {
+        // Whitespace anywhere JSON allows it: still replaced, by exactly the data text.
+        let spaced =
+            "{ \"a\" : {\n \"__type\" :\t\"Uint8Array\" ,\r\"data\": \"AQI=\" } , \"b\":1}";
+        assert_eq!(fixes(spaced), json!([[1, 2, "eventData", "a"]]));
+        // An escape in a key or value, or a value that is no string: left as the object.
+        for data in [
+            r#"{"a":{"__type":"Uint8Array","data":"A\/I="}}"#,
+            r#"{"a":{"__type":"Uint8\u0041rray","data":"AQI="}}"#,
+            r#"{"a":{"\u005f_type":"Uint8Array","data":"AQI="}}"#,
+            r#"{"a":{"__type":"Uint8Array","data":"AQI=","n":1}}"#,
+            r#"{"a":{"__type":"Uint8Array","n":[],"data":"AQI="}}"#,
+        ] {
+            assert_eq!(fixes(data), json!([[1, 0, "eventData", "a"]]), "{data}");
+        }
+        // A repeated data key: the last one's text, as JSON.parse keeps it.
+        assert_eq!(
+            fixes(r#"{"a":{"data":"AA==","__type":"Uint8Array","data":"AQI="},"z":"AA=="}"#),
+            json!([[1, 2, "eventData", "a"]])
+        );
+        // Two binary values side by side, and one in an earlier value of a repeated key.
+        assert_eq!(
+            fixes(
+                r#"{"a":{"__type":"Uint8Array","data":"AA=="},"b":[{"__type":"Uint8Array","data":"AQ=="}],"a":{"__type":"Uint8Array","data":"Ag=="}}"#
+            ),
+            json!([[1, 2, "eventData", "b", 0], [1, 2, "eventData", "a"]])
         );
     }
 
@@ -692,7 +889,7 @@ mod tests {
     fn a_payload_that_is_itself_binary_or_a_scalar() {
         assert_eq!(
             fixes(r#"{"__type":"Uint8Array","data":"AQI="}"#),
-            serde_json::json!([[1, 0, "eventData"]])
+            serde_json::json!([[1, 2, "eventData"]])
         );
         assert_eq!(fixes(r#""text""#), serde_json::json!([]));
     }
@@ -719,8 +916,8 @@ mod tests {
         assert_eq!(v["absent"], serde_json::json!([1]));
         assert_eq!(v["corr"][1], serde_json::Value::Null);
         assert_eq!(v["spec"], serde_json::json!([5, null, 5]));
-        assert_eq!(revive_places(&v), serde_json::json!([[2, 0, "eventData"]]));
-        assert_eq!(v["fixPaths"], serde_json::json!([[0, "eventData"]]));
+        assert_eq!(revive_places(&v), serde_json::json!([[2, 2, "eventData"]]));
+        assert_eq!(v["fixPaths"], serde_json::json!([[2, "eventData"]]));
         assert_eq!(
             (v["cursor"].is_null(), v["hasMore"].as_bool()),
             (true, Some(false))
@@ -737,7 +934,7 @@ mod tests {
         let fix = fixes(&deep);
         let mut want = vec![
             serde_json::json!(1),
-            serde_json::json!(0),
+            serde_json::json!(2),
             serde_json::json!("eventData"),
         ];
         want.extend((0..120).map(|_| serde_json::json!(0)));

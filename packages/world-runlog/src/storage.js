@@ -91,7 +91,8 @@ export const fromJson = (text) => revive(JSON.parse(text));
  * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs): one column
  * per field, event types as indexes into `typeNames`, `createdAt` in ms since the epoch, and
  * the places the generic walk would revive as `fix` pairs `[event index, path index]` into
- * `fixPaths`, each path `[0 (binary) | 1 (date string), 'eventData', key or index...]`.
+ * `fixPaths`, each path `[kind, 'eventData', key or index...]`: 0, a binary value's
+ * `{__type, data}` object; 1, a date string; 2, a binary value sent as its base64 string.
  * Building each event here and reviving just those places gives what `fromJson` gives for
  * the same events, without visiting every value of every event.
  */
@@ -117,7 +118,9 @@ export function fromEventPage(text) {
     for (let k = 1; k < last; k++) parent = parent[path[k]];
     const key = path[last];
     const v = parent[key];
-    if (path[0] === 0) {
+    if (path[0] === 2) {
+      parent[key] = new Uint8Array(Buffer.from(v, 'base64'));
+    } else if (path[0] === 0) {
       if (v !== null && typeof v === 'object' && typeof v.data === 'string') {
         parent[key] = new Uint8Array(Buffer.from(v.data, 'base64'));
       }
