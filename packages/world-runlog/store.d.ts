@@ -258,10 +258,13 @@ export declare class RunlogNativeWorld {
   stepsGet(runId: string, stepId: string, params?: JsonArg): Promise<string>;
   stepsList(params: JsonArg): Promise<string>;
   eventsGet(runId: string, eventId: string, params?: JsonArg): Promise<string>;
-  /** An event page in the wire form of crates/runlog-node/src/event_page.rs (columns, `createdAt` in ms, `fix`/`fixPaths`). */
-  eventsList(params: JsonArg): Promise<string>;
+  /**
+   * An event page in the wire form of crates/runlog-node/src/event_page.rs: its JSON text
+   * (columns, `createdAt` in ms, `fix`/`fixPaths`, `bins`) and the bytes of its binary values.
+   */
+  eventsList(params: JsonArg): Promise<[string, Buffer | null]>;
   /** The same wire form as `eventsList`. */
-  eventsListByCorrelationId(params: JsonArg): Promise<string>;
+  eventsListByCorrelationId(params: JsonArg): Promise<[string, Buffer | null]>;
   hooksGet(hookId: string, params?: JsonArg): Promise<string>;
   hooksGetByToken(token: string): Promise<string>;
   hooksList(params?: JsonArg): Promise<string>;

@@ -43,7 +43,13 @@ use runlog_world::{
 };
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use napi::sys;
+
 use crate::errors::BindError;
+use crate::js::{IntoJs, array, buffer};
+use crate::world::Json;
 
 /// Keys whose string values are dates in the SDK's entities and event data (as
 /// `DATE_KEYS` in storage.js).
@@ -135,6 +141,11 @@ struct PageWriter {
     fix_path_order: String,
     /// Scratch for one path's text.
     path_text: String,
+    /// The bytes of the binary values of kind 2, one after another, and their
+    /// `offset,length` pairs.
+    bin: Vec<u8>,
+    bins: String,
+    bin_count: u64,
 }
 
 impl PageWriter {
@@ -155,6 +166,9 @@ impl PageWriter {
             fix_paths: Vec::new(),
             fix_path_order: String::new(),
             path_text: String::new(),
+            bin: Vec::new(),
+            bins: String::new(),
+            bin_count: 0,
         }
     }
 
@@ -205,7 +219,7 @@ impl PageWriter {
         }
         match e.event_data {
             Some(payload) => {
-                let mut found = Vec::new();
+                let mut found: Vec<Fix<'_>> = Vec::new();
                 let mut path = vec![Seg::Key(Cow::Borrowed("eventData"))];
                 let walk = Walk {
                     path: &mut path,
@@ -219,15 +233,33 @@ impl PageWriter {
                 }
                 // The payload, each binary value of kind 2 written as its base64 string
                 // (found in document order, none inside another).
+                // The payload, each binary value of kind 2 written as its index into `bins`
+                // (its bytes decoded into `bin`); one whose base64 is not canonical stays
+                // the object it is (kind 0), for JavaScript's decoder. Spans are found in
+                // document order, none inside another.
                 let mut copied = 0;
-                for (span, data) in found.iter().filter_map(|f| f.replace.as_ref()) {
+                for fix in found.iter_mut() {
+                    let Some((span, data)) = fix.replace.take() else {
+                        continue;
+                    };
                     if span.start < copied {
-                        return Err(Unwalkable); // never: spans are found in order
+                        return Err(Unwalkable); // never: see above
+                    }
+                    let start = self.bin.len();
+                    if BASE64.decode_vec(&payload[data], &mut self.bin).is_err() {
+                        self.bin.truncate(start);
+                        fix.kind = 0;
+                        continue;
                     }
                     self.data.push_str(&payload[copied..span.start]);
-                    self.data.push('"');
-                    self.data.push_str(&payload[data.clone()]);
-                    self.data.push('"');
+                    push_uint(&mut self.data, self.bin_count);
+                    self.bin_count += 1;
+                    if !self.bins.is_empty() {
+                        self.bins.push(',');
+                    }
+                    push_uint(&mut self.bins, start as u64);
+                    self.bins.push(',');
+                    push_uint(&mut self.bins, (self.bin.len() - start) as u64);
                     copied = span.end;
                 }
                 self.data.push_str(&payload[copied..]);
@@ -278,8 +310,8 @@ impl PageWriter {
         Ok(())
     }
 
-    /// The page's JSON text.
-    fn finish(self, cursor: Option<&str>, has_more: bool) -> String {
+    /// The page: its JSON text and the bytes of its binary values.
+    fn finish(self, cursor: Option<&str>, has_more: bool) -> PageWire {
         let mut out = String::with_capacity(
             self.runs.len()
                 + self.ids.len()
@@ -291,6 +323,7 @@ impl PageWriter {
                 + self.spec.len()
                 + self.fix.len()
                 + self.fix_path_order.len()
+                + self.bins.len()
                 + 256,
         );
         out.push_str("{\"run\":");
@@ -320,6 +353,7 @@ impl PageWriter {
             ("spec", &self.spec),
             ("fixPaths", &self.fix_path_order),
             ("fix", &self.fix),
+            ("bins", &self.bins),
         ] {
             out.push_str(",\"");
             out.push_str(key);
@@ -335,7 +369,31 @@ impl PageWriter {
         out.push_str(",\"hasMore\":");
         out.push_str(if has_more { "true" } else { "false" });
         out.push('}');
-        out
+        PageWire {
+            text: out,
+            bin: self.bin,
+        }
+    }
+}
+
+/// An event page on its way to JavaScript: the JSON text above and the bytes its binary
+/// values of kind 2 point into (`bins`). Resolves as `[text, Buffer | null]`.
+pub(crate) struct PageWire {
+    pub(crate) text: String,
+    pub(crate) bin: Vec<u8>,
+}
+
+impl IntoJs for PageWire {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let text = Json(self.text).into_js(env)?;
+        let bin = if self.bin.is_empty() {
+            let mut null = std::ptr::null_mut();
+            unsafe { sys::napi_get_null(env, &mut null) };
+            null
+        } else {
+            buffer(env, &self.bin)?
+        };
+        array(env, vec![text, bin])
     }
 }
 
@@ -343,7 +401,7 @@ impl PageWriter {
 ///
 /// # Errors
 /// `INTERNAL` when the page cannot be serialized (never for valid UTF-8).
-pub(crate) fn events_page_json(page: &Page<Event>) -> Result<String, BindError> {
+pub(crate) fn events_page_json(page: &Page<Event>) -> Result<PageWire, BindError> {
     let common_run = page
         .data
         .first()
@@ -370,7 +428,7 @@ pub(crate) fn events_list_json<B: runlog::RunLog>(
     world: &World<B>,
     run_id: &str,
     pagination: &Pagination,
-) -> Result<Option<String>, WorldError> {
+) -> Result<Option<PageWire>, WorldError> {
     let expected = pagination
         .limit
         .unwrap_or(EVENTS_PAGE_DEFAULT)
@@ -387,11 +445,14 @@ pub(crate) fn events_list_json<B: runlog::RunLog>(
 }
 
 /// The plain JSON of `page` with `"walk":true`: JavaScript revives it with the generic walk.
-fn walk_page_json(page: &Page<Event>) -> Result<String, BindError> {
+fn walk_page_json(page: &Page<Event>) -> Result<PageWire, BindError> {
     let mut plain = serde_json::to_string(page).map_err(internal)?;
     plain.pop();
     plain.push_str(",\"walk\":true}");
-    Ok(plain)
+    Ok(PageWire {
+        text: plain,
+        bin: Vec::new(),
+    })
 }
 
 fn internal(e: serde_json::Error) -> BindError {
@@ -712,15 +773,15 @@ mod tests {
             cursor: Some("c".into()),
             has_more: true,
         };
-        let text = events_page_json(&page).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let wire = events_page_json(&page).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&wire.text).unwrap();
         assert_eq!(v["run"], "wrun_1");
         assert_eq!(v["typeNames"], serde_json::json!(["step_created"]));
         assert_eq!(v["ids"], serde_json::json!(["evnt_1", "evnt_1"]));
         assert_eq!(v["types"], serde_json::json!([0, 0]));
         // What JavaScript ends with: the generic reviver's values for the stored payload.
         assert_eq!(
-            revived(&v)[1],
+            revived(&v, &wire.bin)[1],
             generic_revive(serde_json::from_str(data).unwrap(), false),
             "{data}"
         );
@@ -739,7 +800,13 @@ mod tests {
 
     /// The events' payloads as `fromEventPage` revives them, binary values as
     /// `{"$bytes": base64}` and dates as `{"$date": text}`.
-    fn revived(page: &Value) -> Vec<Value> {
+    fn revived(page: &Value, bin: &[u8]) -> Vec<Value> {
+        let bins: Vec<usize> = page["bins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap() as usize)
+            .collect();
         let mut data: Vec<Value> = page["data"].as_array().unwrap().clone();
         for place in revive_places(page).as_array().unwrap() {
             let place = place.as_array().unwrap();
@@ -758,7 +825,11 @@ mod tests {
             *v = match kind {
                 0 => json!({ "$bytes": v["data"].as_str().unwrap() }),
                 1 => json!({ "$date": v.as_str().unwrap() }),
-                2 => json!({ "$bytes": v.as_str().unwrap() }),
+                2 => {
+                    let k = v.as_u64().unwrap() as usize;
+                    let bytes = &bin[bins[2 * k]..bins[2 * k] + bins[2 * k + 1]];
+                    json!({ "$bytes": BASE64.encode(bytes) })
+                }
                 k => panic!("kind {k}"),
             };
         }
@@ -838,7 +909,7 @@ mod tests {
     }
 
     #[test]
-    fn a_binary_value_goes_as_its_base64_string_only_where_its_text_allows() {
+    fn a_binary_value_goes_as_bytes_only_where_its_text_allows() {
         // Whitespace anywhere JSON allows it: still replaced, by exactly the data text.
         let spaced =
             "{ \"a\" : {\n \"__type\" :\t\"Uint8Array\" ,\r\"data\": \"AQI=\" } , \"b\":1}";
@@ -850,6 +921,11 @@ mod tests {
             r#"{"a":{"\u005f_type":"Uint8Array","data":"AQI="}}"#,
             r#"{"a":{"__type":"Uint8Array","data":"AQI=","n":1}}"#,
             r#"{"a":{"__type":"Uint8Array","n":[],"data":"AQI="}}"#,
+            // Base64 that is not canonical (JavaScript's decoder is lenient; this one is not).
+            r#"{"a":{"__type":"Uint8Array","data":"AR=="}}"#,
+            r#"{"a":{"__type":"Uint8Array","data":"-_8="}}"#,
+            r#"{"a":{"__type":"Uint8Array","data":"AQI"}}"#,
+            r#"{"a":{"__type":"Uint8Array","data":"AQ I="}}"#,
         ] {
             assert_eq!(fixes(data), json!([[1, 0, "eventData", "a"]]), "{data}");
         }
@@ -910,7 +986,8 @@ mod tests {
             cursor: None,
             has_more: false,
         };
-        let v: serde_json::Value = serde_json::from_str(&events_page_json(&page).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&events_page_json(&page).unwrap().text).unwrap();
         assert_eq!(v["run"], serde_json::Value::Null);
         assert_eq!(v["runs"], serde_json::json!(["wrun_1", "wrun_2", "wrun_1"]));
         assert_eq!(v["absent"], serde_json::json!([1]));

@@ -32,7 +32,7 @@ use runlog_world::{
 use serde_json::Value;
 
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
-use crate::event_page::{events_list_json, events_page_json};
+use crate::event_page::{PageWire, events_list_json, events_page_json};
 use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
 use crate::out::{Number, Unit};
 use crate::pool;
@@ -90,6 +90,16 @@ impl JsWorld {
             worlds,
             _lease: lease,
         })
+    }
+
+    /// Runs `f` with the World on the `io` lane; its `Ok` is an event page.
+    fn page_call(
+        &self,
+        env: &Env,
+        f: impl FnOnce(&Worlds) -> Result<PageWire, BindError> + Send + 'static,
+    ) -> Result<Raw, BindError> {
+        let lease = self.lease()?;
+        spawn(env, &pool::IO, move || f(&lease.worlds))
     }
 
     /// Runs `f` with the World on the `io` lane; its `Ok` is JSON text.
@@ -165,7 +175,7 @@ impl IntoJs for Settled {
 }
 
 /// JSON text, resolved as a JavaScript string.
-struct Json(String);
+pub(crate) struct Json(pub(crate) String);
 
 impl IntoJs for Json {
     fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
@@ -682,8 +692,10 @@ impl JsWorld {
         })
     }
 
-    /// `eventsList(params) → Promise<string>`: `{runId, pagination, resolveData}`.
-    #[napi(ts_return_type = "Promise<string>")]
+    /// `eventsList(params) → Promise<[string, Buffer | null]>`: `{runId, pagination,
+    /// resolveData}`; the page in the wire form of `event_page.rs` and the bytes of its
+    /// binary values.
+    #[napi(ts_return_type = "Promise<[string, Buffer | null]>")]
     pub fn events_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let v = opt_json(Some(params), "params")?;
@@ -691,10 +703,10 @@ impl JsWorld {
                 .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
-            self.json_call(&env, move |w| {
+            self.page_call(&env, move |w| {
                 if resolve == ResolveData::All {
-                    if let Some(text) = events_list_json(&w.world, &run, &p).map_err(world_err)? {
-                        return Ok(text);
+                    if let Some(page) = events_list_json(&w.world, &run, &p).map_err(world_err)? {
+                        return Ok(page);
                     }
                 }
                 events_page_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
@@ -702,9 +714,10 @@ impl JsWorld {
         })
     }
 
-    /// `eventsListByCorrelationId(params) → Promise<string>`: `{correlationId, runId?,
-    /// pagination, resolveData}` (without `runId`: across the store).
-    #[napi(ts_return_type = "Promise<string>")]
+    /// `eventsListByCorrelationId(params) → Promise<[string, Buffer | null]>`:
+    /// `{correlationId, runId?, pagination, resolveData}` (without `runId`: across the
+    /// store); the same wire form as `eventsList`.
+    #[napi(ts_return_type = "Promise<[string, Buffer | null]>")]
     pub fn events_list_by_correlation_id(
         &self,
         env: Env,
@@ -717,7 +730,7 @@ impl JsWorld {
             let run = opt_str(&v, "runId", "params")?;
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
-            self.json_call(&env, move |w| {
+            self.page_call(&env, move |w| {
                 let page = w
                     .world
                     .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)

@@ -88,18 +88,22 @@ export function toJson(value, field = 'params') {
 export const fromJson = (text) => revive(JSON.parse(text));
 
 /**
- * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs): one column
- * per field, event types as indexes into `typeNames`, `createdAt` in ms since the epoch, and
- * the places the generic walk would revive as `fix` pairs `[event index, path index]` into
- * `fixPaths`, each path `[kind, 'eventData', key or index...]`: 0, a binary value's
- * `{__type, data}` object; 1, a date string; 2, a binary value sent as its base64 string.
- * Building each event here and reviving just those places gives what `fromJson` gives for
- * the same events, without visiting every value of every event.
+ * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs), `[text,
+ * bytes | null]`: one column per field, event types as indexes into `typeNames`,
+ * `createdAt` in ms since the epoch, and the places the generic walk would revive as `fix`
+ * pairs `[event index, path index]` into `fixPaths`, each path `[kind, 'eventData', key or
+ * index...]`: 0, a binary value's `{__type, data}` object; 1, a date string; 2, a binary
+ * value sent as bytes: the number at the path is its index into `bins` (`offset, length`
+ * pairs into `bytes`). Building each event here and reviving just those places gives what
+ * `fromJson` gives for the same events, without visiting every value of every event.
  */
-export function fromEventPage(text) {
+export function fromEventPage(wire) {
+  const [text, bytes] = wire;
   const page = JSON.parse(text);
   if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
-  const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths } = page;
+  const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths, bins } = page;
+  // A plain Uint8Array over the bytes: its `slice` makes plain Uint8Array copies.
+  const bin = bytes && new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const data = new Array(ids.length);
   let nextAbsent = 0;
   for (let i = 0; i < ids.length; i++) {
@@ -119,7 +123,7 @@ export function fromEventPage(text) {
     const key = path[last];
     const v = parent[key];
     if (path[0] === 2) {
-      parent[key] = new Uint8Array(Buffer.from(v, 'base64'));
+      parent[key] = bin.slice(bins[2 * v], bins[2 * v] + bins[2 * v + 1]);
     } else if (path[0] === 0) {
       if (v !== null && typeof v === 'object' && typeof v.data === 'string') {
         parent[key] = new Uint8Array(Buffer.from(v.data, 'base64'));

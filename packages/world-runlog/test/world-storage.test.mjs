@@ -222,6 +222,10 @@ describe('event pages', () => {
     const [created, , lazy, started, retrying, wait] = page.data;
     expect(created.createdAt).toBeInstanceOf(Date);
     expect(created.eventData.input).toEqual(allBytes);
+    // A plain Uint8Array owning its own memory, as world-local's reviver makes (a consumer
+    // may transfer its buffer).
+    expect(created.eventData.input.constructor).toBe(Uint8Array);
+    expect([created.eventData.input.byteOffset, created.eventData.input.buffer.byteLength]).toEqual([0, 256]);
     expect(lazy.eventData.input[0]).toBeInstanceOf(Uint8Array);
     expect(lazy.eventData.input[1].deep).toEqual(new Uint8Array([1, 2]));
     expect(lazy.eventData.input[1].when).toBe('2026-01-01T00:00:00.000Z');
