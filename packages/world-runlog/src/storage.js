@@ -90,12 +90,13 @@ export const fromJson = (text) => revive(JSON.parse(text));
 /**
  * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs), `[text,
  * bytes | null]`: one column per field, event types as indexes into `typeNames`,
- * `createdAt` in ms since the epoch, and the places the generic walk would revive as `fix`
- * pairs `[event index, path index]` into `fixPaths`, each path `[kind, 'eventData', key or
- * index...]`: 0, a binary value's `{__type, data}` object; 1, a date string; 2, a binary
- * value sent as bytes: the number at the path is its index into `bins` (`offset, length`
- * pairs into `bytes`). Building each event here and reviving just those places gives what
- * `fromJson` gives for the same events, without visiting every value of every event.
+ * `createdAt` in ms since the epoch as the difference from the event before, and the places
+ * the generic walk would revive as `fix` pairs `[event index, path index]` into `fixPaths`,
+ * each path `[kind, 'eventData', key or index...]`: 0, a binary value's `{__type, data}`
+ * object; 1, a date string; 2, a binary value sent as bytes: the number at the path is its
+ * index into `bins` (`offset, length` pairs into `bytes`). Building each event here and
+ * reviving just those places gives what `fromJson` gives for the same events, without
+ * visiting every value of every event.
  */
 export function fromEventPage(wire) {
   const [text, bytes] = wire;
@@ -106,12 +107,14 @@ export function fromEventPage(wire) {
   const bin = bytes && new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const data = new Array(ids.length);
   let nextAbsent = 0;
+  let createdAt = 0;
   for (let i = 0; i < ids.length; i++) {
     const e = { runId: run ?? runs[i], eventId: ids[i], eventType: typeNames[types[i]] };
     if (corr[i] !== null) e.correlationId = corr[i];
     if (absent[nextAbsent] === i) nextAbsent++;
     else e.eventData = payloads[i];
-    e.createdAt = new Date(at[i]);
+    createdAt += at[i];
+    e.createdAt = new Date(createdAt);
     if (spec[i] !== null) e.specVersion = spec[i];
     data[i] = e;
   }
