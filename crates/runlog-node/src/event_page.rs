@@ -698,28 +698,28 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
     }
 }
 
-/// The keys of one object seen so far: a short list looked through (most payload objects
-/// have a handful of keys), a hash set past [`Keys::LIST_MAX`].
+/// The keys of one object seen so far: the first [`Keys::INLINE`] in place, looked through
+/// (most payload objects have a handful of keys, and this allocates nothing for them), the
+/// rest in a hash set.
 #[derive(Default)]
 struct Keys<'de> {
-    list: Vec<Cow<'de, str>>,
+    inline: [Cow<'de, str>; Keys::INLINE],
+    len: usize,
     set: HashSet<Cow<'de, str>>,
 }
 
 impl<'de> Keys<'de> {
-    const LIST_MAX: usize = 16;
+    const INLINE: usize = 8;
 
     /// Whether `key` is new.
     fn insert(&mut self, key: Cow<'de, str>) -> bool {
-        if self.set.is_empty() {
-            if self.list.contains(&key) {
-                return false;
-            }
-            if self.list.len() < Self::LIST_MAX {
-                self.list.push(key);
-                return true;
-            }
-            self.set.extend(self.list.drain(..));
+        if self.inline[..self.len].contains(&key) {
+            return false;
+        }
+        if self.len < Self::INLINE {
+            self.inline[self.len] = key;
+            self.len += 1;
+            return true;
         }
         self.set.insert(key)
     }
@@ -966,6 +966,21 @@ mod tests {
             serde_json::json!([
                 [1, 1, "eventData", "d", 0, "resumeAt"],
                 [1, 1, "eventData", "e", "createdAt"],
+            ])
+        );
+    }
+
+    #[test]
+    fn repeated_keys_are_found_past_the_keys_kept_in_place() {
+        let many: String = (0..12).map(|i| format!(r#""k{i}":0,"#)).collect();
+        let data = format!(
+            r#"{{{many}"x":{{"createdAt":"2026-01-01"}},"k1":{{"resumeAt":"2026-01-02"}},"x":null,"k11":{{"createdAt":"2026-01-03"}},"k1":1,"y":{{"updatedAt":"2026-01-04"}}}}"#
+        );
+        assert_eq!(
+            fixes(&data),
+            json!([
+                [1, 1, "eventData", "k11", "createdAt"],
+                [1, 1, "eventData", "y", "updatedAt"]
             ])
         );
     }
