@@ -260,11 +260,12 @@ export declare class RunlogNativeWorld {
   eventsGet(runId: string, eventId: string, params?: JsonArg): Promise<string>;
   /**
    * An event page in the wire form of crates/runlog-node/src/event_page.rs: its JSON text
-   * (columns, `createdAt` in ms, `fix`/`fixPaths`, `bins`) and the bytes of its binary values.
+   * (columns, `createdAt` in ms, `fix`/`fixPaths`, `bins`), the bytes of its binary values,
+   * and its cursor and `hasMore` (also in the text).
    */
-  eventsList(params: JsonArg): Promise<[string, Buffer | null]>;
+  eventsList(params: JsonArg): Promise<[text: string, bytes: Buffer | null, cursor: string | null, hasMore: boolean]>;
   /** The same wire form as `eventsList`. */
-  eventsListByCorrelationId(params: JsonArg): Promise<[string, Buffer | null]>;
+  eventsListByCorrelationId(params: JsonArg): Promise<[text: string, bytes: Buffer | null, cursor: string | null, hasMore: boolean]>;
   hooksGet(hookId: string, params?: JsonArg): Promise<string>;
   hooksGetByToken(token: string): Promise<string>;
   hooksList(params?: JsonArg): Promise<string>;

@@ -46,6 +46,7 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
 
 use crate::errors::BindError;
@@ -381,15 +382,21 @@ impl PageWriter {
         PageWire {
             text: out,
             bin: self.bin,
+            cursor: cursor.map(str::to_owned),
+            has_more,
         }
     }
 }
 
-/// An event page on its way to JavaScript: the JSON text above and the bytes its binary
-/// values of kind 2 point into (`bins`). Resolves as `[text, Buffer | null]`.
+/// An event page on its way to JavaScript: the JSON text above, the bytes its binary
+/// values of kind 2 point into (`bins`), and its cursor and `hasMore` again outside the text
+/// (so that the next page can be asked for before this one is parsed). Resolves as
+/// `[text, Buffer | null, cursor | null, hasMore]`.
 pub(crate) struct PageWire {
     pub(crate) text: String,
     pub(crate) bin: Vec<u8>,
+    pub(crate) cursor: Option<String>,
+    pub(crate) has_more: bool,
 }
 
 impl IntoJs for PageWire {
@@ -402,7 +409,16 @@ impl IntoJs for PageWire {
         } else {
             buffer(env, &self.bin)?
         };
-        array(env, vec![text, bin])
+        let cursor = match self.cursor {
+            Some(c) => Json(c).into_js(env)?,
+            None => {
+                let mut null = std::ptr::null_mut();
+                unsafe { sys::napi_get_null(env, &mut null) };
+                null
+            }
+        };
+        let has_more = unsafe { <bool as ToNapiValue>::to_napi_value(env, self.has_more)? };
+        array(env, vec![text, bin, cursor, has_more])
     }
 }
 
@@ -461,6 +477,8 @@ fn walk_page_json(page: &Page<Event>) -> Result<PageWire, BindError> {
     Ok(PageWire {
         text: plain,
         bin: Vec::new(),
+        cursor: page.cursor.clone(),
+        has_more: page.has_more,
     })
 }
 

@@ -692,10 +692,10 @@ impl JsWorld {
         })
     }
 
-    /// `eventsList(params) → Promise<[string, Buffer | null]>`: `{runId, pagination,
-    /// resolveData}`; the page in the wire form of `event_page.rs` and the bytes of its
-    /// binary values.
-    #[napi(ts_return_type = "Promise<[string, Buffer | null]>")]
+    /// `eventsList(params) → Promise<[text, bytes, cursor, hasMore]>`: `{runId, pagination,
+    /// resolveData}`; the page in the wire form of `event_page.rs`, the bytes of its binary
+    /// values (or `null`), its cursor (or `null`) and `hasMore`.
+    #[napi(ts_return_type = "Promise<[string, Buffer | null, string | null, boolean]>")]
     pub fn events_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let v = opt_json(Some(params), "params")?;
@@ -714,10 +714,10 @@ impl JsWorld {
         })
     }
 
-    /// `eventsListByCorrelationId(params) → Promise<[string, Buffer | null]>`:
+    /// `eventsListByCorrelationId(params) → Promise<[text, bytes, cursor, hasMore]>`:
     /// `{correlationId, runId?, pagination, resolveData}` (without `runId`: across the
-    /// store); the same wire form as `eventsList`.
-    #[napi(ts_return_type = "Promise<[string, Buffer | null]>")]
+    /// store); the same form as `eventsList`.
+    #[napi(ts_return_type = "Promise<[string, Buffer | null, string | null, boolean]>")]
     pub fn events_list_by_correlation_id(
         &self,
         env: Env,

@@ -99,7 +99,7 @@ export const fromJson = (text) => revive(JSON.parse(text));
  * visiting every value of every event.
  */
 export function fromEventPage(wire) {
-  const [text, bytes] = wire;
+  const [text, bytes] = typeof wire === 'string' ? [wire, null] : wire;
   const page = JSON.parse(text);
   if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
   const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths, bins } = page;
@@ -137,6 +137,42 @@ export function fromEventPage(wire) {
     }
   }
   return { data, cursor: page.cursor, hasMore: page.hasMore };
+}
+
+/** Events per addon call when a page of `events.list` is larger: see `listEventsInSlices`. */
+export const EVENTS_SLICE = 300;
+/** The World's largest page (`runlog_world::PAGE_LIMIT_MAX`): a larger `limit` lists this many. */
+const PAGE_LIMIT_MAX = 1000;
+
+/**
+ * `events.list` (or `listByCorrelationId`, by `list`) for a page of more than
+ * `EVENTS_SLICE` events, as consecutive slices of at most that many, following cursors: the
+ * next slice is asked for before this one is parsed, so that Rust reads and writes slice
+ * k + 1 while JavaScript parses slice k. The log only grows and is dense, so the slices
+ * together are the page one call would have listed a moment later: the same events in the
+ * same order, and the last slice's cursor and `hasMore`.
+ */
+async function listEventsInSlices(list, params) {
+  const pagination = params?.pagination ?? {};
+  if (!(Number.isInteger(pagination.limit) && pagination.limit > EVENTS_SLICE)) return fromEventPage(await list(toJson(params)));
+  const limit = Math.min(pagination.limit, PAGE_LIMIT_MAX);
+  const ask = (cursor, n) => list(toJson({ ...params, pagination: { ...pagination, cursor, limit: n } }));
+  let remaining = limit - EVENTS_SLICE;
+  let wire = await ask(pagination.cursor, EVENTS_SLICE);
+  const data = [];
+  for (;;) {
+    const [, , cursor, hasMore] = wire;
+    // A slice with more after it was full.
+    const next = hasMore && remaining > 0 ? ask(cursor, Math.min(EVENTS_SLICE, remaining)) : null;
+    remaining -= EVENTS_SLICE;
+    // Handled at once: should this slice fail to parse, the next one's rejection is not
+    // left unhandled.
+    next?.catch(() => {});
+    const page = fromEventPage(wire);
+    for (const e of page.data) data.push(e);
+    if (next === null) return { data, cursor: page.cursor, hasMore: page.hasMore };
+    wire = await next;
+  }
 }
 
 /**
@@ -223,7 +259,7 @@ export function createStorage(openWorld) {
     }
   };
   const json = (f) => call(async (w) => fromJson(await f(w)));
-  const eventPage = (f) => call(async (w) => fromEventPage(await f(w)));
+  const eventPage = (list, params) => call((w) => listEventsInSlices((text) => list(w, text), params));
 
   const creates = createBatcher(openWorld);
 
@@ -256,8 +292,8 @@ export function createStorage(openWorld) {
     events: {
       create: (runId, request, params) => creates(runId, request, params),
       get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
-      list: (params) => eventPage((w) => w.eventsList(toJson(params))),
-      listByCorrelationId: (params) => eventPage((w) => w.eventsListByCorrelationId(toJson(params))),
+      list: (params) => eventPage((w, text) => w.eventsList(text), params),
+      listByCorrelationId: (params) => eventPage((w, text) => w.eventsListByCorrelationId(text), params),
     },
     hooks: {
       get: (hookId, params) => json((w) => w.hooksGet(hookId, toJson(params))),

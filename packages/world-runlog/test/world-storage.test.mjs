@@ -245,6 +245,50 @@ describe('event pages', () => {
       page.data.map((e) => [e.eventId, e.eventType, e.createdAt, undefined]),
     );
   });
+  test('a page larger than one slice lists what one call lists: every event once, in order, cursor and hasMore of the page', async () => {
+    const w = world();
+    const run = await createRun(w);
+    const n = 1004; // with run_created: 1005 events
+    for (let i = 0; i < n; i += 64) {
+      await Promise.all(
+        Array.from({ length: Math.min(64, n - i) }, (_, j) =>
+          w.events.create(run.runId, {
+            eventType: 'step_created',
+            correlationId: `s_${i + j}`,
+            specVersion: 5,
+            eventData: { stepName: 'step//x', input: new Uint8Array([(i + j) % 256, 1]) },
+          }),
+        ),
+      );
+    }
+    // The reference: pages of 100 (one addon call each).
+    const all = [];
+    for (let cursor; ; ) {
+      const p = await w.events.list({ runId: run.runId, pagination: { limit: 100, cursor } });
+      all.push(...p.data);
+      if (!p.hasMore) break;
+      cursor = p.cursor;
+    }
+    expect(all.length).toBe(1005);
+    const jobs = threadPoolStats().io.jobsQueued;
+    const big = await w.events.list({ runId: run.runId, pagination: { limit: 1000 } });
+    expect(threadPoolStats().io.jobsQueued - jobs).toBe(4); // slices of 300, 300, 300, 100
+    expect(big.data).toEqual(all.slice(0, 1000));
+    expect(big.hasMore).toBe(true);
+    const rest = await w.events.list({ runId: run.runId, pagination: { limit: 1000, cursor: big.cursor } });
+    expect(rest.data).toEqual(all.slice(1000));
+    expect(rest.hasMore).toBe(false);
+    // A limit above the World's largest page lists that page; one that ends mid-slice ends there.
+    expect((await w.events.list({ runId: run.runId, pagination: { limit: 5000 } })).data).toEqual(all.slice(0, 1000));
+    const odd = await w.events.list({ runId: run.runId, pagination: { limit: 650 } });
+    expect([odd.data.length, odd.hasMore, odd.data.at(-1).eventId]).toEqual([650, true, all[649].eventId]);
+    // Newest first, and by correlation id across slices too.
+    const desc = await w.events.list({ runId: run.runId, pagination: { limit: 700, sortOrder: 'desc' } });
+    expect(desc.data).toEqual(all.slice(-700).reverse());
+    expect(desc.hasMore).toBe(true);
+    expect(desc.data[1].eventData.input).toEqual(all.at(-2).eventData.input);
+  });
+
   test('a payload with a repeated key lists as events.get reads it: the last value wins, as in JSON.parse', async () => {
     // The World takes event requests as JSON text too, so stored eventData can repeat a
     // key; the earlier value's binaries and dates are not in the parsed payload.
