@@ -196,6 +196,21 @@ pub struct Event {
     pub payload: Bytes,
 }
 
+impl Event {
+    /// This event borrowed, as [`crate::Store::read_each`] hands events out.
+    pub fn as_event_ref(&self) -> EventRef<'_> {
+        EventRef {
+            seq: self.seq,
+            event_id: self.event_id,
+            created_at_ms: self.created_at_ms,
+            kind: &self.kind,
+            correlation_id: self.correlation_id.as_deref(),
+            key: self.key.as_deref(),
+            payload: &self.payload,
+        }
+    }
+}
+
 /// An event borrowed from a mapped segment, handed to the callback of
 /// [`crate::Store::read_each`]: nothing is allocated or reference-counted per event. Same
 /// fields as [`Event`]; [`EventRef::to_event`] makes an owned copy.

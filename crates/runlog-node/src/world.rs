@@ -32,7 +32,7 @@ use runlog_world::{
 use serde_json::Value;
 
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
-use crate::event_page::{PageWire, events_list_json, events_page_json};
+use crate::event_page::{events_list_json, events_page_json};
 use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
 use crate::out::{Number, Unit};
 use crate::pool;
@@ -92,11 +92,11 @@ impl JsWorld {
         })
     }
 
-    /// Runs `f` with the World on the `io` lane; its `Ok` is an event page.
-    fn page_call(
+    /// Runs `f` with the World on the `io` lane, the store held open until it ends.
+    fn world_call<T: IntoJs>(
         &self,
         env: &Env,
-        f: impl FnOnce(&Worlds) -> Result<PageWire, BindError> + Send + 'static,
+        f: impl FnOnce(&Worlds) -> Result<T, BindError> + Send + 'static,
     ) -> Result<Raw, BindError> {
         let lease = self.lease()?;
         spawn(env, &pool::IO, move || f(&lease.worlds))
@@ -108,8 +108,7 @@ impl JsWorld {
         env: &Env,
         f: impl FnOnce(&Worlds) -> Result<String, BindError> + Send + 'static,
     ) -> Result<Raw, BindError> {
-        let lease = self.lease()?;
-        spawn(env, &pool::IO, move || f(&lease.worlds).map(Json))
+        self.world_call(env, move |w| f(w).map(Json))
     }
 }
 
@@ -572,8 +571,7 @@ impl JsWorld {
             let calls = Arg::new(calls, "calls").array_items()?;
             let calls: Vec<Result<CreateCall, BindError>> =
                 calls.iter().map(CreateCall::read).collect();
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+            self.world_call(&env, move |w| {
                 let mut out: Vec<Result<String, BindError>> = Vec::with_capacity(calls.len());
                 let mut valid = Vec::with_capacity(calls.len());
                 let mut places = Vec::with_capacity(calls.len());
@@ -587,7 +585,7 @@ impl JsWorld {
                         Err(e) => out.push(Err(e)),
                     }
                 }
-                let answers = lease.worlds.world.create_events(valid);
+                let answers = w.world.create_events(valid);
                 for (place, answer) in places.into_iter().zip(answers) {
                     out[place] = answer.map_err(world_err).and_then(|r| to_json(&r));
                 }
@@ -703,7 +701,7 @@ impl JsWorld {
                 .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
-            self.page_call(&env, move |w| {
+            self.world_call(&env, move |w| {
                 if resolve == ResolveData::All {
                     if let Some(page) = events_list_json(&w.world, &run, &p).map_err(world_err)? {
                         return Ok(page);
@@ -730,7 +728,7 @@ impl JsWorld {
             let run = opt_str(&v, "runId", "params")?;
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
-            self.page_call(&env, move |w| {
+            self.world_call(&env, move |w| {
                 let page = w
                     .world
                     .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)

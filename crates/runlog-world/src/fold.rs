@@ -124,15 +124,7 @@ impl RunState {
     ) -> RunState {
         let mut state = RunState::new(run_id, spec_version, identity);
         for e in events {
-            state.apply(&EventRef {
-                seq: e.seq,
-                event_id: e.event_id,
-                created_at_ms: e.created_at_ms,
-                kind: &e.kind,
-                correlation_id: e.correlation_id.as_deref(),
-                key: e.key.as_deref(),
-                payload: &e.payload,
-            });
+            state.apply(&e.as_event_ref());
         }
         state
     }

@@ -7,10 +7,10 @@ use crate::cursor;
 use crate::error::WorldError;
 use crate::ids::{parse_event_id, parse_run_id};
 use crate::model::{
-    Event, EventType, EventView, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination,
-    ResolveData, SortOrder, Step, WorkflowRun,
+    Event, EventView, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData,
+    SortOrder, Step, WorkflowRun,
 };
-use crate::world::{EVENTS_PAGE_DEFAULT, World, stored_event};
+use crate::world::{EVENTS_PAGE_DEFAULT, World, event_view, owned_event, stored_event};
 
 /// Default page of `runs.list` (the reference's).
 pub const RUNS_PAGE_DEFAULT: usize = 200;
@@ -343,46 +343,15 @@ impl<B: RunLog> World<B> {
         pagination: &Pagination,
         resolve: ResolveData,
     ) -> Result<Page<Event>, WorldError> {
-        let run = self.run_id(run_id)?;
-        let limit = limit(pagination, EVENTS_PAGE_DEFAULT);
-        let cursor = pagination
-            .cursor
-            .as_deref()
-            .map(|c| cursor::decode_seq(c, "pagination.cursor"))
-            .transpose()?;
-        let entry = self.entry(&run);
-        let (last, spec) = {
-            let state = self.load(&entry, &run)?;
-            (state.seq(), state.spec_version())
-        };
-        let to_event = |e: &runlog::Event| stored_event(&run, spec, e, resolve);
-        if pagination.sort_order == Some(SortOrder::Desc) {
-            let before = cursor.unwrap_or(last + 1).min(last + 1);
-            let low = before.saturating_sub(limit as u64).max(1);
-            let count = before.saturating_sub(low) as usize;
-            let page = self.backend.read(&run, low - 1, count)?;
-            let data = page
-                .events
-                .iter()
-                .rev()
-                .map(to_event)
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok(Page {
-                cursor: data.last().map(|e| cursor::encode_seq(e.seq)),
-                has_more: data.last().is_some_and(|e| e.seq > 1),
-                data,
-            });
-        }
-        let page = self.backend.read(&run, cursor.unwrap_or(0), limit)?;
-        let data = page
-            .events
-            .iter()
-            .map(to_event)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut data = Vec::new();
+        let (cursor, has_more) = self.list_events_each(run_id, pagination, |v| {
+            data.push(owned_event(v, resolve)?);
+            Ok::<(), WorldError>(())
+        })?;
         Ok(Page {
-            cursor: data.last().map(|e| cursor::encode_seq(e.seq)),
-            has_more: page.has_more,
             data,
+            cursor,
+            has_more,
         })
     }
 
@@ -415,30 +384,7 @@ impl<B: RunLog> World<B> {
             (state.seq(), state.spec_version())
         };
         let mut visit = |e: runlog::EventRef<'_>| -> Result<u64, E> {
-            let bad = |reason: String| WorldError::InvalidStoredEvent {
-                run_id: run.to_string(),
-                seq: e.seq,
-                reason,
-            };
-            let event_type = EventType::parse(e.kind)
-                .ok_or_else(|| bad(format!("unknown kind {:?}", e.kind)))?;
-            let event_data = match e.payload {
-                [] => None,
-                bytes => Some(
-                    std::str::from_utf8(bytes)
-                        .map_err(|err| bad(format!("payload is not JSON: {err}")))?,
-                ),
-            };
-            f(&EventView {
-                run_id: run.as_str(),
-                event_id: e.event_id,
-                event_type,
-                correlation_id: e.correlation_id,
-                event_data,
-                created_at_ms: e.created_at_ms,
-                spec_version: spec,
-                seq: e.seq,
-            })?;
+            f(&event_view(&run, spec, &e)?)?;
             Ok(e.seq)
         };
         if pagination.sort_order == Some(SortOrder::Desc) {
@@ -451,15 +397,7 @@ impl<B: RunLog> World<B> {
                 .map_err(WorldError::from)?;
             let mut lowest = None;
             for e in page.events.iter().rev() {
-                lowest = Some(visit(runlog::EventRef {
-                    seq: e.seq,
-                    event_id: e.event_id,
-                    created_at_ms: e.created_at_ms,
-                    kind: &e.kind,
-                    correlation_id: e.correlation_id.as_deref(),
-                    key: e.key.as_deref(),
-                    payload: &e.payload,
-                })?);
+                lowest = Some(visit(e.as_event_ref())?);
             }
             return Ok((
                 lowest.map(cursor::encode_seq),

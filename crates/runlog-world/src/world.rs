@@ -17,7 +17,9 @@ use crate::fold::{HookIdentity, RunState};
 use crate::group::{AbortUnanswered, GROUP_MEMBERS_MAX, Queued, Slot};
 use crate::ids::{self, now_ms};
 use crate::json::{Members, RawJson};
-use crate::model::{CreateEventParams, Event, EventRequest, EventResult, EventType, ResolveData};
+use crate::model::{
+    CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, ResolveData,
+};
 use crate::rules::{self, Checked, Decision, Plan};
 use crate::tokens::{ClaimOutcome, Claims};
 
@@ -616,6 +618,69 @@ pub(crate) fn strip(ty: EventType, data: Option<RawJson>, resolve: ResolveData) 
     (!members.0.is_empty()).then(|| members.to_json())
 }
 
+/// A stored runlog event borrowed in the SDK's terms.
+///
+/// # Errors
+/// [`WorldError::InvalidStoredEvent`] when its kind is no event type or its payload is not
+/// UTF-8.
+pub(crate) fn event_view<'a>(
+    run: &'a RunId,
+    spec_version: Option<u32>,
+    e: &runlog::EventRef<'a>,
+) -> Result<EventView<'a>, WorldError> {
+    let bad = |reason: String| WorldError::InvalidStoredEvent {
+        run_id: run.to_string(),
+        seq: e.seq,
+        reason,
+    };
+    let event_type =
+        EventType::parse(e.kind).ok_or_else(|| bad(format!("unknown kind {:?}", e.kind)))?;
+    let event_data = match e.payload {
+        [] => None,
+        bytes => Some(
+            std::str::from_utf8(bytes).map_err(|err| bad(format!("payload is not JSON: {err}")))?,
+        ),
+    };
+    Ok(EventView {
+        run_id: run.as_str(),
+        event_id: e.event_id,
+        event_type,
+        correlation_id: e.correlation_id,
+        event_data,
+        created_at_ms: e.created_at_ms,
+        spec_version,
+        seq: e.seq,
+    })
+}
+
+/// A stored event as an owned [`Event`], its payload checked as JSON and shaped by
+/// `resolve`.
+///
+/// # Errors
+/// [`WorldError::InvalidStoredEvent`] when its payload is not JSON.
+pub(crate) fn owned_event(v: &EventView<'_>, resolve: ResolveData) -> Result<Event, WorldError> {
+    let data = v
+        .event_data
+        .map(|text| {
+            RawJson::from_text(text).map_err(|err| WorldError::InvalidStoredEvent {
+                run_id: v.run_id.to_string(),
+                seq: v.seq,
+                reason: format!("payload is not JSON: {err}"),
+            })
+        })
+        .transpose()?;
+    Ok(Event {
+        run_id: v.run_id.to_string(),
+        event_id: ids::event_id_string(v.event_id),
+        event_type: v.event_type,
+        correlation_id: v.correlation_id.map(str::to_owned),
+        event_data: strip(v.event_type, data, resolve),
+        created_at_ms: v.created_at_ms,
+        spec_version: v.spec_version,
+        seq: v.seq,
+    })
+}
+
 /// A stored runlog event in the SDK's shape.
 ///
 /// # Errors
@@ -627,26 +692,5 @@ pub(crate) fn stored_event(
     e: &runlog::Event,
     resolve: ResolveData,
 ) -> Result<Event, WorldError> {
-    let bad = |reason: String| WorldError::InvalidStoredEvent {
-        run_id: run.to_string(),
-        seq: e.seq,
-        reason,
-    };
-    let ty = EventType::parse(&e.kind).ok_or_else(|| bad(format!("unknown kind {:?}", e.kind)))?;
-    let data = match e.payload.as_ref() {
-        [] => None,
-        bytes => Some(
-            RawJson::from_bytes(bytes).map_err(|err| bad(format!("payload is not JSON: {err}")))?,
-        ),
-    };
-    Ok(Event {
-        run_id: run.to_string(),
-        event_id: ids::event_id_string(e.event_id),
-        event_type: ty,
-        correlation_id: e.correlation_id.clone(),
-        event_data: strip(ty, data, resolve),
-        created_at_ms: e.created_at_ms,
-        spec_version,
-        seq: e.seq,
-    })
+    owned_event(&event_view(run, spec_version, &e.as_event_ref())?, resolve)
 }
