@@ -50,7 +50,7 @@ use napi::bindgen_prelude::ToNapiValue;
 use napi::sys;
 
 use crate::errors::BindError;
-use crate::js::{IntoJs, array, buffer};
+use crate::js::{IntoJs, Raw, array, buffer};
 use crate::world::Json;
 
 /// Keys whose string values are dates in the SDK's entities and event data (as
@@ -142,7 +142,6 @@ struct PageWriter {
     /// Revive paths (`[kind,"eventData",…]` as JSON) in order of first appearance (a page
     /// has a handful; looked through from the last one found).
     fix_paths: Vec<String>,
-    fix_path_order: String,
     /// Scratch for one path's text.
     path_text: String,
     /// The bytes of the binary values of kind 2, one after another, and their
@@ -169,7 +168,6 @@ impl PageWriter {
             fix: String::with_capacity(capacity * 8),
             type_names: Vec::new(),
             fix_paths: Vec::new(),
-            fix_path_order: String::new(),
             path_text: String::new(),
             bin: Vec::new(),
             bins: String::with_capacity(capacity * 8),
@@ -283,10 +281,6 @@ impl PageWriter {
                     let path = match self.fix_paths.iter().rposition(|p| *p == self.path_text) {
                         Some(p) => p,
                         None => {
-                            if !self.fix_paths.is_empty() {
-                                self.fix_path_order.push(',');
-                            }
-                            self.fix_path_order.push_str(&self.path_text);
                             self.fix_paths.push(self.path_text.clone());
                             self.fix_paths.len() - 1
                         }
@@ -332,7 +326,6 @@ impl PageWriter {
                 + self.at.len()
                 + self.spec.len()
                 + self.fix.len()
-                + self.fix_path_order.len()
                 + self.bins.len()
                 + 256,
         );
@@ -361,7 +354,7 @@ impl PageWriter {
             ("absent", &self.absent),
             ("at", &self.at),
             ("spec", &self.spec),
-            ("fixPaths", &self.fix_path_order),
+            ("fixPaths", &self.fix_paths.join(",")),
             ("fix", &self.fix),
             ("bins", &self.bins),
         ] {
@@ -402,22 +395,18 @@ pub(crate) struct PageWire {
 impl IntoJs for PageWire {
     fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
         let text = Json(self.text).into_js(env)?;
-        let bin = if self.bin.is_empty() {
-            let mut null = std::ptr::null_mut();
-            unsafe { sys::napi_get_null(env, &mut null) };
-            null
-        } else {
-            buffer(env, &self.bin)?
+        // `None` is `null` on the JavaScript side.
+        let bin = match self.bin.is_empty() {
+            true => None,
+            false => Some(Raw(buffer(env, &self.bin)?)),
         };
-        let cursor = match self.cursor {
-            Some(c) => Json(c).into_js(env)?,
-            None => {
-                let mut null = std::ptr::null_mut();
-                unsafe { sys::napi_get_null(env, &mut null) };
-                null
-            }
+        let (bin, cursor, has_more) = unsafe {
+            (
+                <Option<Raw> as ToNapiValue>::to_napi_value(env, bin)?,
+                <Option<String> as ToNapiValue>::to_napi_value(env, self.cursor)?,
+                <bool as ToNapiValue>::to_napi_value(env, self.has_more)?,
+            )
         };
-        let has_more = unsafe { <bool as ToNapiValue>::to_napi_value(env, self.has_more)? };
         array(env, vec![text, bin, cursor, has_more])
     }
 }

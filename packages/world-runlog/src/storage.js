@@ -99,7 +99,7 @@ export const fromJson = (text) => revive(JSON.parse(text));
  * visiting every value of every event.
  */
 export function fromEventPage(wire) {
-  const [text, bytes] = typeof wire === 'string' ? [wire, null] : wire;
+  const [text, bytes] = wire;
   const page = JSON.parse(text);
   if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
   const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths, bins } = page;
