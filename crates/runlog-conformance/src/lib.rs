@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 mod cases;
+pub mod skip;
 
 pub use cases::*;
 
