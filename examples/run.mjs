@@ -1,0 +1,316 @@
+#!/usr/bin/env node
+// Drives one example app (examples/sdk-<line>) end to end on one World and prints a JSON
+// summary per mode:
+//
+//   node examples/run.mjs <line> <world> [--mode dev|prod|both] [--no-install] [--keep-data]
+//     line:  4.8.9 | 5.0.0-beta.35 | 5.0.0-beta.55   (the directory examples/sdk-<line>)
+//     world: local  (the line's own @workflow/world-local: WORKFLOW_TARGET_WORLD unset)
+//            runlog (packages/world-runlog installed into the app as a user would,
+//                    `npm install --no-save <package dir>`, WORKFLOW_TARGET_WORLD=world-runlog)
+//
+// Per mode: `npm install` (the app's package-lock.json), then the server on a free loopback
+// port (dev: `nitro dev`; prod: `nitro build` + `node .output/server/index.mjs`), POST
+// /api/start (the `demo` workflow and the `doomed` one), POST /api/hook until the hook
+// takes the payload, GET /api/run until both runs are terminal, GET /api/stream (the demo
+// run's stream, read to its close). The server's log is kept in
+// examples/sdk-<line>/.logs/<world>-<mode>.log; error lines from it are in the summary.
+// Exit status 0 when every mode passed its checks.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { appendFileSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '..');
+const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
+const RUNLOG_PACKAGE_NAME = 'world-runlog';
+
+const LINES = ['4.8.9', '5.0.0-beta.35', '5.0.0-beta.55'];
+const WORLDS = ['local', 'runlog'];
+
+function usage(msg) {
+  if (msg) console.error(msg);
+  console.error('usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data]');
+  console.error(`  lines: ${LINES.join(', ')}`);
+  process.exit(2);
+}
+
+const args = process.argv.slice(2);
+const positional = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--mode');
+const [line, world] = positional;
+if (!LINES.includes(line)) usage(`unknown line: ${line ?? '(none)'}`);
+if (!WORLDS.includes(world)) usage(`unknown world: ${world ?? '(none)'}`);
+const modeArg = args.includes('--mode') ? args[args.indexOf('--mode') + 1] : 'both';
+if (!['dev', 'prod', 'both'].includes(modeArg)) usage(`unknown mode: ${modeArg}`);
+const modes = modeArg === 'both' ? ['dev', 'prod'] : [modeArg];
+const install = !args.includes('--no-install');
+const keepData = args.includes('--keep-data');
+
+const app = path.join(here, `sdk-${line}`);
+const logs = path.join(app, '.logs');
+mkdirSync(logs, { recursive: true });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+const ms = (t0) => Math.round(now() - t0);
+
+/** Runs a command in the app directory, its output appended to `log`; throws on failure. */
+function run(cmd, cmdArgs, log, env = process.env) {
+  const t0 = now();
+  const r = spawnSync(cmd, cmdArgs, { cwd: app, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+  log.write(`$ ${cmd} ${cmdArgs.join(' ')}\n${r.stdout ?? ''}${r.stderr ?? ''}\n`);
+  if (r.status !== 0) {
+    const tail = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+    throw new Error(`${cmd} ${cmdArgs.join(' ')} exited ${r.status}:\n${tail}`);
+  }
+  return ms(t0);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function http(base, method, route, body, timeoutMs = 30_000) {
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, bytes, json: () => JSON.parse(bytes.toString('utf8')) };
+}
+
+/** Polls `f` until it returns a value other than undefined, or throws after `timeoutMs`. */
+async function until(what, timeoutMs, f, everyMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await f();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message ?? last}` : ''}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** Distinct lines of the server log that look like errors, less the ones the app causes on purpose. */
+function errorLines(logFile) {
+  // The retried step's first attempt, the FatalError of `refuse` (caught in `demo`, ending
+  // `doomed`) and the stack lines of their log records.
+  const expected = [
+    /transient failure on the first attempt/,
+    /refuse|FatalError|USER_ERROR|Error while running workflow|errorStack|stepName:/,
+    /^\s*'?\s+at /,
+  ];
+  const seen = new Set();
+  for (const l of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!/error|not a function|cannot|failed|refus|ERR_/i.test(l)) continue;
+    if (expected.some((re) => re.test(l))) continue;
+    const t = l.trim().slice(0, 400);
+    if (t) seen.add(t);
+    if (seen.size >= 12) break;
+  }
+  return [...seen];
+}
+
+function prepareWorld() {
+  const env = { ...process.env };
+  delete env.WORKFLOW_TARGET_WORLD;
+  if (world === 'runlog') {
+    const addon = path.join(RUNLOG_PACKAGE, 'native', 'runlog_node.node');
+    if (!existsSync(addon)) throw new Error(`runlog addon missing: ${addon} (bash crates/runlog-node/build.sh)`);
+    env.WORKFLOW_TARGET_WORLD = RUNLOG_PACKAGE_NAME;
+  }
+  return env;
+}
+
+function installApp() {
+  if (!install) return { installMs: 0 };
+  const logFile = path.join(logs, `install-${world}.log`);
+  rmSync(logFile, { force: true });
+  const log = { write: (s) => appendFileSync(logFile, s) };
+  const t0 = now();
+  run('npm', ['install', '--no-audit', '--no-fund'], log);
+  if (world === 'runlog') {
+    // As a user installs a package from a directory; --no-save keeps package.json and the lock.
+    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', RUNLOG_PACKAGE], log);
+  }
+  return { installMs: ms(t0) };
+}
+
+async function startServer(mode, env, logFile) {
+  const port = await freePort();
+  const serverEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', NITRO_PORT: String(port), NITRO_HOST: '127.0.0.1' };
+  const out = createWriteStream(logFile, { flags: 'a' });
+  await new Promise((r) => out.once('open', r));
+  const [cmd, cmdArgs] =
+    mode === 'dev'
+      ? ['npx', ['nitro', 'dev', '--port', String(port), '--host', '127.0.0.1']]
+      : ['node', ['.output/server/index.mjs']];
+  const child = spawn(cmd, cmdArgs, { cwd: app, env: serverEnv, detached: true, stdio: ['ignore', out, out] });
+  let exited = null;
+  child.on('exit', (code, signal) => (exited = { code, signal }));
+  const stop = async () => {
+    if (exited) return;
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {}
+    for (let i = 0; i < 40 && !exited; i++) await sleep(100);
+    if (!exited) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }
+  };
+  return { base: `http://127.0.0.1:${port}`, port, stop, exited: () => exited };
+}
+
+async function runMode(mode, installTimings) {
+  const logFile = path.join(logs, `${world}-${mode}.log`);
+  rmSync(logFile, { force: true });
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const summary = { line, world, mode, ok: false };
+  const timings = {};
+  const t0 = now();
+  let server;
+  try {
+    const env = prepareWorld();
+    Object.assign(timings, installTimings);
+    summary.versions = installedVersions();
+    if (!keepData) rmSync(path.join(app, '.workflow-data'), { recursive: true, force: true });
+    if (mode === 'prod') {
+      rmSync(path.join(app, '.output'), { recursive: true, force: true });
+      timings.buildMs = run('npx', ['nitro', 'build'], log, env);
+    }
+    await new Promise((r) => log.end(r));
+    const tServer = now();
+    server = await startServer(mode, env, logFile);
+    await until('the server to answer /api/health', 240_000, async () => {
+      if (server.exited()) throw new Error(`server exited ${JSON.stringify(server.exited())}`);
+      const r = await http(server.base, 'GET', '/api/health', undefined, 5_000);
+      return r.status === 200 ? true : undefined;
+    }, 500).catch((err) => {
+      if (server.exited()) err.message += ` (server exited ${JSON.stringify(server.exited())})`;
+      throw err;
+    });
+    timings.serverReadyMs = ms(tServer);
+
+    const token = `demo-${world}-${mode}-${randomBytes(6).toString('hex')}`;
+    const tRun = now();
+    summary.phase = 'start';
+    const started = await http(server.base, 'POST', '/api/start', { name: 'example', token });
+    if (started.status !== 200) throw new Error(`/api/start ${started.status}: ${started.bytes.toString().slice(0, 600)}`);
+    const { runId, doomedRunId } = started.json();
+    Object.assign(summary, { runId, doomedRunId });
+
+    summary.phase = 'hook';
+    await until('the hook to take the payload', 60_000, async () => {
+      const r = await http(server.base, 'POST', '/api/hook', { token, data: { approved: true, note: 'from-outside' } });
+      return r.status === 200 ? true : undefined;
+    });
+    timings.hookResumedMs = ms(tRun);
+
+    summary.phase = 'completion';
+    const terminal = (s) => ['completed', 'failed', 'cancelled'].includes(s);
+    const final = await until('the demo run to end', 90_000, async () => {
+      const r = await http(server.base, 'GET', `/api/run?id=${runId}`);
+      const v = r.status === 200 ? r.json() : undefined;
+      summary.lastStatus = v?.status ?? `HTTP ${r.status}`;
+      return v && terminal(v.status) ? v : undefined;
+    });
+    timings.runMs = ms(tRun);
+    summary.status = final.status;
+    summary.returnValue = final.returnValue ?? null;
+    if (final.error) summary.error = final.error;
+    const doomedFinal = await until('the doomed run to end', 60_000, async () => {
+      const r = await http(server.base, 'GET', `/api/run?id=${doomedRunId}`);
+      const v = r.status === 200 ? r.json() : undefined;
+      return v && terminal(v.status) ? v : undefined;
+    });
+    summary.doomedStatus = doomedFinal.status;
+    summary.doomedError = doomedFinal.error ?? null;
+    delete summary.lastStatus;
+
+    summary.phase = 'stream';
+    const tStream = now();
+    const stream = await http(server.base, 'GET', `/api/stream?id=${runId}`, undefined, 20_000).catch((err) => {
+      throw new Error(`reading the stream: ${err.name === 'TimeoutError' ? 'no close within 20 s' : err.message}`);
+    });
+    timings.streamMs = ms(tStream);
+    if (stream.status !== 200) throw new Error(`/api/stream ${stream.status}: ${stream.bytes.toString().slice(0, 600)}`);
+    summary.streamBytes = stream.bytes.length;
+    summary.streamSha256 = createHash('sha256').update(stream.bytes).digest('hex');
+    summary.streamLines = stream.bytes.toString('utf8').split('\n').filter(Boolean);
+    delete summary.phase;
+
+    const rv = summary.returnValue ?? {};
+    summary.checks = {
+      completed: summary.status === 'completed',
+      retriedOnce: rv.attempt === 2,
+      fatalCaught: typeof rv.fatal === 'string' && rv.fatal.includes('refused: caught by the workflow'),
+      hookPayload: rv.approval?.note === 'from-outside',
+      doomedFailed: summary.doomedStatus === 'failed' && /refused: uncaught/.test(summary.doomedError ?? ''),
+      threeStreamLines: summary.streamLines.length === 3,
+    };
+    summary.ok = Object.values(summary.checks).every(Boolean);
+  } catch (err) {
+    summary.failure = String(err?.message ?? err);
+  } finally {
+    if (!log.closed) await new Promise((r) => log.end(r));
+    await server?.stop();
+    timings.totalMs = ms(t0);
+    summary.timings = timings;
+    if (existsSync(logFile)) summary.serverErrors = errorLines(logFile);
+    summary.log = path.relative(repo, logFile);
+  }
+  return summary;
+}
+
+function installedVersions() {
+  const v = (name) => {
+    try {
+      return JSON.parse(readFileSync(path.join(app, 'node_modules', name, 'package.json'), 'utf8')).version;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    workflow: v('workflow'),
+    core: v('@workflow/core'),
+    world: v('@workflow/world'),
+    worldLocal: v('@workflow/world-local'),
+    nitro: v('nitro'),
+    ...(world === 'runlog' && { worldRunlog: v(RUNLOG_PACKAGE_NAME) }),
+  };
+}
+
+let allOk = true;
+let installTimings;
+try {
+  installTimings = installApp();
+} catch (err) {
+  console.log(JSON.stringify({ line, world, ok: false, failure: `install: ${err.message}` }, null, 2));
+  process.exit(1);
+}
+for (const [i, mode] of modes.entries()) {
+  const summary = await runMode(mode, i === 0 ? installTimings : { installMs: 0 });
+  allOk &&= summary.ok;
+  console.log(JSON.stringify(summary, null, 2));
+}
+process.exit(allOk ? 0 : 1);
