@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use super::{BenchResult, Ev};
 
-/// The corpus event directory: `$RUNLOG_CORPUS_DIR`, else `../shared/corpus/...` beside the
-/// checkout (where CI and the sessions keep it).
+/// The corpus event directory: `$RUNLOG_CORPUS_DIR`, else the copy in the repository
+/// (`tests/fixtures/world-local-5.0.0-beta.29`).
 pub fn corpus_root() -> PathBuf {
     std::env::var_os("RUNLOG_CORPUS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/world-local-5.0.0-beta.29"),
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/world-local-5.0.0-beta.29"),
         PathBuf::from,
     )
 }

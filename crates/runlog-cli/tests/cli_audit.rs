@@ -90,7 +90,7 @@ fn expected_findings(runs: &BTreeSet<String>) -> BTreeSet<String> {
 #[test]
 fn audit_finds_the_thirteen_terminal_events_and_nothing_that_is_not_there() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = tmp.path().join("store");
     import(&store, &src);
 
@@ -104,7 +104,7 @@ fn audit_finds_the_thirteen_terminal_events_and_nothing_that_is_not_there() {
     assert_eq!(got.len(), findings.len(), "no finding twice");
     let runs: BTreeSet<String> = source_runs(&src).into_keys().collect();
     assert_eq!(got, expected_findings(&runs));
-    assert_eq!(findings.len(), if using_whole_corpus() { 78 } else { 26 });
+    assert_eq!(findings.len(), 78);
 
     let terminal: Vec<&Value> = findings
         .iter()

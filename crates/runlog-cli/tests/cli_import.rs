@@ -1,5 +1,5 @@
-//! `runlog import` on real world-local data: the whole shared corpus when `../shared` exists,
-//! else the fixture in `tests/fixtures/world-local`.
+//! `runlog import` on real world-local data: the whole corpus in
+//! `tests/fixtures/world-local-5.0.0-beta.29` (and the seven-run fixture beside it).
 
 mod cli_support;
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 #[test]
 fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from_one() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = tmp.path().join("store");
     let out = import(&store, &src);
 
@@ -23,7 +23,7 @@ fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from
 
     let source = source_runs(&src);
     let files: usize = source.values().map(Vec::len).sum();
-    assert_eq!(files, if using_whole_corpus() { 392 } else { 119 });
+    assert_eq!(files, 392);
     assert!(
         report.contains(&format!(
             "imported {0} of {0} runs: {files} events appended, 0 already present",
@@ -33,12 +33,12 @@ fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from
     );
 
     // `runs` is the storage view: it also lists the logs of the imported streams (a chunk
-    // log and an index log per stream, `stream-…`), 4 streams in the whole corpus.
+    // log and an index log per stream, `stream-…`), 4 streams in the corpus.
     let (streams, workflow): (Vec<String>, Vec<String>) = run_names(&store)
         .into_iter()
         .partition(|r| r.starts_with("stream-"));
     assert_eq!(workflow, source.keys().cloned().collect::<Vec<_>>());
-    assert_eq!(streams.len(), if using_whole_corpus() { 8 } else { 0 });
+    assert_eq!(streams.len(), 8);
     for (run, events) in &source {
         let exported = export(&store, run);
         assert_eq!(exported.len(), events.len(), "{run}");
@@ -59,7 +59,7 @@ fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from
 #[test]
 fn re_import_is_idempotent() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = tmp.path().join("store");
     import(&store, &src);
     let before = runlog(&store, &["export"]);
@@ -80,7 +80,7 @@ fn re_import_is_idempotent() {
         .iter()
         .map(|r| r["already_present"].as_u64().expect("n"))
         .sum();
-    assert_eq!(already, if using_whole_corpus() { 392 } else { 119 });
+    assert_eq!(already, 392);
     let after = runlog(&store, &["export"]);
     assert_eq!(stdout(&after), stdout(&before));
 }
@@ -125,15 +125,15 @@ fn a_malformed_event_file_fails_its_run_only() {
 #[test]
 fn verify_is_clean_after_import_and_names_segment_and_offset_of_a_flipped_byte() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = tmp.path().join("store");
     import(&store, &src);
     let clean = runlog(&store, &["verify", "--json"]);
     assert_eq!(code(&clean), 0, "{}", stdout(&clean));
     let reports = json_lines(&clean);
     // Every workflow run, and the chunk and index logs of the imported streams (4 in the
-    // whole corpus): verify is the storage view.
-    let streams = if using_whole_corpus() { 8 } else { 0 };
+    // corpus): verify is the storage view.
+    let streams = 8;
     assert_eq!(reports.len(), source_runs(&src).len() + streams);
     assert!(
         reports

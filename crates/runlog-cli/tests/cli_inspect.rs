@@ -1,5 +1,5 @@
 //! `runlog inspect runs|steps|hooks|events|streams`: the World's entities computed from the
-//! imported logs of real world-local runs (the fixture, and the whole corpus when present),
+//! imported logs of real world-local runs (the seven-run fixture and the whole corpus),
 //! in tables and as JSON lines with the SDK schemas' field names.
 
 mod cli_support;
@@ -9,8 +9,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use cli_support::{
-    TEMP_FILE_RUN, THIRTEEN_TERMINALS_RUN, code, copy_source, fixture_dir, import, json_lines,
-    runlog, source_runs, stderr, stdout, using_whole_corpus,
+    TEMP_FILE_RUN, THIRTEEN_TERMINALS_RUN, code, copy_corpus, fixture_dir, import, json_lines,
+    runlog, source_runs, stderr, stdout,
 };
 use serde_json::Value;
 
@@ -91,7 +91,7 @@ fn runs_of_the_fixture_are_the_worlds_runs_with_the_sdk_field_names() {
 #[test]
 fn steps_events_and_hooks_of_a_run() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = imported(tmp.path(), &src);
     let source = source_runs(&src);
 
@@ -147,19 +147,15 @@ fn steps_events_and_hooks_of_a_run() {
     // Hooks: the live ones, of one run or of all.
     let all = json_lines(&ok(&store, &["inspect", "hooks", "--json"]));
     let hook_runs: Vec<&str> = all.iter().map(|h| h["runId"].as_str().unwrap()).collect();
-    if using_whole_corpus() {
-        assert_eq!(
-            hook_runs,
-            [
-                "wrun_01M8N4BJ9D6ZB68RC8VT3XA12E",
-                "wrun_01M8N4C2DGSWHERV3FE801SFQV"
-            ]
-        );
-        assert_eq!(all[1]["hookId"], "hook_01M8N4C2DGVEA0Y7MEVTTRW9BG");
-        assert_eq!(all[1]["token"], "mx2nc9eb");
-    } else {
-        assert_eq!(hook_runs, ["wrun_01M8N4BJ9D6ZB68RC8VT3XA12E"]);
-    }
+    assert_eq!(
+        hook_runs,
+        [
+            "wrun_01M8N4BJ9D6ZB68RC8VT3XA12E",
+            "wrun_01M8N4C2DGSWHERV3FE801SFQV"
+        ]
+    );
+    assert_eq!(all[1]["hookId"], "hook_01M8N4C2DGVEA0Y7MEVTTRW9BG");
+    assert_eq!(all[1]["token"], "mx2nc9eb");
     assert_eq!(all[0]["hookId"], "hook_01M8N4BJ9DMTCRDZ900RTEX1XP");
     assert_eq!(all[0]["token"], "mx2nbwo1");
     assert_eq!(all[0]["ownerId"], "local-owner");
@@ -183,12 +179,8 @@ fn steps_events_and_hooks_of_a_run() {
 
 #[test]
 fn streams_of_a_run_by_name_with_chunk_counts_and_done() {
-    if !using_whole_corpus() {
-        eprintln!("skipped: the fixture has no streams (import_streams.rs builds some)");
-        return;
-    }
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = imported(tmp.path(), &src);
     let closed = json_lines(&ok(
         &store,

@@ -9,8 +9,8 @@ use std::fs;
 use std::path::Path;
 
 use cli_support::{
-    TEMP_FILE, TEMP_FILE_RUN, THIRTEEN_TERMINALS_RUN, code, copy_dir, copy_source, fixture_dir,
-    json_lines, runlog, stderr, stdout, using_whole_corpus,
+    TEMP_FILE, TEMP_FILE_RUN, THIRTEEN_TERMINALS_RUN, code, copy_corpus, copy_dir, fixture_dir,
+    json_lines, runlog, stderr, stdout,
 };
 use serde_json::{Value, json};
 
@@ -143,12 +143,8 @@ fn the_table_names_run_entity_field_ours_theirs_and_the_classes() {
 
 #[test]
 fn the_corpus_differs_in_four_runs_of_four_classes_steps_and_hooks_equal() {
-    if !using_whole_corpus() {
-        eprintln!("skipped: the shared corpus is not present");
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let (rc, lines) = check(&tmp.path().join("store"), &src);
     assert_eq!(rc, 1);
     assert_eq!(

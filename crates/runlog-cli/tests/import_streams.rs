@@ -9,8 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cli_support::{
-    code, copy_dir, copy_source, fixture_dir, import, json_lines, runlog, stderr, stdout,
-    using_whole_corpus,
+    code, copy_corpus, copy_dir, fixture_dir, import, json_lines, runlog, stderr, stdout,
 };
 use runlog::{Config, RunId, Store};
 use runlog_world::Streams;
@@ -200,12 +199,8 @@ fn malformed_chunk_files_and_unlisted_streams_are_reported_not_imported() {
 
 #[test]
 fn the_corpus_streams_are_imported_exactly() {
-    if !using_whole_corpus() {
-        eprintln!("skipped: the shared corpus is not present");
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let store = tmp.path().join("store");
     let out = import(&store, &src);
     assert_eq!(code(&out), 1, "{}", stderr(&out));

@@ -408,7 +408,7 @@ fn export_all(store: &Path) -> Vec<u8> {
     out.stdout
 }
 
-/// A run of the shared corpus with an imported stream: two data chunks and its end marker.
+/// A run of the corpus with an imported stream: two data chunks and its end marker.
 const STREAM_RUN: &str = "wrun_01M8N4BQX3533WHD0GK89WDY54";
 
 #[test]
@@ -417,7 +417,7 @@ fn the_imported_corpus_reads_the_same_on_postgres_as_on_the_file_store() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let file = tmp.path().join("file");
     let db = Schema::fresh();
     let on_file = import(&file, &src);
@@ -444,8 +444,8 @@ fn the_imported_corpus_reads_the_same_on_postgres_as_on_the_file_store() {
             .collect()
     };
     assert_eq!(runs(db.path()), runs(&file));
-    // 38 logs of the shared corpus (30 workflow runs and 8 stream logs), 7 of the fixture.
-    assert_eq!(runs(&file).len(), if using_whole_corpus() { 38 } else { 7 });
+    // 38 logs of the corpus: 30 workflow runs and 8 stream logs.
+    assert_eq!(runs(&file).len(), 38);
     for args in [
         &["audit", "--json"][..],
         &["inspect", "runs", "--json"],
@@ -454,9 +454,7 @@ fn the_imported_corpus_reads_the_same_on_postgres_as_on_the_file_store() {
         let (p, f) = (runlog(db.path(), args), runlog(&file, args));
         assert_eq!(code(&p), code(&f), "{args:?}: {}", stderr(&p));
         assert_eq!(stdout(&p), stdout(&f), "{args:?}");
-        // The fixture's one hook may be disposed; the shared corpus has live ones.
-        let may_be_empty = args[1] == "hooks" && !using_whole_corpus();
-        assert!(may_be_empty || !p.stdout.is_empty(), "{args:?}");
+        assert!(!p.stdout.is_empty(), "{args:?}");
     }
     let run = THIRTEEN_TERMINALS_RUN;
     for args in [
@@ -469,18 +467,16 @@ fn the_imported_corpus_reads_the_same_on_postgres_as_on_the_file_store() {
         assert_eq!(stdout(&p), stdout(&f), "{args:?}");
         assert!(!p.stdout.is_empty(), "{args:?}");
     }
-    if using_whole_corpus() {
-        // A run with an imported stream (its chunk log and index log on PostgreSQL).
-        let args = ["inspect", "streams", STREAM_RUN, "--json"];
-        let (p, f) = (runlog(db.path(), &args), runlog(&file, &args));
-        assert_eq!(code(&p), 0, "{}", stderr(&p));
-        assert_eq!(stdout(&p), stdout(&f));
-        let stream = &json_lines(&p)[0];
-        assert_eq!(
-            (&stream["chunks"], &stream["done"]),
-            (&Value::from(2), &Value::from(true))
-        );
-    }
+    // A run with an imported stream (its chunk log and index log on PostgreSQL).
+    let args = ["inspect", "streams", STREAM_RUN, "--json"];
+    let (p, f) = (runlog(db.path(), &args), runlog(&file, &args));
+    assert_eq!(code(&p), 0, "{}", stderr(&p));
+    assert_eq!(stdout(&p), stdout(&f));
+    let stream = &json_lines(&p)[0];
+    assert_eq!(
+        (&stream["chunks"], &stream["done"]),
+        (&Value::from(2), &Value::from(true))
+    );
     let verify = runlog(db.path(), &["verify", "--json"]);
     ok(&verify);
     assert!(json_lines(&verify).iter().all(|r| r["ok"] == true));
@@ -563,7 +559,7 @@ fn copy_file_to_postgres_and_back_keeps_export_byte_for_byte() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let src = copy_source(tmp.path());
+    let src = copy_corpus(tmp.path());
     let file = tmp.path().join("file");
     import(&file, &src);
     add_synthetic_runs(&file, tmp.path());

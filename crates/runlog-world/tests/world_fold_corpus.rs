@@ -1,6 +1,7 @@
 //! The fold against the reference's own materialized entities: the events of real runs
-//! written by `@workflow/world-local` 5.0.0-beta.29 (in `tests/fixtures/world-local/`, and the
-//! larger shared corpus next to the repository when present) are folded in that store's
+//! written by `@workflow/world-local` 5.0.0-beta.29 (the whole corpus in
+//! `tests/fixtures/world-local-5.0.0-beta.29/`, and its seven-run subset
+//! `tests/fixtures/world-local/`) are folded in that store's
 //! order, (`createdAt`, `eventId`), and every run, step and live hook is compared, field by
 //! field as JSON values (dates as instants), with the store's own `runs/`, `steps/` and
 //! `hooks/` files. Steps and hooks are equal everywhere; the runs that differ are the ones
@@ -202,15 +203,11 @@ fn the_fold_of_the_fixture_equals_the_reference_entities_but_for_two_documented_
     assert_eq!(found["fold.anomalies"], ["wrun_01M8N4BGVC6PBGA4VZWAQRRZ87"]);
 }
 
-/// The shared corpus (30 runs, 94 steps, 2 live hooks) when it sits next to the repository
-/// (`../shared/corpus/`); skipped otherwise.
+/// The whole corpus (30 runs, 94 steps, 2 live hooks), shipped in the repository.
 #[test]
-fn the_fold_of_the_shared_corpus_equals_the_reference_entities_but_for_documented_runs() {
-    let dir = repo_root().join("../shared/corpus/world-local-5.0.0-beta.29");
-    if !dir.exists() {
-        eprintln!("skipped: {} not present", dir.display());
-        return;
-    }
+fn the_fold_of_the_whole_corpus_equals_the_reference_entities_but_for_documented_runs() {
+    let dir = repo_root().join("tests/fixtures/world-local-5.0.0-beta.29");
+    assert!(dir.join("events").is_dir(), "{} is missing", dir.display());
     let found = check(&dir);
     let runs: std::collections::BTreeSet<&String> = found.values().flatten().collect();
     assert_eq!(runs.len(), KNOWN.len(), "{found:?}");

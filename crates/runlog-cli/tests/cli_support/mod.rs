@@ -16,23 +16,22 @@ pub const TEMP_FILE_RUN: &str = "wrun_01M8N4CDBBNAEFXAFM1D09YPHW";
 /// The stray temp file's name.
 pub const TEMP_FILE: &str = "wrun_01M8N4CDBBNAEFXAFM1D09YPHW-evnt_01M8N4CDEK2SY823NS3PRMQY80.json.tmp.01M8N4CDEY5MKGR5Q04A8SG5M2";
 
-/// The whole shared corpus when `../shared` exists next to the crate, else the fixture.
-pub fn source_dir() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = manifest.join("../../../shared/corpus/world-local-5.0.0-beta.29");
-    if shared.is_dir() {
-        shared
-    } else {
-        manifest.join("../../tests/fixtures/world-local")
-    }
+/// The whole real corpus shipped in the repository (`tests/fixtures/world-local-5.0.0-beta.29`:
+/// 30 runs, 392 events, steps, hooks, streams; see `tests/fixtures/PROVENANCE.md`). Panics when
+/// it is missing: a checkout without it is broken, and its tests must not pass silently.
+pub fn corpus_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/world-local-5.0.0-beta.29");
+    assert!(
+        dir.join("events").is_dir(),
+        "the corpus {} is missing from the checkout",
+        dir.display()
+    );
+    dir
 }
 
-/// Whether [`source_dir`] is the whole corpus (30 runs) rather than the fixture (7 runs).
-pub fn using_whole_corpus() -> bool {
-    !source_dir().ends_with("tests/fixtures/world-local")
-}
-
-/// The fixture shipped in the repository.
+/// The seven-run subset of the corpus shipped beside it (`tests/fixtures/world-local`, the
+/// README's first command).
 pub fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/world-local")
 }
@@ -51,10 +50,10 @@ pub fn copy_dir(src: &Path, dst: &Path) {
     }
 }
 
-/// A private copy of [`source_dir`] (the corpus is read-only input).
-pub fn copy_source(tmp: &Path) -> PathBuf {
+/// A private copy of [`corpus_dir`] (the corpus is read-only input).
+pub fn copy_corpus(tmp: &Path) -> PathBuf {
     let dst = tmp.join("world-local");
-    copy_dir(&source_dir(), &dst);
+    copy_dir(&corpus_dir(), &dst);
     dst
 }
 
