@@ -25,13 +25,16 @@ export function facts(n, kind = 'step_completed') {
 
 /**
  * The PostgreSQL server of this run: RUNLOG_PG_URL (`.ci/pg-server.sh start` exports it), or
- * undefined. With RUNLOG_REQUIRE_PG=1 a missing URL is an error, so CI never skips silently.
+ * undefined (the tests that need it skip). With RUNLOG_REQUIRE_PG=1 or RUNLOG_NO_SKIP=1 (set by
+ * .ci/run) a missing URL is an error, so CI never skips silently.
  */
 export function pgUrl() {
   const url = process.env.RUNLOG_PG_URL;
   if (url) return url;
-  if (process.env.RUNLOG_REQUIRE_PG === '1') {
-    throw new Error('RUNLOG_REQUIRE_PG=1 but RUNLOG_PG_URL is not set: start a server with .ci/pg-server.sh');
+  for (const flag of ['RUNLOG_REQUIRE_PG', 'RUNLOG_NO_SKIP']) {
+    if (process.env[flag] === '1') {
+      throw new Error(`${flag}=1 but RUNLOG_PG_URL is not set: start a server with .ci/pg-server.sh`);
+    }
   }
   return undefined;
 }
