@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { inspect } from 'node:util';
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = 'world-runlog-') {
@@ -8,14 +9,18 @@ export function tempDir(prefix = 'world-runlog-') {
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The rejection of `promise` (fails if it resolves). */
+/**
+ * The rejection of `promise`; throws (failing the test) if it resolves. The throw is outside
+ * the `try`: caught there, it would be returned as if it were the rejection.
+ */
 export async function rejection(promise) {
+  let value;
   try {
-    const value = await promise;
-    throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
+    value = await promise;
   } catch (err) {
     return err;
   }
+  throw new Error(`expected a rejection, got ${inspect(value, { depth: 2 })}`);
 }
 
 /** `n` facts of kind `k` with small JSON payloads. */
