@@ -1,5 +1,6 @@
 //! Disk full on a real size-limited file system (issue 4 §4): a 2 MiB tmpfs mounted inside
-//! the test (needs root; skipped with a printed reason where mounting is impossible).
+//! the test (needs root; where mounting is impossible it reports so through
+//! `runlog_conformance::skip::skip`, a failure under `RUNLOG_NO_SKIP=1`, as in `.ci/run`).
 //!
 //! Filler files take part of the space; appends (facts of 1–24 KiB, three-event batches,
 //! fenced decisions, new runs; small segments so rolls happen) run until one fails with the
@@ -87,10 +88,7 @@ struct Tally {
 fn appends_fail_typed_when_the_disk_is_full_and_succeed_again_once_space_is_freed() {
     let fs = match Tmpfs::mount("2m") {
         Ok(fs) => fs,
-        Err(reason) => {
-            println!("skipped: {reason}");
-            return;
-        }
+        Err(reason) => return runlog_conformance::skip::skip(reason),
     };
     let fillers: Vec<PathBuf> = (0..FILLERS)
         .map(|i| fs.path().join(format!("filler-{i}")))

@@ -27,12 +27,13 @@ fn spawn_child(mode: &str, store: &Path, run: &str, count: usize) -> Child {
         .unwrap()
 }
 
-/// The child side. Does nothing unless started by `spawn_child`.
+/// The child side, started by `spawn_child`. Never a passing test: ignored, and it fails when
+/// run without `RUNLOG_CHILD_MODE`.
 #[test]
 #[ignore = "entry point of child processes"]
 fn child_entry() {
     let Ok(mode) = std::env::var("RUNLOG_CHILD_MODE") else {
-        return;
+        common::not_started_as_a_child("RUNLOG_CHILD_MODE");
     };
     let store_dir = std::env::var("RUNLOG_CHILD_STORE").unwrap();
     let run = RunId::new(std::env::var("RUNLOG_CHILD_RUN").unwrap()).unwrap();

@@ -5,6 +5,13 @@
 
 use std::process::Command;
 
+/// What a child entry point does when run without the variable `var` its parent sets (e.g. by
+/// `cargo test -- --include-ignored`): it fails, so an entry point never counts as a passing
+/// test.
+pub fn not_started_as_a_child(var: &str) -> ! {
+    panic!("an entry point of child processes, not a test: its parent test sets {var}")
+}
+
 /// A command that runs this test binary's ignored `child_entry` test, alone, with its output
 /// uncaptured (the caller adds `env`, `stdout` and spawns).
 pub fn child_command() -> Command {

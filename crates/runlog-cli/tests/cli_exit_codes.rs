@@ -1,8 +1,9 @@
 //! Issue 11 §7: environment errors (read-only file system, disk full, permission denied, EIO)
 //! exit 6 with the path and the OS error; 5 stays for corruption. Real processes on real
 //! file systems: a tmpfs mounted inside the test (remounted read-only, or filled), another
-//! user via `setpriv`, an injected fdatasync error via `strace`. Each scenario that needs
-//! root or a missing tool is skipped with a printed reason.
+//! user via `setpriv`, an injected fdatasync error via `strace`. A scenario whose tool or
+//! privilege is missing reports it through `runlog_conformance::skip::skip` (a failure under
+//! `RUNLOG_NO_SKIP=1`, as in `.ci/run`).
 
 mod cli_support;
 
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cli_support::*;
+use runlog_conformance::skip::skip;
 
 const EXIT_CORRUPT: i32 = 5;
 const EXIT_ENVIRONMENT: i32 = 6;
@@ -91,7 +93,7 @@ fn is_root() -> bool {
 fn a_read_only_file_system_exits_6_naming_path_and_error() {
     let fs = match Tmpfs::mount("4m") {
         Ok(fs) => fs,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return skip(why),
     };
     let store = fs.path().join("store");
     assert_eq!(code(&append(&store, "r", "run_created")), 0);
@@ -106,7 +108,7 @@ fn a_read_only_file_system_exits_6_naming_path_and_error() {
 fn a_full_file_system_exits_6() {
     let fs = match Tmpfs::mount("256k") {
         Ok(fs) => fs,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return skip(why),
     };
     let store = fs.path().join("store");
     assert_eq!(code(&append(&store, "r", "run_created")), 0);
@@ -131,7 +133,7 @@ fn permission_denied_exits_6() {
     assert_eq!(code(&append(&store, "r", "run_created")), 0);
     let out = if is_root() {
         if !tool_exists("setpriv") {
-            return eprintln!("skipped: running as root and setpriv is missing");
+            return skip("running as root and setpriv is missing");
         }
         // Another user may enter the directories (755) but write nothing (files 644).
         let mode = |p: &Path, m: u32| {
@@ -180,7 +182,7 @@ fn make_read_only(dir: &Path) {
 #[test]
 fn an_injected_fdatasync_eio_exits_6() {
     if !tool_exists("strace") {
-        return eprintln!("skipped: strace is not installed");
+        return skip("strace is not installed");
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = tmp.path().join("store");
@@ -201,7 +203,7 @@ fn an_injected_fdatasync_eio_exits_6() {
         .output()
         .expect("run strace");
     if stderr(&out).contains("PTRACE") || stderr(&out).contains("ptrace") {
-        return eprintln!("skipped: ptrace not permitted: {}", stderr(&out));
+        return skip(format!("ptrace not permitted: {}", stderr(&out)));
     }
     assert_environment(
         &out,

@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use cli_support::{code, json_lines, stderr, stdout};
 use runlog::{Config, NewEvent, RunId, Store};
+use runlog_conformance::skip::skip;
 use serde_json::Value;
 
 /// The uid and gid of `nobody`, the "another user" of these tests.
@@ -340,8 +341,7 @@ fn follow_sees_commits(bin: &Path, who: As, reader_store: &Path, writer_store: &
 #[test]
 fn every_read_command_works_for_another_user_and_writes_nothing() {
     if let Err(reason) = setpriv_works() {
-        println!("skipped: {reason}");
-        return;
+        return skip(reason);
     }
     let f = fixture();
     let before = snapshot(&f.store);
@@ -410,13 +410,11 @@ fn every_read_command_works_on_a_read_only_mount() {
     };
     let (store, ro_path) = (f.store.to_string_lossy(), ro.to_string_lossy());
     if let Err(reason) = mount(&["--bind", &store, &ro_path]) {
-        println!("skipped: {reason}");
-        return;
+        return skip(reason);
     }
     let guard = Mount(ro.clone());
     if let Err(reason) = mount(&["-o", "remount,ro,bind", &ro_path]) {
-        println!("skipped: {reason}");
-        return;
+        return skip(reason);
     }
     // The mount is read-only even for root.
     assert!(
@@ -553,8 +551,7 @@ fn after_a_process_is_killed_between_its_write_and_its_sync_runs_and_events_agre
     // first `runs --json` used to say last_seq 2 while `events` adopted and showed 3.
     let strace = Command::new("strace").arg("-V").output();
     if !strace.is_ok_and(|o| o.status.success()) {
-        println!("skipped: strace is unavailable");
-        return;
+        return skip("strace is unavailable");
     }
     let f = fixture();
     let store = &f.store;

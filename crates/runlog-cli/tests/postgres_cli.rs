@@ -3,9 +3,10 @@
 //! (checked by equal `export` output, byte for byte), and the storm over processes.
 //!
 //! Each case gets a fresh schema (`?schema=t_<ulid>`) on the server named by `RUNLOG_PG_URL`
-//! and drops it afterwards. Without `RUNLOG_PG_URL` the server cases print "skipped" and pass,
-//! unless `RUNLOG_REQUIRE_PG=1` (set by `.ci/pg.sh`), where they fail. The cases that need no
-//! server (an unreachable one, `repair` refused) always run.
+//! and drops it afterwards. Without `RUNLOG_PG_URL` the server cases skip
+//! (`runlog_conformance::skip::skip`), and fail instead under `RUNLOG_NO_SKIP=1` (`.ci/run`) or
+//! `RUNLOG_REQUIRE_PG=1` (`.ci/pg.sh`). The cases that need no server (an unreachable one,
+//! `repair` refused) always run.
 
 mod cli_support;
 
@@ -18,7 +19,8 @@ use cli_support::*;
 use runlog::{Config, Error, NewEvent, RunId};
 use serde_json::Value;
 
-/// Whether a server is configured; prints the skip, or fails when one is required.
+/// Whether a server is configured; reports the skip (a failure under `RUNLOG_NO_SKIP=1`), or
+/// fails when one is required (`RUNLOG_REQUIRE_PG=1`).
 fn ready() -> bool {
     match std::env::var("RUNLOG_PG_URL") {
         Ok(u) if !u.is_empty() => true,
@@ -27,7 +29,9 @@ fn ready() -> bool {
              with .ci/pg-server.sh and export RUNLOG_PG_URL"
         ),
         _ => {
-            eprintln!("skipped: RUNLOG_PG_URL not set");
+            runlog_conformance::skip::skip(
+                "RUNLOG_PG_URL not set (a server: eval \"$(.ci/pg-server.sh start)\")",
+            );
             false
         }
     }

@@ -2,8 +2,9 @@
 //! database named by `RUNLOG_PG_URL`, so the cases run in parallel on one server, and drops it
 //! afterwards. `.ci/pg.sh` starts a throwaway server and sets `RUNLOG_REQUIRE_PG=1`.
 //!
-//! Without `RUNLOG_PG_URL` each case prints "skipped: RUNLOG_PG_URL not set" and passes,
-//! unless `RUNLOG_REQUIRE_PG=1`, where it fails: CI never skips silently.
+//! Without `RUNLOG_PG_URL` each case skips (`runlog_conformance::skip::skip`: prints
+//! `skipped: <case>: RUNLOG_PG_URL not set …` and passes), unless `RUNLOG_NO_SKIP=1` or
+//! `RUNLOG_REQUIRE_PG=1`, where it fails: CI never skips silently.
 
 mod common;
 

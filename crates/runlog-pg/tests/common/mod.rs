@@ -1,6 +1,7 @@
 //! A fresh schema on the server named by `RUNLOG_PG_URL`, for every PostgreSQL test.
 #![allow(dead_code)]
 
+use runlog_conformance::skip::skip;
 use runlog_pg::{Options, PgLog};
 
 /// Drops the fixture's schema when the case ends.
@@ -30,19 +31,25 @@ impl Drop for DropSchema {
     }
 }
 
-/// Whether a server is configured; prints the skip, or fails when one is required.
+/// Whether a server is configured; reports the skip (`runlog_conformance::skip::skip`: a
+/// failure under `RUNLOG_NO_SKIP=1`), or fails when one is required (`RUNLOG_REQUIRE_PG=1`).
 pub fn ready() -> bool {
     match std::env::var("RUNLOG_PG_URL") {
         Ok(u) if !u.is_empty() => true,
-        _ if std::env::var("RUNLOG_REQUIRE_PG").as_deref() == Ok("1") => panic!(
+        _ if require_pg() => panic!(
             "RUNLOG_REQUIRE_PG=1 but RUNLOG_PG_URL is not set: start a server with .ci/pg.sh \
              or set RUNLOG_PG_URL (e.g. 'host=/tmp/pg user=postgres dbname=postgres')"
         ),
         _ => {
-            eprintln!("skipped: RUNLOG_PG_URL not set");
+            skip("RUNLOG_PG_URL not set (a server: eval \"$(.ci/pg-server.sh start)\")");
             false
         }
     }
+}
+
+/// `RUNLOG_REQUIRE_PG=1`: a missing server is a failure (`.ci/pg.sh`, `.ci/node-pg.sh`).
+fn require_pg() -> bool {
+    std::env::var("RUNLOG_REQUIRE_PG").as_deref() == Ok("1")
 }
 
 /// A store on a fresh schema `t_<ulid>`, and the guard that drops it.
@@ -122,7 +129,8 @@ const PG_SERVER_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../.ci/pg-se
 
 impl PrivateServer {
     /// Starts one, when the machine can (PostgreSQL 15 binaries, root to run them as
-    /// `postgres`): `None` (skipped) when it cannot, a panic when `RUNLOG_REQUIRE_PG=1`.
+    /// `postgres`): `None` (skipped) when it cannot, a panic when `RUNLOG_REQUIRE_PG=1` or
+    /// `RUNLOG_NO_SKIP=1`.
     pub fn start() -> Option<PrivateServer> {
         if !ready() {
             return None;
@@ -147,15 +155,15 @@ impl PrivateServer {
             var("RUNLOG_PG_DIR"),
         ) {
             (true, Some(url), Some(dir)) => Some(PrivateServer { url, dir }),
-            _ if std::env::var("RUNLOG_REQUIRE_PG").as_deref() == Ok("1") => panic!(
+            _ if require_pg() => panic!(
                 "RUNLOG_REQUIRE_PG=1 but a private server could not be started: {}",
                 String::from_utf8_lossy(&out.stderr)
             ),
             _ => {
-                eprintln!(
-                    "skipped: no private PostgreSQL server ({})",
+                skip(format!(
+                    "no private PostgreSQL server ({})",
                     String::from_utf8_lossy(&out.stderr).trim()
-                );
+                ));
                 None
             }
         }
