@@ -3,10 +3,14 @@
 // summary per mode:
 //
 //   node examples/run.mjs <line> <world> [--mode dev|prod|both] [--no-install] [--keep-data]
+//                         [--env NAME=VALUE]... [--target-world <module>]
 //     line:  4.8.9 | 5.0.0-beta.35 | 5.0.0-beta.55   (the directory examples/sdk-<line>)
 //     world: local  (the line's own @workflow/world-local: WORKFLOW_TARGET_WORLD unset)
 //            runlog (packages/world-runlog installed into the app as a user would,
 //                    `npm install --no-save <package dir>`, WORKFLOW_TARGET_WORLD=world-runlog)
+//
+// --env adds a variable to the build and the server (a probe, e.g. RUNLOG_NODE_ADDON=…);
+// --target-world overrides WORKFLOW_TARGET_WORLD (a probe: a wrapper module in the app).
 //
 // Per mode: `npm install` (the app's package-lock.json), then the server on a free loopback
 // port (dev: `nitro dev`; prod: `nitro build` + `node .output/server/index.mjs`), POST
@@ -32,13 +36,25 @@ const WORLDS = ['local', 'runlog'];
 
 function usage(msg) {
   if (msg) console.error(msg);
-  console.error('usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data]');
+  console.error(
+    'usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data] [--env NAME=VALUE]... [--target-world <module>]',
+  );
   console.error(`  lines: ${LINES.join(', ')}`);
   process.exit(2);
 }
 
 const args = process.argv.slice(2);
-const positional = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--mode');
+const VALUE_FLAGS = ['--mode', '--env', '--target-world'];
+const positional = args.filter((a, i) => !a.startsWith('--') && !VALUE_FLAGS.includes(args[i - 1]));
+const values = (flag) => args.flatMap((a, i) => (a === flag && i + 1 < args.length ? [args[i + 1]] : []));
+const extraEnv = Object.fromEntries(
+  values('--env').map((kv) => {
+    const eq = kv.indexOf('=');
+    if (eq < 1) usage(`--env wants NAME=VALUE, got ${kv}`);
+    return [kv.slice(0, eq), kv.slice(eq + 1)];
+  }),
+);
+const targetWorld = values('--target-world').at(-1);
 const [line, world] = positional;
 if (!LINES.includes(line)) usage(`unknown line: ${line ?? '(none)'}`);
 if (!WORLDS.includes(world)) usage(`unknown world: ${world ?? '(none)'}`);
@@ -91,11 +107,16 @@ async function http(base, method, route, body, timeoutMs = 30_000) {
   return { status: res.status, bytes, json: () => JSON.parse(bytes.toString('utf8')) };
 }
 
-/** Polls `f` until it returns a value other than undefined, or throws after `timeoutMs`. */
-async function until(what, timeoutMs, f, everyMs = 250) {
+/**
+ * Polls `f` until it returns a value other than undefined, or throws after `timeoutMs`;
+ * `abort()` returning a string ends the wait at once with that reason.
+ */
+async function until(what, timeoutMs, f, everyMs = 250, abort = () => undefined) {
   const deadline = Date.now() + timeoutMs;
   let last;
   for (;;) {
+    const reason = abort();
+    if (reason) throw new Error(`gave up waiting for ${what}: ${reason}`);
     try {
       const v = await f();
       if (v !== undefined) return v;
@@ -137,7 +158,8 @@ function prepareWorld() {
     if (!existsSync(addon)) throw new Error(`runlog addon missing: ${addon} (bash crates/runlog-node/build.sh)`);
     env.WORKFLOW_TARGET_WORLD = RUNLOG_PACKAGE_NAME;
   }
-  return env;
+  if (targetWorld) env.WORKFLOW_TARGET_WORLD = targetWorld;
+  return { ...env, ...extraEnv };
 }
 
 function installApp() {
@@ -186,6 +208,8 @@ async function runMode(mode, installTimings) {
   rmSync(logFile, { force: true });
   const log = createWriteStream(logFile, { flags: 'a' });
   const summary = { line, world, mode, ok: false };
+  if (targetWorld) summary.targetWorld = targetWorld;
+  if (Object.keys(extraEnv).length) summary.env = extraEnv;
   const timings = {};
   const t0 = now();
   let server;
@@ -201,14 +225,22 @@ async function runMode(mode, installTimings) {
     await new Promise((r) => log.end(r));
     const tServer = now();
     server = await startServer(mode, env, logFile);
-    await until('the server to answer /api/health', 240_000, async () => {
-      if (server.exited()) throw new Error(`server exited ${JSON.stringify(server.exited())}`);
-      const r = await http(server.base, 'GET', '/api/health', undefined, 5_000);
-      return r.status === 200 ? true : undefined;
-    }, 500).catch((err) => {
-      if (server.exited()) err.message += ` (server exited ${JSON.stringify(server.exited())})`;
-      throw err;
-    });
+    await until(
+      'the server to answer /api/health',
+      240_000,
+      async () => {
+        const r = await http(server.base, 'GET', '/api/health', undefined, 5_000);
+        return r.status === 200 ? true : undefined;
+      },
+      500,
+      () => {
+        if (server.exited()) return `the server exited ${JSON.stringify(server.exited())}`;
+        // Nitro's dev server stays up when its worker cannot start; it says so in the log.
+        if (mode === 'dev' && /Dev worker failed after \d+ retries/.test(readFileSync(logFile, 'utf8'))) {
+          return 'the Nitro dev worker failed to start';
+        }
+      },
+    );
     timings.serverReadyMs = ms(tServer);
 
     const token = `demo-${world}-${mode}-${randomBytes(6).toString('hex')}`;
