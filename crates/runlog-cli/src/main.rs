@@ -27,7 +27,7 @@ Exit codes:
      that differs only in case from an existing run on a case-insensitive file system, a
      missing store or PostgreSQL schema, `repair` on PostgreSQL)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
-  4  run busy (another process held the run's lock past the timeout)
+  4  run busy (another process held the run's lock past the timeout, --lock-timeout-ms)
   5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
      newer format
   6  environment: permission denied, read-only or full file system, I/O error, a PostgreSQL
@@ -46,6 +46,12 @@ struct Cli {
     /// (`postgres://…` or `postgresql://…`; `?schema=NAME` picks the schema).
     #[arg(long, global = true, env = "RUNLOG_STORE", default_value = "./.runlog")]
     store: PathBuf,
+
+    /// How long a writing command waits for a run lock held by another process before it
+    /// gives up with exit 4 (run busy), in milliseconds; the store's default (10 s) when
+    /// unset. File stores only.
+    #[arg(long, global = true, env = "RUNLOG_LOCK_TIMEOUT_MS", value_name = "MS")]
+    lock_timeout_ms: Option<u64>,
 
     #[command(subcommand)]
     command: Command,
@@ -93,6 +99,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(ms) = cli.lock_timeout_ms {
+        support::set_lock_timeout(std::time::Duration::from_millis(ms));
+    }
     let result = match cli.command {
         Command::Import(args) => cmd_import::run(&cli.store, args),
         Command::Runs(args) => cmd_read::runs(&cli.store, args),

@@ -4,7 +4,8 @@
 use std::io;
 use std::ops::Deref;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use runlog::{Config, Error, Event, RunId, RunInfo, RunLog, Seq, Store};
 use runlog_cli::import::{OrderScheme, RunStamp};
@@ -149,12 +150,32 @@ impl Backend {
     }
 }
 
+/// How long a writing command waits for a run lock another process holds (`--lock-timeout-ms`,
+/// `RUNLOG_LOCK_TIMEOUT_MS`), set once by `main`; `Config::lock_timeout` (10 s) when unset.
+static LOCK_TIMEOUT: OnceLock<Duration> = OnceLock::new();
+
+/// Sets the lock wait of every store this process opens for writing (called once, by `main`,
+/// before any command runs).
+pub fn set_lock_timeout(timeout: Duration) {
+    let _ = LOCK_TIMEOUT.set(timeout);
+}
+
+/// The configuration of a file store opened for writing: the defaults, with the lock wait of
+/// [`set_lock_timeout`] (past it, an append is `Error::Busy`, exit 4).
+fn writer_config() -> Config {
+    let mut config = Config::default();
+    if let Some(timeout) = LOCK_TIMEOUT.get() {
+        config.lock_timeout = *timeout;
+    }
+    config
+}
+
 /// Opens (creating if missing) the store `target` names for a writing command: a file store
 /// directory, or PostgreSQL for a `postgres://`/`postgresql://` URL (`?schema=NAME` picks the
 /// schema, created with runlog's tables if missing).
 pub fn open_store(target: &Path) -> Result<Backend, CliError> {
     match postgres_url(target) {
-        None => Ok(Backend::file(Store::open(target, Config::default())?)),
+        None => Ok(Backend::file(Store::open(target, writer_config())?)),
         Some(url) => Ok(Backend {
             log: open_target(url, Config::default())?,
             file: None,

@@ -1,5 +1,6 @@
 //! Issue 11 §7: environment errors (read-only file system, disk full, permission denied, EIO)
-//! exit 6 with the path and the OS error; 5 stays for corruption. Real processes on real
+//! exit 6 with the path and the OS error; 5 stays for corruption; a run whose lock another
+//! process holds past the lock wait exits 4. Real processes on real
 //! file systems: a tmpfs mounted inside the test (remounted read-only, or filled), another
 //! user via `setpriv`, an injected fdatasync error via `strace`. A scenario whose tool or
 //! privilege is missing reports it through `runlog_conformance::skip::skip` (a failure under
@@ -8,13 +9,16 @@
 mod cli_support;
 
 use std::fs::{self, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use cli_support::*;
 use runlog_conformance::skip::skip;
 
+const EXIT_BUSY: i32 = 4;
 const EXIT_CORRUPT: i32 = 5;
 const EXIT_ENVIRONMENT: i32 = 6;
 
@@ -223,6 +227,89 @@ fn an_injected_fdatasync_eio_exits_6() {
     assert_eq!(String::from_utf8_lossy(&retry.stdout).trim(), "2");
     let events = runlog(&store, &["events", "r", "--json"]);
     assert_eq!(String::from_utf8_lossy(&events.stdout).lines().count(), 2);
+}
+
+/// Takes the kernel lock of run `run` (flock on `runs/<run>/lock`) on a descriptor of this
+/// test process, as a writer of another process holds it inside a commit; released on drop.
+fn hold_run_lock(store: &Path, run: &str) -> fs::File {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(store.join("runs").join(run).join("lock"))
+        .expect("open the run's lock file");
+    // SAFETY: flock on a descriptor owned by `file`, which outlives the call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
+    file
+}
+
+#[test]
+fn a_run_locked_by_another_process_exits_4_after_the_lock_wait_and_writes_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = tmp.path().join("store");
+    assert_eq!(code(&append(&store, "r", "run_created")), 0);
+    let run_dir = store.join("runs").join("r");
+    let before = snapshot(&run_dir);
+    let lock = hold_run_lock(&store, "r");
+    let holder = format!("lock held by pid {}", std::process::id());
+
+    // A fact, with the wait from --lock-timeout-ms.
+    let start = Instant::now();
+    let out = runlog(
+        &store,
+        &[
+            "append",
+            "r",
+            "--kind",
+            "run_started",
+            "--lock-timeout-ms",
+            "300",
+        ],
+    );
+    let waited = start.elapsed();
+    assert_eq!(code(&out), EXIT_BUSY, "{}", stderr(&out));
+    assert!(stderr(&out).contains("run r is busy"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&holder), "{}", stderr(&out));
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(5),
+        "waited {waited:?}: the flag's 300 ms, not the default 10 s"
+    );
+
+    // A fenced decision, with the wait from RUNLOG_LOCK_TIMEOUT_MS.
+    let out = Command::new(env!("CARGO_BIN_EXE_runlog"))
+        .arg("--store")
+        .arg(&store)
+        .args([
+            "append",
+            "r",
+            "--kind",
+            "run_completed",
+            "--expected-seq",
+            "1",
+        ])
+        .env_remove("RUNLOG_STORE")
+        .env("RUNLOG_LOCK_TIMEOUT_MS", "200")
+        .output()
+        .expect("run runlog");
+    assert_eq!(code(&out), EXIT_BUSY, "{}", stderr(&out));
+    assert!(stderr(&out).contains(&holder), "{}", stderr(&out));
+    assert_eq!(snapshot(&run_dir), before, "a busy append writes no byte");
+
+    // Let go: the same append goes through at once.
+    drop(lock);
+    let out = runlog(
+        &store,
+        &[
+            "append",
+            "r",
+            "--kind",
+            "run_started",
+            "--lock-timeout-ms",
+            "300",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "2");
 }
 
 /// The first segment of run `run`.
