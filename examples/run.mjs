@@ -3,12 +3,14 @@
 // summary per mode:
 //
 //   node examples/run.mjs <line> <world> [--mode dev|prod|both] [--no-install] [--keep-data]
-//                         [--env NAME=VALUE]... [--target-world <module>]
+//                         [--env NAME=VALUE]... [--target-world <module>] [--pack]
 //     line:  4.8.9 | 5.0.0-beta.35 | 5.0.0-beta.55   (the directory examples/sdk-<line>)
 //     world: local  (the line's own @workflow/world-local: WORKFLOW_TARGET_WORLD unset)
 //            runlog (packages/world-runlog installed into the app as a user would,
 //                    `npm install --no-save <package dir>`, WORKFLOW_TARGET_WORLD=world-runlog)
 //
+// --pack installs world-runlog from a tarball (`npm pack`) instead of its directory (a
+// copy under node_modules rather than a symlink to packages/world-runlog).
 // --env adds a variable to the build and the server (a probe, e.g. RUNLOG_NODE_ADDON=…);
 // --target-world overrides WORKFLOW_TARGET_WORLD (a probe: a wrapper module in the app).
 //
@@ -55,6 +57,7 @@ const extraEnv = Object.fromEntries(
   }),
 );
 const targetWorld = values('--target-world').at(-1);
+const pack = args.includes('--pack');
 const [line, world] = positional;
 if (!LINES.includes(line)) usage(`unknown line: ${line ?? '(none)'}`);
 if (!WORLDS.includes(world)) usage(`unknown world: ${world ?? '(none)'}`);
@@ -170,8 +173,15 @@ function installApp() {
   const t0 = now();
   run('npm', ['install', '--no-audit', '--no-fund'], log);
   if (world === 'runlog') {
-    // As a user installs a package from a directory; --no-save keeps package.json and the lock.
-    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', RUNLOG_PACKAGE], log);
+    // As a user installs a package from a directory (or a tarball, --pack); --no-save keeps
+    // package.json and the lock.
+    let from = RUNLOG_PACKAGE;
+    if (pack) {
+      const r = spawnSync('npm', ['pack', '--json', '--pack-destination', logs], { cwd: RUNLOG_PACKAGE, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`npm pack exited ${r.status}: ${r.stderr}`);
+      from = path.join(logs, JSON.parse(r.stdout)[0].filename);
+    }
+    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', from], log);
   }
   return { installMs: ms(t0) };
 }
@@ -209,6 +219,7 @@ async function runMode(mode, installTimings) {
   const log = createWriteStream(logFile, { flags: 'a' });
   const summary = { line, world, mode, ok: false };
   if (targetWorld) summary.targetWorld = targetWorld;
+  if (world === 'runlog') summary.installedFrom = pack ? 'tarball' : 'directory';
   if (Object.keys(extraEnv).length) summary.env = extraEnv;
   const timings = {};
   const t0 = now();
