@@ -22,9 +22,11 @@
 //!
 //! Faults ([`Fault`]) are injected by operation index: every mutating call (create, write,
 //! `set_len`, rename, remove, sync) is one *op*; every `sync_data`, `sync_all` and `sync_dir`
-//! call is also one *sync point*. [`FaultKind::PowerLoss`] halts the machine at that point:
-//! the call and everything after it fail with `EIO` until [`SimFs::crash`], which is how a
-//! test crashes "at sync point k".
+//! call is also one *sync point*; and each [`CallKind`] (write, `set_len`, `sync_data`,
+//! `sync_all`, `sync_dir`) is counted on its own, so a test can fail "the next fdatasync and the
+//! next truncate" while the `fsync`s around them succeed ([`Trigger::Call`]).
+//! [`FaultKind::PowerLoss`] halts the machine at that point: the call and everything after it
+//! fail with `EIO` until [`SimFs::crash`], which is how a test crashes "at sync point k".
 //!
 //! Paths are absolute or relative to the root `/`; `.` and `..` are resolved lexically.
 //! Errors are raw OS errors (`ENOENT`, `EEXIST`, `ENOSPC`, `EIO`, ...) so callers map them
@@ -65,6 +67,34 @@ pub enum Trigger {
     Op(u64),
     /// At the sync point with this 0-based index (see [`SimFs::sync_count`]).
     Sync(u64),
+    /// At the call of this kind with this 0-based index among the calls of that kind (see
+    /// [`SimFs::call_count`]): the next `set_len` whatever the writes and syncs before it, or
+    /// an fdatasync but not the `fsync` of another file.
+    Call(CallKind, u64),
+}
+
+/// A kind of call counted on its own, for [`Trigger::Call`] (a call of each kind is also an
+/// op, and a sync is also a sync point).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// [`FsFile::write_all_at`].
+    Write,
+    /// [`FsFile::set_len`] (truncate or extend; `ftruncate`).
+    SetLen,
+    /// [`FsFile::sync_data`] (`fdatasync`).
+    SyncData,
+    /// [`FsFile::sync_all`] (`fsync` of a file).
+    SyncAll,
+    /// [`Fs::sync_dir`] (`fsync` of a directory).
+    SyncDir,
+}
+
+impl CallKind {
+    const COUNT: usize = 5;
+
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// What an injected [`Fault`] does to the call it fires on.
@@ -114,10 +144,13 @@ impl Fault {
         Fault::once(at, FaultKind::PowerLoss)
     }
 
-    fn fires(&self, op: u64, sync: Option<u64>) -> bool {
+    /// Whether the fault fires on the call that is op number `op`, sync point number `sync`
+    /// (when it is a sync) and call number `nth` of its kind (when it has one).
+    fn fires(&self, op: u64, sync: Option<u64>, call: Option<(CallKind, u64)>) -> bool {
         let index = match self.at {
             Trigger::Op(at) => Some((op, at)),
             Trigger::Sync(at) => sync.map(|s| (s, at)),
+            Trigger::Call(kind, at) => call.filter(|(k, _)| *k == kind).map(|(_, n)| (n, at)),
         };
         index.is_some_and(|(i, at)| i == at || (self.sticky && i > at))
     }
@@ -169,6 +202,8 @@ struct State {
     next_handle: u64,
     ops: u64,
     syncs: u64,
+    /// Calls started per [`CallKind`] (indexed by `CallKind::index`).
+    calls: [u64; CallKind::COUNT],
     faults: Vec<Fault>,
     halted: bool,
     seed: u64,
@@ -266,12 +301,14 @@ fn find_entry<'a>(
         .map(|(stored, ino)| (stored, *ino))
 }
 
-/// What kind of call is starting (decides what it counts as).
+/// What kind of call is starting (decides what it counts as): a read counts as nothing, a
+/// mutation as an op (and as a call of its kind, if it has one), a sync as an op, a sync
+/// point and a call of its kind.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Call {
     Read,
-    Mutate,
-    Sync,
+    Mutate(Option<CallKind>),
+    Sync(CallKind),
 }
 
 fn os(code: i32) -> io::Error {
@@ -396,6 +433,7 @@ impl SimFs {
             next_handle: 0,
             ops: 0,
             syncs: 0,
+            calls: [0; CallKind::COUNT],
             faults: Vec::new(),
             halted: false,
             seed,
@@ -489,6 +527,12 @@ impl SimFs {
         self.state.lock().syncs
     }
 
+    /// How many calls of `kind` were started since [`SimFs::new`], including failed ones. The
+    /// next call of that kind has this index ([`Trigger::Call`]).
+    pub fn call_count(&self, kind: CallKind) -> u64 {
+        self.state.lock().calls[kind.index()]
+    }
+
     /// Whether a [`FaultKind::PowerLoss`] fired and no crash followed yet.
     pub fn is_halted(&self) -> bool {
         self.state.lock().halted
@@ -517,16 +561,22 @@ impl State {
         if self.halted {
             return Err(os(libc::EIO));
         }
-        if call == Call::Read {
-            return Ok(());
-        }
+        let kind = match call {
+            Call::Read => return Ok(()),
+            Call::Mutate(kind) => kind,
+            Call::Sync(kind) => Some(kind),
+        };
         let op = self.ops;
         self.ops += 1;
-        let sync = (call == Call::Sync).then(|| {
+        let sync = matches!(call, Call::Sync(_)).then(|| {
             self.syncs += 1;
             self.syncs - 1
         });
-        let Some(fault) = self.faults.iter().find(|f| f.fires(op, sync)) else {
+        let nth = kind.map(|k| {
+            self.calls[k.index()] += 1;
+            (k, self.calls[k.index()] - 1)
+        });
+        let Some(fault) = self.faults.iter().find(|f| f.fires(op, sync, nth)) else {
             return Ok(());
         };
         match fault.kind {
@@ -651,7 +701,11 @@ impl State {
 
     fn open(&mut self, path: &Path, mode: OpenMode) -> io::Result<Ino> {
         let creates = matches!(mode, OpenMode::CreateNew | OpenMode::CreateTruncate);
-        self.begin(if creates { Call::Mutate } else { Call::Read })?;
+        self.begin(if creates {
+            Call::Mutate(None)
+        } else {
+            Call::Read
+        })?;
         let at = self.parent(path)?;
         match (self.entry(&at)?, mode) {
             (Some(ino), _) if self.is_dir_node(ino) => Err(os(libc::EISDIR)),
@@ -674,7 +728,7 @@ impl State {
     /// entry itself in another case: then only the case of its name changes (as on APFS and
     /// NTFS); an entry it names that is another file or directory is replaced by POSIX rules.
     fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
-        self.begin(Call::Mutate)?;
+        self.begin(Call::Mutate(None))?;
         let src = self.parent(from)?;
         let dst = self.parent(to)?;
         let (name, ino) = self.stored(&src)?.ok_or_else(|| os(libc::ENOENT))?;
@@ -729,7 +783,7 @@ impl State {
     }
 
     fn remove(&mut self, path: &Path, dir: bool) -> io::Result<()> {
-        self.begin(Call::Mutate)?;
+        self.begin(Call::Mutate(None))?;
         let at = self.parent(path)?;
         let ino = self.entry(&at)?.ok_or_else(|| os(libc::ENOENT))?;
         match (dir, self.nodes.get(&ino)) {
@@ -986,7 +1040,7 @@ impl Fs for SimFs {
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
-        st.begin(Call::Mutate)?;
+        st.begin(Call::Mutate(None))?;
         let at = st.parent(path)?;
         if st.entry(&at)?.is_some() {
             return Err(os(libc::EEXIST));
@@ -1016,7 +1070,7 @@ impl Fs for SimFs {
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
-        st.begin(Call::Sync)?;
+        st.begin(Call::Sync(CallKind::SyncDir))?;
         let ino = st.lookup(path)?;
         st.dir(ino)?;
         st.sync_dir(ino);
@@ -1080,7 +1134,9 @@ impl FsFile for SimFile {
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.with(Call::Mutate, |f| f.write(buf, offset))
+        self.with(Call::Mutate(Some(CallKind::Write)), |f| {
+            f.write(buf, offset)
+        })
     }
 
     fn len(&self) -> io::Result<u64> {
@@ -1088,7 +1144,7 @@ impl FsFile for SimFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.with(Call::Mutate, |f| {
+        self.with(Call::Mutate(Some(CallKind::SetLen)), |f| {
             if len > FILE_LEN_MAX {
                 return Err(os(libc::EFBIG));
             }
@@ -1098,14 +1154,17 @@ impl FsFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.with(Call::Sync, |f| {
+        self.with(Call::Sync(CallKind::SyncData), |f| {
             f.sync();
             Ok(())
         })
     }
 
     fn sync_all(&self) -> io::Result<()> {
-        self.sync_data()
+        self.with(Call::Sync(CallKind::SyncAll), |f| {
+            f.sync();
+            Ok(())
+        })
     }
 
     fn try_lock(&self) -> io::Result<bool> {
@@ -1406,6 +1465,46 @@ mod tests {
         assert_eq!(fs.sync_count(), sync + 2);
         fs.clear_faults();
         f.sync_data().unwrap();
+    }
+
+    #[test]
+    fn call_triggers_count_each_kind_on_its_own() {
+        let fs = SimFs::new(1);
+        let f = put(&fs, "a", b"abc", true);
+        let (sync_data, set_len) = (
+            fs.call_count(CallKind::SyncData),
+            fs.call_count(CallKind::SetLen),
+        );
+        // Every fdatasync from now on fails, and the next truncate; fsyncs still succeed.
+        fs.inject(Fault::sticky(
+            Trigger::Call(CallKind::SyncData, sync_data),
+            FaultKind::Eio,
+        ));
+        fs.inject(Fault::once(
+            Trigger::Call(CallKind::SetLen, set_len),
+            FaultKind::Eio,
+        ));
+        f.write_all_at(b"X", 0).unwrap();
+        assert_eq!(f.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
+        assert_eq!(f.set_len(1).unwrap_err().raw_os_error(), Some(libc::EIO));
+        assert_eq!(
+            f.map(3).unwrap(),
+            &b"Xbc"[..],
+            "the failed truncate did nothing"
+        );
+        let g = fs.open(p("/d/b"), OpenMode::CreateNew).unwrap();
+        g.write_all_at(b"fsync'd", 0).unwrap();
+        g.sync_all().unwrap();
+        fs.sync_dir(p("/d")).unwrap();
+        f.set_len(2).unwrap();
+        assert!(f.sync_data().is_err(), "sticky: every later fdatasync");
+        assert_eq!(fs.call_count(CallKind::SyncData), sync_data + 2);
+        assert_eq!(fs.call_count(CallKind::SetLen), set_len + 2);
+        assert_eq!(fs.call_count(CallKind::SyncAll), 1);
+        assert_eq!(fs.call_count(CallKind::SyncDir), 3);
+        fs.crash_with(CrashPolicy::DropUnsynced);
+        assert_eq!(contents(&fs, "/d/a").unwrap(), b"abc");
+        assert_eq!(contents(&fs, "/d/b").unwrap(), b"fsync'd");
     }
 
     #[test]

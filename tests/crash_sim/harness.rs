@@ -247,8 +247,8 @@ fn snapshot(store: &Store) -> Snapshot {
 
 impl Harness {
     /// A fresh `SimFs::new(seed)` with [`ROOT`] prepared, `fault` armed, and a store opened
-    /// at [`ROOT`] (the open itself may hit the fault). The fault's op or sync index counts
-    /// from after the preparation: `Trigger::Op(0)` is the first op of `Store::open`.
+    /// at [`ROOT`] (the open itself may hit the fault). The fault's op, sync or call index
+    /// counts from after the preparation: `Trigger::Op(0)` is the first op of `Store::open`.
     pub fn start(seed: u64, fault: Option<Fault>) -> Harness {
         let fs = SimFs::new(seed);
         prepare_root(&fs);
@@ -257,6 +257,7 @@ impl Harness {
             f.at = match f.at {
                 Trigger::Op(k) => Trigger::Op(origin.1 + k),
                 Trigger::Sync(k) => Trigger::Sync(origin.0 + k),
+                Trigger::Call(kind, k) => Trigger::Call(kind, fs.call_count(kind) + k),
             };
             fs.inject(f);
         }
