@@ -152,9 +152,13 @@ pub enum Error {
         path: PathBuf,
     },
 
-    /// An earlier fsync (or a failed rollback) of this run failed in this process. The run
-    /// refuses writes until the store is reopened, because the kernel may have dropped the
-    /// dirty pages (no retry after fsync failure).
+    /// This process could not bring the run back to a known state after an I/O failure: a
+    /// failed write or fdatasync whose cut-back failed too (the `cause` names both and the
+    /// `cut-pending` marker that makes the next writer finish the cut, format/SPEC.md §5), a
+    /// counter write that failed after a durable commit, or an I/O failure in recovery. The run
+    /// refuses writes in this process until the store is reopened. A failed write or fdatasync
+    /// whose cut-back succeeds is not this: its appends get the I/O error and the run stays
+    /// writable.
     #[error("run {run} refuses writes after an earlier I/O failure; reopen the store: {cause}")]
     Poisoned {
         /// The run.

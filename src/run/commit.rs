@@ -380,17 +380,35 @@ impl Run {
         Ok(sealed)
     }
 
-    /// Cuts the last segment back to `len` and syncs the cut; on failure records a durable
-    /// cut marker (`recovery::CUT_MARKER`) for the next writer, best effort.
-    fn cut_back(&self, seg: &Segment, len: u64) -> std::io::Result<()> {
-        let cut = seg.truncate(len).and_then(|()| seg.sync());
-        if cut.is_err() {
-            let _ = self.write_cut_marker(seg, len);
-        }
-        if let Ok(()) = &cut {
-            self.state.write().last_mut().file_len = len;
-        }
-        cut
+    /// Cuts the last segment back to `len` and syncs the cut. When that fails, writes the
+    /// durable cut marker (`recovery::CUT_MARKER`) for the next writer and returns why the run
+    /// must refuse writes here: the cut's failure and what became of the marker.
+    fn cut_back(&self, seg: &Segment, len: u64) -> std::result::Result<(), String> {
+        let cut = match seg.truncate(len).and_then(|()| seg.sync()) {
+            Ok(()) => {
+                self.state.write().last_mut().file_len = len;
+                return Ok(());
+            }
+            Err(e) => e,
+        };
+        let marker = self.dir.join(super::CUT_MARKER);
+        let outcome = match self.write_cut_marker(seg, len) {
+            Ok(()) => format!(
+                "cut marker {} written: the next writer cuts it there before anything else",
+                marker.display()
+            ),
+            // Nothing durable records the failure: after a crash, or for another process, the
+            // group's bytes may be adopted (SPEC §5).
+            Err(e) => format!(
+                "writing the cut marker {} failed too ({e}): a later writer may adopt the \
+                 group's bytes",
+                marker.display()
+            ),
+        };
+        Err(format!(
+            "cutting {} back to {len} bytes failed ({cut}); {outcome}",
+            seg.path.display()
+        ))
     }
 
     fn poison_on_io(&self, w: &mut Writer, e: Error) -> Error {
@@ -497,8 +515,8 @@ impl Run {
             // raced the failure (SPEC §5). Cut back to the committed length and make the cut
             // durable before the lock is released; where even that fails, leave a durable
             // marker that makes every later writer cut there first, and refuse writes here.
-            if let Err(e2) = self.cut_back(seg, base.committed_len) {
-                w.poisoned = Some(format!("{err}; cutting back failed: {e2}"));
+            if let Err(cause) = self.cut_back(seg, base.committed_len) {
+                w.poisoned = Some(format!("{err}; {cause}"));
             }
             return Err(err);
         }

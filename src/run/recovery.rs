@@ -19,8 +19,8 @@ use crate::types::now_ms;
 
 /// Name of the cut marker in a run directory: written (and synced) when a group's write or
 /// fdatasync failed and cutting its bytes back failed too. It holds `<segment name> <length>`;
-/// the next writer cuts that segment to that length before anything else, so bytes whose sync
-/// failed are never adopted (SPEC §5, §6).
+/// every later writer, under the lock and before recovery, cuts that segment to that length and
+/// syncs it before anything else, so bytes whose sync failed are never adopted (SPEC §5, §6).
 pub(crate) const CUT_MARKER: &str = "cut-pending";
 
 impl Run {
@@ -33,12 +33,20 @@ impl Run {
         self.fs.sync_dir(&self.dir)
     }
 
-    /// Applies a pending cut marker (under the run lock): cuts the named segment, if it is the
-    /// last one and longer, syncs, then removes the marker. Fails (refusing the write) while
-    /// the cut cannot be made.
+    /// Applies a pending cut marker (under the run lock, at every commit: a writer that has
+    /// already checked the tail sees nothing of a cut whose truncation succeeded and only its
+    /// sync failed). When the marker names the last segment at or past its committed length,
+    /// cuts the segment to that length if it is longer and syncs it *always* (the truncation
+    /// may be in the page cache only); then empties the marker durably and removes it. Fails,
+    /// refusing the write, while any step cannot be made.
+    ///
+    /// Emptying first matters: were the removal lost in a power loss, a marker that came back
+    /// would cut whatever was committed past that length since, and the counter that counted
+    /// it may have been lost with it (the lock file's commit slots are not synced). An empty
+    /// marker is removed without cutting anything.
     fn apply_cut_marker(&self, st: &mut RunState) -> Result<()> {
         let path = self.dir.join(CUT_MARKER);
-        let f = match self.fs.open(&path, OpenMode::Read) {
+        let f = match self.fs.open(&path, OpenMode::ReadWrite) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(Error::io("opening", &path, e)),
@@ -56,12 +64,22 @@ impl Run {
         if let (Some(name), Some(len)) = (name, len)
             && name == seg.name
             && len >= st.last().counter.committed_len
-            && seg.len()? > len
         {
-            seg.truncate(len)
+            let file_len = seg.len()?;
+            let truncated = if file_len > len {
+                seg.truncate(len)
+            } else {
+                Ok(())
+            };
+            truncated
                 .and_then(|()| seg.sync())
-                .map_err(|e| Error::io("cutting back (cut marker) ", &seg.path, e))?;
-            st.last_mut().file_len = len;
+                .map_err(|e| Error::io("cutting back (cut marker)", &seg.path, e))?;
+            st.last_mut().file_len = file_len.min(len);
+        }
+        if n > 0 {
+            f.set_len(0)
+                .and_then(|()| f.sync_data())
+                .map_err(|e| Error::io("emptying", &path, e))?;
         }
         self.fs
             .remove_file(&path)
@@ -107,13 +125,11 @@ impl Run {
         if st.last().counter.sealed || st.damage.is_some() {
             return Ok(());
         }
+        self.apply_cut_marker(st)?;
         // Between live processes a write that died part-way leaves a prefix of its bytes (the
         // batch magic first): zero at the committed length means nothing lies past it.
         let committed = st.last().counter.committed_len;
         let dirty = full || !st.last().seg.magic_is_zero(committed)?;
-        if dirty {
-            self.apply_cut_marker(st)?;
-        }
         if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), dirty)? {
             let seg = st.last().seg.clone();
             seg.write_slot(&slot)
