@@ -4,6 +4,7 @@
 mod cli_support;
 
 use std::fs;
+use std::process::Command;
 
 use cli_support::*;
 use serde_json::Value;
@@ -83,6 +84,126 @@ fn re_import_is_idempotent() {
     assert_eq!(already, 392);
     let after = runlog(&store, &["export"]);
     assert_eq!(stdout(&after), stdout(&before));
+}
+
+/// Writes run `run` as `events` world-local event files into `src/events`: `run_created`, then
+/// `step_completed` facts, one millisecond apart.
+fn write_synthetic_run(src: &std::path::Path, run: &str, events: usize) {
+    const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    for i in 0..events {
+        let mut n = i + 1;
+        let mut tail = [b'0'; 16];
+        for c in tail.iter_mut().rev() {
+            *c = CROCKFORD[n % 32];
+            n /= 32;
+        }
+        let id = format!(
+            "evnt_01M8N4BJ00{}",
+            std::str::from_utf8(&tail).expect("ascii")
+        );
+        let kind = if i == 0 {
+            "run_created"
+        } else {
+            "step_completed"
+        };
+        let event = serde_json::json!({
+            "eventType": kind, "eventData": {"i": i}, "runId": run, "eventId": id,
+            "createdAt": format!("2026-11-30T02:26:{:02}.{:03}Z", 10 + i / 1000, i % 1000),
+            "specVersion": 5,
+        });
+        let path = src.join("events").join(format!("{run}-{id}.json"));
+        fs::write(path, event.to_string()).expect("write event file");
+    }
+}
+
+/// README "Whole runs": if an append fails, the run created by this import is deleted again.
+/// A real `runlog import` under strace, whose second fdatasync of one run's segment (its
+/// second batch, after the first was acknowledged) fails with EIO.
+#[test]
+fn an_append_failing_mid_import_deletes_the_run_it_created_and_the_others_import() {
+    if !Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return runlog_conformance::skip::skip("strace is not installed");
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("world-local");
+    copy_dir(&fixture_dir(), &src);
+    let failing = "wrun_01M8N4BJ0000000000000000";
+    // More events than one import batch holds: the append fails after a committed batch.
+    let events = runlog_cli::import::BatchLimits::default().events_max + 44;
+    write_synthetic_run(&src, failing, events);
+    let reference = tmp.path().join("reference");
+    assert_eq!(code(&import(&reference, &src)), 1, "the temp file");
+
+    let store = tmp.path().join("store");
+    let segment = store.join("runs").join(failing).join("seg-00000001.log");
+    let out = Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "-P"])
+        .arg(&segment)
+        .args([
+            "-e",
+            "trace=fdatasync",
+            "-e",
+            "inject=fdatasync:error=EIO:when=2",
+        ])
+        .arg(env!("CARGO_BIN_EXE_runlog"))
+        .arg("--store")
+        .arg(&store)
+        .args(["import", src.to_str().expect("utf-8"), "--json"])
+        .env_remove("RUNLOG_STORE")
+        .output()
+        .expect("run strace");
+    if stderr(&out).contains("ptrace") || stderr(&out).contains("PTRACE") {
+        return runlog_conformance::skip::skip(format!("ptrace not permitted: {}", stderr(&out)));
+    }
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let line = lines
+        .iter()
+        .find(|l| l["run"] == failing)
+        .unwrap_or_else(|| panic!("{failing} reported: {lines:?}"));
+    assert_eq!(line["result"], "failed", "{line}");
+    let reason = line["problems"][0]["reason"].as_str().expect("a reason");
+    assert!(reason.contains("Input/output error"), "{reason}");
+    assert!(!reason.contains("rollback failed"), "{reason}");
+
+    // The run is gone, directory and all; every other run is as a clean import makes it.
+    assert!(!store.join("runs").join(failing).exists());
+    let leftovers: Vec<String> = fs::read_dir(store.join("runs"))
+        .expect("list runs")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(failing))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new());
+    let mut others = run_names(&reference);
+    others.retain(|r| r != failing);
+    assert_eq!(run_names(&store), others);
+    for run in &others {
+        assert_eq!(export(&store, run), export(&reference, run), "{run}");
+    }
+    assert_eq!(code(&runlog(&store, &["verify"])), 0);
+
+    // Without the fault, the next import creates it whole and leaves the others unchanged.
+    let again = json_lines(&runlog(
+        &store,
+        &["import", src.to_str().expect("utf-8"), "--json"],
+    ));
+    for l in again.iter().filter(|l| l.get("result").is_some()) {
+        let want = if l["run"] == failing {
+            "created"
+        } else {
+            "unchanged"
+        };
+        assert_eq!(l["result"], want, "{l}");
+    }
+    assert_eq!(export(&store, failing).len(), events);
+    assert_eq!(
+        stdout(&runlog(&store, &["export"])),
+        stdout(&runlog(&reference, &["export"]))
+    );
 }
 
 #[test]
