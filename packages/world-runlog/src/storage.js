@@ -6,17 +6,15 @@
 // `Uint8Array`s as `{"__type":"Uint8Array","data":"<base64>"}` on the way in and back into
 // `Uint8Array`s on the way out, dates as ISO strings in and `Date`s out. Payload bytes are
 // stored exactly as serialized here, so what a caller writes is what it reads back. Every
-// rejection is mapped to the SDK's error classes by `toWorkflowError`.
+// rejection is mapped to the SDK's error classes by `toWorkflowError`, and every method's
+// arguments are type-checked first by src/validate.js (a wrong type is INVALID_INPUT, 400).
 import { toWorkflowError } from './errors.js';
+import { checkArg, checked, invalidInput, SIGNATURES } from './validate.js';
 
-/** The World methods, by namespace, that storage provides. */
-export const STORAGE_METHODS = Object.freeze({
-  runs: ['get', 'list'],
-  steps: ['get', 'list'],
-  events: ['create', 'get', 'list', 'listByCorrelationId'],
-  hooks: ['get', 'getByToken', 'list'],
-  streams: ['write', 'writeMulti', 'close', 'get', 'list', 'getChunks', 'getInfo'],
-});
+/** The World methods, by namespace, that storage provides (those of `SIGNATURES`). */
+export const STORAGE_METHODS = Object.freeze(
+  Object.fromEntries(Object.entries(SIGNATURES).map(([ns, methods]) => [ns, Object.freeze(Object.keys(methods))])),
+);
 
 /** Keys whose ISO string values are `Date`s in the SDK's entities and event data. */
 const DATE_KEYS = new Set(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt']);
@@ -78,11 +76,7 @@ export function toJson(value, field = 'params') {
   try {
     return JSON.stringify(value ?? {}, jsonReplacer);
   } catch (cause) {
-    const err = new TypeError(`${field}: cannot be serialized as JSON: ${cause?.message ?? cause}`, { cause });
-    err.code = 'INVALID_INPUT';
-    err.field = field;
-    err.reason = String(cause?.message ?? cause);
-    throw err;
+    throw invalidInput(field, `cannot be serialized as JSON: ${cause?.message ?? cause}`, cause);
   }
 }
 export const fromJson = (text) => revive(JSON.parse(text));
@@ -232,15 +226,8 @@ function createBatcher(openWorld) {
     });
 }
 
-/** Bytes of a stream chunk (`string` as UTF-8). */
-function chunkBytes(chunk) {
-  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
-  if (chunk instanceof Uint8Array) return chunk;
-  const err = new TypeError('world-runlog streams: a chunk must be a string or a Uint8Array');
-  err.code = 'INVALID_INPUT';
-  err.field = 'chunk';
-  throw err;
-}
+/** Bytes of a stream chunk (`string` as UTF-8; its type was checked by `checked`). */
+const chunkBytes = (chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
 
 /** How long one `streamsWait` of a live reader blocks before looking again. */
 const STREAM_WAIT_MS = 1000;
@@ -263,12 +250,18 @@ export function createStorage(openWorld) {
 
   const creates = createBatcher(openWorld);
 
-  // Writes to one stream are applied in call order, even when runId is a promise.
+  // Writes to one stream are applied in call order, even when runId is a promise (whose
+  // value is type-checked like a runId given as is).
   const tails = new Map();
   const serial = (runId, name, f) => {
     const key = `${name}`;
     const prev = tails.get(key) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(async () => f(await runId));
+    const next = prev.catch(() => undefined).then(async () => {
+      const id = await runId;
+      const err = checkArg('runId', 'string', id);
+      if (err !== null) throw toWorkflowError(err);
+      return f(id);
+    });
     const tail = next.catch(() => undefined);
     tails.set(key, tail);
     tail.then(() => {
@@ -376,5 +369,8 @@ export function createStorage(openWorld) {
       readers.clear();
     },
   };
+  for (const [ns, methods] of Object.entries(STORAGE_METHODS)) {
+    for (const m of methods) storage[ns][m] = checked(ns, m, storage[ns][m]);
+  }
   return storage;
 }

@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { EntityConflictError, WorkflowRunNotFoundError, WorkflowWorldError } from '@workflow/errors';
+import { EntityConflictError, HookNotFoundError, WorkflowRunNotFoundError, WorkflowWorldError } from '@workflow/errors';
 import { createWorldFromModule } from '@workflow/core/runtime';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
@@ -135,16 +135,44 @@ describe('lifecycle', () => {
 });
 
 describe('storage', () => {
-  test('every storage method is wired (available), and rejects bad input with an SDK error, not NOT_IMPLEMENTED', async () => {
+  test("every storage method is wired, and rejects ('wrun_x', {}) with the exact SDK error for it", async () => {
     const w = world();
+    // 400 INVALID_INPUT naming the argument at fault: 'wrun_x' is no wrun_<ULID> (the
+    // addon's check) or a string where params go, {} an object where a string goes (the
+    // package's type check) or a request without eventType (the addon checks the request
+    // before the run id); the hook lookups take any string and find nothing.
+    const invalid = (field) => ({ name: 'WorkflowWorldError', status: 400, code: 'INVALID_INPUT', cause: { code: 'INVALID_INPUT', field } });
+    const hookNotFound = { name: 'HookNotFoundError', cause: { code: 'NOT_FOUND', className: 'HookNotFoundError' } };
+    const expected = {
+      runs: { get: invalid('runId'), list: invalid('params') },
+      steps: { get: invalid('stepId'), list: invalid('params') },
+      events: { create: invalid('request'), get: invalid('eventId'), list: invalid('params'), listByCorrelationId: invalid('params') },
+      hooks: { get: hookNotFound, getByToken: hookNotFound, list: invalid('params') },
+      streams: {
+        write: invalid('name'),
+        writeMulti: invalid('name'),
+        close: invalid('name'),
+        get: invalid('name'),
+        list: invalid('runId'),
+        getChunks: invalid('name'),
+        getInfo: invalid('name'),
+      },
+    };
+    expect(Object.keys(expected)).toEqual(Object.keys(STORAGE_METHODS));
+    const got = {};
     for (const [ns, methods] of Object.entries(STORAGE_METHODS)) {
+      expect(Object.keys(expected[ns])).toEqual(methods);
+      got[ns] = {};
       for (const m of methods) {
         expect(typeof w[ns][m]).toBe('function');
-        const err = await rejection(
-          ns === 'streams' && m === 'get' ? w[ns][m]('wrun_x', 's').then((r) => r.getReader().read()) : w[ns][m]('wrun_x', {}),
-        );
-        expect(err.code).not.toBe('NOT_IMPLEMENTED');
-        expect(typeof err.name).toBe('string');
+        got[ns][m] = await rejection(w[ns][m]('wrun_x', {}));
+      }
+    }
+    // All at once: a failure shows every method that deviates.
+    expect(got).toMatchObject(expected);
+    for (const [ns, methods] of Object.entries(got)) {
+      for (const [m, err] of Object.entries(methods)) {
+        expect(err.name === 'HookNotFoundError' ? HookNotFoundError.is(err) : WorkflowWorldError.is(err), `${ns}.${m}`).toBe(true);
       }
     }
   });
