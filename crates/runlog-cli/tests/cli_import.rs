@@ -131,7 +131,7 @@ fn an_append_failing_mid_import_deletes_the_run_it_created_and_the_others_import
     let tmp = tempfile::tempdir().expect("tempdir");
     let src = tmp.path().join("world-local");
     copy_dir(&fixture_dir(), &src);
-    let failing = "wrun_01M8N4BJ0000000000000000";
+    let failing = "wrun_01M8N4BJ000000000000000000";
     // More events than one import batch holds: the append fails after a committed batch.
     let events = runlog_cli::import::BatchLimits::default().events_max + 44;
     write_synthetic_run(&src, failing, events);

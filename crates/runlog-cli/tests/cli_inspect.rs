@@ -255,6 +255,54 @@ fn inspect_reads_only_and_refuses_missing_runs() {
 }
 
 #[test]
+fn a_run_without_run_created_is_a_row_with_its_error_and_exits_1() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = imported(tmp.path(), &fixture_dir());
+    // Every run of the fixture has its run_created: exit 0.
+    ok(&store, &["inspect", "runs", "--json"]);
+    let bare = "wrun_01M8N4BJ000000000000000001";
+    let out = runlog(
+        &store,
+        &[
+            "append",
+            bare,
+            "--create",
+            "--kind",
+            "step_created",
+            "--correlation-id",
+            "step_01M8N4BJ000000000000000001",
+            "--payload",
+            r#"{"stepName":"step//./wf//add","input":[]}"#,
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let out = runlog(&store, &["inspect", "runs", "--json"]);
+    assert_eq!(code(&out), 1, "a run without run_created: {}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 8, "{}", stdout(&out));
+    assert_eq!(
+        run_line(&lines, bare),
+        &serde_json::json!({"runId": bare, "error": format!("workflow run \"{bare}\" not found")})
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.get("status").is_some()).count(),
+        7,
+        "the listing goes on"
+    );
+
+    let table = runlog(&store, &["inspect", "runs"]);
+    assert_eq!(code(&table), 1);
+    let text = stdout(&table);
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 9, "{text}");
+    assert!(rows[0].ends_with("ERROR"), "{text}");
+    let row = rows.iter().find(|l| l.starts_with(bare)).expect("its row");
+    assert_eq!(row.find("error"), rows[0].find("STATUS"), "{text}");
+    assert!(row.ends_with(" not found"), "{row}");
+}
+
+#[test]
 fn a_damaged_run_is_a_row_with_its_error_and_the_listing_goes_on() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = imported(tmp.path(), &fixture_dir());
