@@ -6,19 +6,25 @@
 //! read fails loudly (`Corrupt`); never fewer events silently — with one documented class
 //! (SPEC §6): a flip in the *last* batch of the segment, when the counter that counted it was
 //! lost, cannot be told from a torn write that was never acknowledged (nothing valid follows
-//! it), so that batch is cut. The test counts that class and asserts nothing else is lost.
+//! it), so that batch is cut. The test counts that class and asserts nothing else is lost:
+//! a cut last event is accepted only when the counter that acknowledged it (the newest valid
+//! slot before the power loss, in the lock file) did not survive it — the newest valid slot
+//! on the crashed disk, header or lock file, is of an older generation and does not count the
+//! last batch.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use runlog::format::{CounterSlot, HEADER_LEN, SLOT_LEN, SLOT_OFFSETS, SegmentHeader};
 use runlog::io::sim::{CrashPolicy, SimFs};
 use runlog::io::{Fs, OpenMode};
 use runlog::{Config, Error, Event, NewEvent, RunId, Store};
 
 const ROOT: &str = "/store";
 const SEGMENT: &str = "/store/runs/r/seg-00000001.log";
+const LOCK: &str = "/store/runs/r/lock";
 
 fn open(fs: &SimFs) -> Store {
     Store::open_with_fs(Arc::new(fs.clone()), ROOT, Config::default()).unwrap()
@@ -63,7 +69,9 @@ fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_f
                 })
                 .collect()
         };
+        let acknowledging = newest_counter(&fs);
         fs.crash_with(CrashPolicy::Random(seed));
+        let surviving = newest_counter(&fs);
         let len = fs
             .open(Path::new(SEGMENT), OpenMode::Read)
             .unwrap()
@@ -85,8 +93,16 @@ fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_f
                     .map(|e| String::from_utf8_lossy(&e.payload).into_owned())
                     .collect();
                 if got.len() + 1 == acked.len() && at >= last_batch {
-                    // The documented class: the flipped last batch, cut as a torn tail.
+                    // The documented class: the flipped last batch, cut as a torn tail — only
+                    // allowed when the counter that acknowledged it was lost.
                     assert_eq!(got, acked[..got.len()], "{ctx}");
+                    assert!(
+                        surviving.generation < acknowledging.generation
+                            && surviving.committed_len <= last_batch,
+                        "{ctx}: the last acknowledged event was cut although its counter \
+                         survived the power loss (acknowledged by {acknowledging:?}, on disk \
+                         after it {surviving:?}, last batch at {last_batch})"
+                    );
                     last_cut += 1;
                 } else {
                     assert_eq!(got, acked, "{ctx}: silently different");
@@ -113,6 +129,34 @@ fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_f
         loud > 100,
         "loud {loud}, whole {whole}, last batch cut {last_cut}"
     );
+}
+
+/// The newest valid counter slot of the segment as the (simulated) disk holds it now: its two
+/// header slots and the lock file's two commit slots, all under the segment's salt (SPEC §3;
+/// the run never rolls here, so no sealed slot outranks).
+fn newest_counter(fs: &SimFs) -> CounterSlot {
+    let read = |path: &str| {
+        let f = fs.open(Path::new(path), OpenMode::Read).unwrap();
+        f.map(f.len().unwrap()).unwrap()
+    };
+    let segment = read(SEGMENT);
+    let salt = SegmentHeader::decode(&segment[..HEADER_LEN as usize])
+        .unwrap()
+        .salt;
+    let lock = read(LOCK);
+    [&segment, &lock]
+        .into_iter()
+        .flat_map(|file| {
+            SLOT_OFFSETS
+                .iter()
+                .enumerate()
+                .filter_map(move |(pos, &at)| {
+                    let bytes = file.get(at as usize..at as usize + SLOT_LEN)?;
+                    CounterSlot::decode(bytes, salt, pos)
+                })
+        })
+        .max_by_key(|slot| slot.generation)
+        .expect("the header's slots are valid from the segment's creation")
 }
 
 /// Offsets of the batches in the segment (each starts with its magic and length).
