@@ -23,7 +23,7 @@
 // Exit status 0 when every mode passed its checks.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,12 @@ const keepData = args.includes('--keep-data');
 const app = path.join(here, `sdk-${line}`);
 const logs = path.join(app, '.logs');
 mkdirSync(logs, { recursive: true });
+// The app's code is one copy for every line (examples/app); each line's directory holds only
+// its locked dependencies, and gets the code copied in before it is built.
+for (const entry of ['workflows', 'server', 'nitro.config.ts']) {
+  rmSync(path.join(app, entry), { recursive: true, force: true });
+  cpSync(path.join(here, 'app', entry), path.join(app, entry), { recursive: true });
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();

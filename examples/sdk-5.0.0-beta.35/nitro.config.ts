@@ -1,6 +1,0 @@
-import { defineConfig } from "nitro";
-
-export default defineConfig({
-  serverDir: "./server",
-  modules: ["workflow/nitro"],
-});

@@ -1,3 +1,0 @@
-import { defineEventHandler } from "nitro/h3";
-
-export default defineEventHandler(() => ({ ok: true }));
