@@ -36,7 +36,8 @@ pub use json::{RawJson, format_iso_ms, parse_iso_ms};
 pub use model::{
     CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, Hook,
     ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, RunStatus, SPEC_VERSION_CURRENT,
-    SPEC_VERSION_EVENT_SOURCING, SortOrder, Step, StepStatus, Wait, WaitStatus, WorkflowRun,
+    SPEC_VERSION_EVENT_SOURCING, SortOrder, Step, StepStatus, StorageFault, Wait, WaitStatus,
+    WorkflowRun,
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use streams::{StreamError, Streams};
