@@ -1,12 +1,15 @@
-// createWorld(): a Workflow SDK World (spec 5) whose storage and streams are runlog's and
-// whose queue is @workflow/world-local's (the published local queue: HTTP delivery to the
-// app's /.well-known/workflow/v1/flow, delaySeconds, idempotency keys, redelivery).
-import { reenqueueActiveRuns, SPEC_VERSION_CURRENT } from '@workflow/world';
-import { createWorld as createLocalWorld } from '@workflow/world-local';
-
+// createWorld(): a Workflow SDK World whose storage and streams are runlog's and whose
+// queue is @workflow/world-local's (the published local queue: HTTP delivery to the app's
+// /.well-known/workflow/v1/flow, delaySeconds, idempotency keys, redelivery), that of the
+// SDK line the app runs (src/line.js): on workflow 4.x it declares spec 3 and borrows
+// world-local 4.x's queue, on 5.0.0-beta.35 spec 5 and world-local 5.0.0-beta.29's. Both
+// stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
+// over the same Rust streams.
 import { resolveConfig } from './config.js';
+import { detectLine } from './line.js';
 import { Store } from './native.js';
 import { createStorage } from './storage.js';
+import { createStreamerV4 } from './streams-v4.js';
 
 /** The members of world-local's World that this World takes: its queue, nothing stored. */
 const QUEUE_MEMBERS = ['queue', 'createQueueHandler', 'getDeploymentId', 'registerHandler'];
@@ -18,9 +21,10 @@ const QUEUE_MEMBERS = ['queue', 'createQueueHandler', 'getDeploymentId', 'regist
  */
 export function createWorld(options = {}) {
   const config = resolveConfig(options);
+  const line = detectLine();
   // world-local creates no file until its own start() or storage are used; this World
   // calls neither, so its data directory is never touched.
-  const local = createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
+  const local = line.createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
   const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
@@ -45,16 +49,18 @@ export function createWorld(options = {}) {
     return world;
   };
   const storage = createStorage(openWorld);
+  const streamerV4 = createStreamerV4(storage.streams, openStore);
   let closed = false;
 
   const self = {
-    specVersion: SPEC_VERSION_CURRENT,
+    specVersion: line.specVersion,
     ...queue,
     runs: storage.runs,
     steps: storage.steps,
     events: storage.events,
     hooks: storage.hooks,
     streams: storage.streams,
+    ...streamerV4.methods,
     ...(config.streamFlushIntervalMs !== undefined && { streamFlushIntervalMs: config.streamFlushIntervalMs }),
 
     /**
@@ -67,7 +73,7 @@ export function createWorld(options = {}) {
       if (config.recoverActiveRuns && storage.available) {
         // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
         // is used.
-        await reenqueueActiveRuns(storage.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
+        await line.reenqueueActiveRuns(storage.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
       }
     },
 
@@ -75,14 +81,23 @@ export function createWorld(options = {}) {
     async close() {
       if (closed) return;
       closed = true;
+      streamerV4.close();
       storage.close();
       await local.close();
       const store = await opening?.catch(() => undefined);
       await store?.close();
     },
 
-    /** This World's runlog side: the resolved config and the store (opened on first use). */
-    runlog: { config, store: openStore, world: openWorld },
+    /**
+     * This World's runlog side: the resolved config, the SDK line it serves (whose packages,
+     * their versions, the spec version declared) and the store (opened on first use).
+     */
+    runlog: {
+      config,
+      line: { source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
+      store: openStore,
+      world: openWorld,
+    },
   };
   return self;
 }
