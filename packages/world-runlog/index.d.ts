@@ -40,9 +40,42 @@ export type ResolvedConfig = ResolvedTarget & {
   store?: StoreOptions;
 };
 
-export interface RunlogWorld extends World {
-  /** This World's runlog side: the resolved config and its store (opened on first use). */
-  runlog: { config: ResolvedConfig; store(): Promise<Store>; world(): Promise<RunlogNativeWorld> };
+/** The SDK line a World serves (src/line.js): whose `@workflow/world` and `@workflow/world-local` it uses. */
+export interface RunlogWorldLine {
+  /** `app`: resolved from the process's cwd; `package`: this package's own. */
+  source: 'app' | 'package';
+  /** Their versions (null when this package is bundled and cannot read its own). */
+  worldVersion: string | null;
+  worldLocalVersion: string | null;
+  /** What the World declares: the line's `SPEC_VERSION_CURRENT`, at most 5 (3 on workflow 4.x). */
+  specVersion: number;
+}
+
+/**
+ * The Streamer of `@workflow/world` 4.x, flat on the World and name first (src/streams-v4.js),
+ * over the same streams as `streams`. A name is one stream, whatever run id is given.
+ */
+export interface RunlogStreamerV4 {
+  writeToStream(name: string, runId: string | Promise<string>, chunk: string | Uint8Array): Promise<void>;
+  writeToStreamMulti(name: string, runId: string | Promise<string>, chunks: (string | Uint8Array)[]): Promise<void>;
+  closeStream(name: string, runId: string | Promise<string>): Promise<void>;
+  /** A live reader of stream `name` from `startIndex` (negative: from the end); waits for a stream not yet written. */
+  readFromStream(name: string, startIndex?: number): Promise<ReadableStream<Uint8Array>>;
+  listStreamsByRunId(runId: string): Promise<string[]>;
+  getStreamChunks(
+    name: string,
+    runId: string,
+    options?: { limit?: number; cursor?: string },
+  ): Promise<{ data: { index: number; data: Uint8Array }[]; cursor: string | null; hasMore: boolean; done: boolean }>;
+  getStreamInfo(name: string, runId: string): Promise<{ tailIndex: number; done: boolean }>;
+}
+
+export interface RunlogWorld extends World, RunlogStreamerV4 {
+  /**
+   * This World's runlog side: the resolved config, the SDK line it serves and its store
+   * (opened on first use).
+   */
+  runlog: { config: ResolvedConfig; line: RunlogWorldLine; store(): Promise<Store>; world(): Promise<RunlogNativeWorld> };
 }
 
 /** The World; `createWorldFromModule` calls it with no arguments. */
