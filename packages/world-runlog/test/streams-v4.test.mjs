@@ -2,7 +2,7 @@
 // workflow 4.x runtime calls, `readFromStream` without a run id through the durable
 // name → owner index, across a World restart; and the SDK line the World detects
 // (src/line.js): the spec version it declares and whose queue it borrows.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -117,6 +117,26 @@ describe('the 4.x Streamer', () => {
     } finally {
       await store.close();
     }
+  });
+
+  test('a reader in this process, the writer in another: found through the index, read to the close', async () => {
+    const w = world();
+    const reading = w.readFromStream(PASSED_NAME).then(drain);
+    const script = `
+      const { createWorld } = await import(${JSON.stringify(pathToFileURL(path.join(pkgRoot, 'index.js')).href)});
+      const w = createWorld({ dataDir: ${JSON.stringify(`${tmp.dir}/data/runlog`)}, recoverActiveRuns: false });
+      await w.writeToStream(${JSON.stringify(PASSED_NAME)}, ${JSON.stringify(RUN)}, 'from');
+      await new Promise((r) => setTimeout(r, 300));
+      await w.writeToStreamMulti(${JSON.stringify(PASSED_NAME)}, ${JSON.stringify(RUN)}, ['another', 'process']);
+      await w.closeStream(${JSON.stringify(PASSED_NAME)}, ${JSON.stringify(RUN)});
+      await w.close();`;
+    // Spawned without blocking this process: its reader follows the other's writes live.
+    const child = await new Promise((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: pkgRoot }, (err, stdout, stderr) => resolve({ err, stderr })),
+    );
+    expect([child.err, child.stderr]).toEqual([null, '']);
+    expect(text(await reading)).toEqual(['from', 'another', 'process']);
+    expect(await w.getStreamInfo(PASSED_NAME, OTHER_RUN)).toEqual({ tailIndex: 2, done: true });
   });
 
   test('a reader started before the first write waits for it, then reads to the close', async () => {
