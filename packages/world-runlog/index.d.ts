@@ -75,7 +75,36 @@ export interface RunlogWorld extends World, RunlogStreamerV4 {
    * This World's runlog side: the resolved config, the SDK line it serves and its store
    * (opened on first use).
    */
-  runlog: { config: ResolvedConfig; line: RunlogWorldLine; store(): Promise<Store>; world(): Promise<RunlogNativeWorld> };
+  runlog: {
+    config: ResolvedConfig;
+    line: RunlogWorldLine;
+    /** What the last `start()` could not recover (undefined before, or with recovery off). */
+    readonly recovery: RunlogRecovery | undefined;
+    store(): Promise<Store>;
+    world(): Promise<RunlogNativeWorld>;
+  };
+}
+
+/**
+ * Why a run's log cannot be read to its end: `storageError` of a run listed by `runs.list`
+ * (and of a hook listed by the store-wide `hooks.list`), whose other fields are what its
+ * readable part holds (crates/runlog-world `StorageFault`). Not in the SDK's schemas.
+ */
+export interface RunlogStorageFault {
+  runId: string;
+  /** The store's code: `CORRUPT`, `UNSUPPORTED_VERSION`, `IO`, `BUSY`, `POISONED`, ... */
+  code: string;
+  /** The store's message (run, segment file and byte offset for corruption). */
+  message: string;
+  /** The last seq read before the fault (0: nothing could be read). */
+  readableSeq: number;
+  segment?: string;
+  offset?: number;
+}
+
+/** The active runs `start()` did not re-enqueue because their logs cannot be read to their end. */
+export interface RunlogRecovery {
+  unrecovered: { runId: string; code: string; message: string; readableSeq: number }[];
 }
 
 /** The World; `createWorldFromModule` calls it with no arguments. */

@@ -5,9 +5,11 @@
 // world-local 4.x's queue, on 5.0.0-beta.35 spec 5 and world-local 5.0.0-beta.29's. Both
 // stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
 // over the same Rust streams.
+import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
 import { detectLine } from './line.js';
 import { Store } from './native.js';
+import { recoverActiveRuns } from './recovery.js';
 import { createStorage } from './storage.js';
 import { createStreamerV4 } from './streams-v4.js';
 
@@ -26,6 +28,15 @@ export function createWorld(options = {}) {
   // calls neither, so its data directory is never touched.
   const local = line.createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
   const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
+  // Where nothing says where the app is, the CLI's default for the local World (src/base-url.js).
+  let fallbackLocal;
+  let starting = false;
+  queue.queue = withBaseUrlFallback({
+    queue: local.queue,
+    config,
+    fallbackWorld: () => (fallbackLocal ??= line.createLocalWorld({ recoverActiveRuns: false, baseUrl: CLI_DEFAULT_BASE_URL })),
+    inStart: () => starting,
+  });
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
   // again, so a World created before its server came up recovers on its own.
@@ -51,6 +62,7 @@ export function createWorld(options = {}) {
   const storage = createStorage(openWorld);
   const streamerV4 = createStreamerV4(storage.streams, openStore);
   let closed = false;
+  let recovery;
 
   const self = {
     specVersion: line.specVersion,
@@ -65,15 +77,23 @@ export function createWorld(options = {}) {
 
     /**
      * Opens the store (creating `dataDir`, or runlog's tables on PostgreSQL), then
-     * re-enqueues the runs it holds as active. An unreachable server rejects with the
-     * addon's IO error (path `postgres`).
+     * re-enqueues the runs it holds as active; an active run whose log cannot be read to its
+     * end is not re-enqueued but reported (a warning naming it, and `runlog.recovery`,
+     * src/recovery.js). An unreachable server rejects with the addon's IO error (path
+     * `postgres`).
      */
     async start() {
       await openStore();
       if (config.recoverActiveRuns && storage.available) {
         // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
         // is used.
-        await line.reenqueueActiveRuns(storage.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
+        const enqueue = (name, payload, opts) => self.queue(name, payload, opts);
+        starting = true;
+        try {
+          recovery = await recoverActiveRuns(storage.runs, enqueue, line.reenqueueActiveRuns, 'world-runlog');
+        } finally {
+          starting = false;
+        }
       }
     },
 
@@ -84,6 +104,7 @@ export function createWorld(options = {}) {
       streamerV4.close();
       storage.close();
       await local.close();
+      await fallbackLocal?.close();
       const store = await opening?.catch(() => undefined);
       await store?.close();
     },
@@ -94,6 +115,10 @@ export function createWorld(options = {}) {
      */
     runlog: {
       config,
+      /** After `start()` recovered active runs: `{ unrecovered: [{ runId, code, message, readableSeq }] }`. */
+      get recovery() {
+        return recovery;
+      },
       line: { source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
