@@ -13,9 +13,10 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createWorld, Store } from '../index.js';
 import { detectLine } from '../src/line.js';
 import { ownerLogId } from '../src/streams-v4.js';
-import { rejection, tempDir } from './helpers.mjs';
+import { pgUrl, rejection, tempDir, withFreshSchema } from './helpers.mjs';
 
 const pkgRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const server = pgUrl();
 
 let tmp;
 const worlds = [];
@@ -227,6 +228,22 @@ describe('the 4.x Streamer', () => {
     expect(ownerLogId('__health_check__a/b')).toBe('stream-owner-n__health_check__a-2fb');
     const long = ownerLogId('x'.repeat(200));
     expect(long).toMatch(/^stream-owner-h[0-9a-f]{32}$/);
+  });
+});
+
+describe.skipIf(!server)('the 4.x Streamer on PostgreSQL', () => {
+  test('written by one World, read by name by a second on the schema: the index is in the database', async () => {
+    const url = withFreshSchema(server);
+    const first = createWorld({ url, recoverActiveRuns: false });
+    worlds.push(first);
+    await first.writeToStream(PASSED_NAME, RUN, 'a');
+    await first.writeToStreamMulti(PASSED_NAME, RUN, ['b', 'c']);
+    await first.closeStream(PASSED_NAME, RUN);
+    const second = createWorld({ url, recoverActiveRuns: false });
+    worlds.push(second);
+    expect(text(await drain(await second.readFromStream(PASSED_NAME)))).toEqual(['a', 'b', 'c']);
+    expect(await second.getStreamInfo(PASSED_NAME, OTHER_RUN)).toEqual({ tailIndex: 2, done: true });
+    expect(await second.listStreamsByRunId(RUN)).toEqual([PASSED_NAME]);
   });
 });
 
