@@ -72,20 +72,29 @@ function fromModules(world, local) {
  * worldLocalVersion, specVersion, createLocalWorld, reenqueueActiveRuns }`. `source` says
  * whose packages these are: the app's (both `@workflow/world` and `@workflow/world-local`
  * resolved from `cwd`) or this package's own (either one missing from the app; versions
- * null when this package is inlined into a bundle and cannot see its own package.json files).
+ * null when this package is inlined into a bundle and cannot see its own package.json files;
+ * `failure` set when the app's were found but could not be loaded).
  */
 export function detectLine(cwd = process.cwd()) {
   const app = createRequire(path.join(cwd, 'package.json'));
   const worldVersion = versionOf(app, '@workflow/world');
   const worldLocalVersion = versionOf(app, '@workflow/world-local');
+  let failure;
   if (worldVersion !== null && worldLocalVersion !== null) {
     // require() of these ES modules: Node >= 20.19 loads them synchronously (no top-level
-    // await in either), as createWorld() must be synchronous on 4.x.
-    return { source: 'app', worldVersion, worldLocalVersion, ...fromModules(app('@workflow/world'), app('@workflow/world-local')) };
+    // await in either), as createWorld() must be synchronous on 4.x. An older Node
+    // (ERR_REQUIRE_ESM) cannot: this package's own copies then serve, and `failure` says why.
+    try {
+      return { source: 'app', worldVersion, worldLocalVersion, ...fromModules(app('@workflow/world'), app('@workflow/world-local')) };
+    } catch (err) {
+      failure = `the app's @workflow/world ${worldVersion} could not be loaded: ${err?.code ?? err?.message ?? err}`;
+      console.warn(`world-runlog: ${failure}; serving this package's own @workflow/world and @workflow/world-local instead`);
+    }
   }
   const own = createRequire(import.meta.url);
   return {
     source: 'package',
+    ...(failure !== undefined && { failure }),
     worldVersion: versionOf(own, '@workflow/world'),
     worldLocalVersion: versionOf(own, '@workflow/world-local'),
     ...fromModules(ownWorld, ownLocal),

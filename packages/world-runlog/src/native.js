@@ -75,10 +75,13 @@ export function locateAddon({
   const pkg = platformPackage(platform);
   const app = path.join(cwd, 'package.json');
   const searched = [];
+  let unbuilt = null;
   for (const from of [moduleUrl, app]) {
     searched.push(`${pkg.name} from ${from.startsWith('file:') ? fileURLToPath(from) : from}`);
     const found = resolveFrom(from, pkg.name);
     if (found !== null) return { path: found, via: 'package' };
+    // Installed, but its main file missing (a platform package packed before the build).
+    unbuilt ??= resolveFrom(from, `${pkg.name}/package.json`);
   }
   // The package roots: this module's (src/..), and the app's world-runlog when this module
   // is inlined into a bundle; their real paths, where a directory install's npm/ is.
@@ -99,7 +102,11 @@ export function locateAddon({
     searched.push(file);
     if (existsSync(file)) return { path: file, via: 'directory' };
   }
-  throw notFound(`the platform package ${pkg.name} is not installed`, pkg.name, searched);
+  const what =
+    unbuilt === null
+      ? `the platform package ${pkg.name} is not installed`
+      : `the platform package ${pkg.name} is installed (${path.dirname(unbuilt)}) without its ${pkg.file}`;
+  throw notFound(what, pkg.name, searched);
 }
 
 function notFound(what, platformPackageName, searched) {

@@ -1,7 +1,7 @@
 // The addon loader (src/native.js): the platform package by name, its directory beside the
 // package, RUNLOG_NODE_ADDON, and the error naming the platform package when none is there.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -83,6 +83,19 @@ describe('locateAddon', () => {
     const moduleUrl = pathToFileURL(path.join(app, '.output', 'server', 'index.mjs')).href;
     if (process.env.RUNLOG_NODE_ADDON) return;
     expect(locateAddon({ env: {}, moduleUrl, cwd: app })).toEqual({ path: path.join(pkgRoot, 'npm', here, addonFile), via: 'directory' });
+  });
+
+  test('a platform package installed without its .node file (packed before the build) is named as such', () => {
+    const { app, pkgDir } = appWithPlatformPackage();
+    rmSync(path.join(pkgDir, addonFile));
+    let err;
+    try {
+      locateAddon({ env: {}, moduleUrl: pathToFileURL(path.join(tmp.dir, 'elsewhere.mjs')).href, cwd: app, platform: here });
+    } catch (e) {
+      err = e;
+    }
+    expect(err.code).toBe('ADDON_NOT_FOUND');
+    expect(err.message).toContain(`the platform package ${platformPkg} is installed (${pkgDir}) without its ${addonFile}.`);
   });
 
   test('RUNLOG_NODE_ADDON overrides everything; naming no file is an error naming it', () => {

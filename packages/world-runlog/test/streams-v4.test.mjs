@@ -281,6 +281,26 @@ describe('the SDK line, from the app', () => {
     expect(detectLine(tmp.dir).specVersion).toBe(5);
   });
 
+  test("an app's @workflow/world that cannot be required (top-level await): this package's own, and why", () => {
+    fakeApp(tmp.dir, '4.5.0', 3);
+    writeFileSync(path.join(tmp.dir, 'node_modules', '@workflow', 'world', 'dist', 'index.js'), 'await 0;\nexport const SPEC_VERSION_CURRENT = 3;\n');
+    const warn = console.warn;
+    const warnings = [];
+    console.warn = (...args) => warnings.push(args.join(' '));
+    let line;
+    try {
+      line = detectLine(tmp.dir);
+    } finally {
+      console.warn = warn;
+    }
+    expect([line.source, line.specVersion, line.failure]).toEqual([
+      'package',
+      5,
+      "the app's @workflow/world 4.5.0 could not be loaded: ERR_REQUIRE_ASYNC_MODULE",
+    ]);
+    expect(warnings).toEqual([`world-runlog: ${line.failure}; serving this package's own @workflow/world and @workflow/world-local instead`]);
+  });
+
   test("no @workflow/world in the app: this package's own (5.0.0-beta.21, spec 5)", () => {
     const line = detectLine(tmp.dir);
     expect([line.source, line.worldVersion, line.worldLocalVersion, line.specVersion]).toEqual(['package', '5.0.0-beta.21', '5.0.0-beta.29', 5]);
