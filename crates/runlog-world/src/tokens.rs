@@ -230,18 +230,7 @@ impl<B: RunLog> World<B> {
                     }
                     Liveness::Dead => batch.push(release_of(&c)),
                     Liveness::Pending => {
-                        let claimed_at = claims.claimed_at_ms.get(token).copied().unwrap_or(0);
-                        let age_ms = now_ms().saturating_sub(claimed_at);
-                        let grace_ms = self.config.pending_claim_grace_ms;
-                        if age_ms < grace_ms {
-                            // Its claimant may be about to append: give it the rest of the
-                            // grace (other claims go on meanwhile), then look again.
-                            MutexGuard::unlocked(&mut claims, || {
-                                self.wait_for_claimant(&c, grace_ms - age_ms);
-                            });
-                            continue;
-                        }
-                        if !self.settle_pending(&c, req.run.as_str())? {
+                        if !self.settle_after_grace(&mut claims, &c, req.run.as_str())? {
                             continue;
                         }
                         batch.push(release_of(&c));
@@ -270,6 +259,26 @@ impl<B: RunLog> World<B> {
             run_id: HOOK_TOKENS_RUN.to_string(),
             attempts: self.config.fence_retries_max,
         })
+    }
+
+    /// Pending claim `c`, met by `holder_run`'s request for its token: within its grace its
+    /// claimant may be about to append, so the rest of the grace is waited out (other claims
+    /// go on meanwhile) and `Ok(false)` says to look again; past it, the claim is settled
+    /// ([`World::settle_pending`]; `Ok(true)`: settled, to be released).
+    fn settle_after_grace(
+        &self,
+        claims: &mut MutexGuard<'_, Claims>,
+        c: &TokenClaim,
+        holder_run: &str,
+    ) -> Result<bool, WorldError> {
+        let claimed_at_ms = claims.claimed_at_ms.get(&c.token).copied().unwrap_or(0);
+        let age_ms = now_ms().saturating_sub(claimed_at_ms);
+        let grace_ms = self.config.pending_claim_grace_ms;
+        if age_ms < grace_ms {
+            MutexGuard::unlocked(claims, || self.wait_for_claimant(c, grace_ms - age_ms));
+            return Ok(false);
+        }
+        self.settle_pending(c, holder_run)
     }
 
     /// Waits up to `wait_ms` for the run of claim `c` to move past the claim's seq.
