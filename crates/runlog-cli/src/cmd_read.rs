@@ -2,7 +2,7 @@
 //! (`support::open_for_reading`): no lock, nothing written, the committed view only (on
 //! PostgreSQL: no migration, and the server refuses writes).
 
-use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -12,13 +12,14 @@ use std::time::Duration;
 use clap::Args;
 use runlog::{Event, RunId, RunInfo, RunLog, Seq};
 use runlog_cli::audit::RunStatus;
-use runlog_cli::import::{RunStamp, event_id_text, format_created_at};
+use runlog_cli::import::{OrderScheme, RunStamp, event_id_text, format_created_at};
+use runlog_world::{LogKind, log_kind};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::output::{
-    EVENT_HEADERS, Payload, Table, base64, error_json, error_text, escape_cells, escape_text,
-    event_cells, event_json, json_line,
+    EVENT_HEADERS, Payload, Table, base64, error_json, error_text, escape_text, event_cells,
+    event_json, json_line,
 };
 use crate::support::{
     CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
@@ -54,6 +55,10 @@ pub struct RunsArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also list the World's own logs (streams, stream indexes, stream owners, the hook
+    /// token claims), with their kind instead of a status.
+    #[arg(long)]
+    all: bool,
 }
 
 /// Arguments of `runlog events`.
@@ -98,21 +103,30 @@ pub struct ExportArgs {
     run: Option<RunId>,
 }
 
-/// Columns of `runs`; a store with runs that cannot be read gets a trailing `ERROR` column.
+/// Columns of `runs`; `--all` adds `KIND` after `RUN`, and a store with runs that cannot be
+/// read gets a trailing `ERROR` column.
 const RUNS_HEADERS: [&str; 7] = [
     "RUN", "LAST_SEQ", "EVENTS", "STATUS", "CREATED", "UPDATED", "ERROR",
 ];
 
-/// `runlog runs`: a run that cannot be read gets a row with its error (status `error`) and the
-/// listing goes on; the exit code then is that of the first such run.
+/// `runlog runs`: the runs of the store; the World's own logs (`runlog_world::log_kind`) are
+/// counted in a line after the table, or listed with their kind under `--all`. A log that
+/// cannot be read gets a row with its error (status `error`) whatever its kind, and the
+/// listing goes on; the exit code then is that of the first such log.
 pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut rows = Vec::new();
     let mut failures = RunFailures::default();
+    let mut hidden = BTreeMap::<&'static str, usize>::new();
     let listed = all_runs(&store)?;
     let total = listed.len();
     for entry in listed {
+        let id = match &entry {
+            Ok(info) => &info.run,
+            Err((run, _)) => run,
+        };
+        let kind = log_kind(id.as_str());
         let summary = match entry {
             Ok(info) => match per_run(summarize(&*store, &info))? {
                 Ok(s) => Ok((info, s)),
@@ -120,35 +134,49 @@ pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
             },
             Err(failed) => Err(failed),
         };
+        // An internal log is left out only when it reads whole: a failure is never hidden.
+        if kind.is_internal() && !args.all && summary.is_ok() {
+            *hidden.entry(kind.name()).or_default() += 1;
+            continue;
+        }
         match summary {
-            Ok((info, s)) if args.json => json_line(
-                &mut out,
-                &json!({"run": info.run.as_str(), "last_seq": info.last_seq, "events": s.events,
-                        "status": s.status.name(), "created_at": s.created_at, "updated_at": s.updated_at}),
-            )?,
-            Ok((info, s)) => rows.push(vec![
-                info.run.to_string(),
-                info.last_seq.to_string(),
-                s.events.to_string(),
-                s.status.name().to_string(),
-                s.created_at,
-                s.updated_at,
-            ]),
+            Ok((info, s)) => {
+                let status = (!kind.is_internal()).then(|| s.status.name());
+                if args.json {
+                    let mut line = json!({"run": info.run.as_str(), "kind": kind.name(),
+                        "last_seq": info.last_seq, "events": s.events, "status": status,
+                        "created_at": s.created_at, "updated_at": s.updated_at});
+                    if !args.all {
+                        line.as_object_mut().map(|m| m.remove("kind"));
+                    }
+                    json_line(&mut out, &line)?;
+                } else {
+                    let status = status.unwrap_or("-").to_string();
+                    let cells = [info.last_seq.to_string(), s.events.to_string(), status];
+                    rows.push(runs_row(
+                        &args,
+                        &info.run,
+                        kind,
+                        cells,
+                        [s.created_at, s.updated_at],
+                        None,
+                    ));
+                }
+            }
             Err((run, e)) => {
                 if args.json {
                     json_line(&mut out, &error_json(&run, &e))?;
                 } else {
                     let dash = || "-".to_string();
-                    let status = "error".to_string();
-                    rows.push(vec![
-                        run.to_string(),
-                        dash(),
-                        dash(),
-                        status,
-                        dash(),
-                        dash(),
-                        error_text(&e),
-                    ]);
+                    let cells = [dash(), dash(), "error".to_string()];
+                    rows.push(runs_row(
+                        &args,
+                        &run,
+                        kind,
+                        cells,
+                        [dash(), dash()],
+                        Some(error_text(&e)),
+                    ));
                 }
                 failures.record(e);
             }
@@ -156,12 +184,54 @@ pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
     }
     if !args.json {
         let columns = if failures.any() { 7 } else { 6 };
-        let mut table = Table::new(&RUNS_HEADERS[..columns]);
+        let mut headers = RUNS_HEADERS[..columns].to_vec();
+        if args.all {
+            headers.insert(1, "KIND");
+        }
+        let mut table = Table::new(&headers);
         rows.into_iter().for_each(|row| table.row(row));
         table.print(&mut out)?;
+        if let Some(line) = hidden_line(&hidden) {
+            writeln!(out, "{line}")?;
+        }
     }
     out.flush()?;
     failures.finish(total, false)
+}
+
+/// One row of `runs`: the run, its kind under `--all`, then `cells` (last seq, events,
+/// status), the times, and the error, if any.
+fn runs_row(
+    args: &RunsArgs,
+    run: &RunId,
+    kind: LogKind,
+    cells: [String; 3],
+    times: [String; 2],
+    error: Option<String>,
+) -> Vec<String> {
+    let mut row = vec![run.to_string()];
+    if args.all {
+        row.push(kind.name().to_string());
+    }
+    row.extend(cells);
+    row.extend(times);
+    row.extend(error);
+    row
+}
+
+/// The line after the `runs` table counting the World's own logs it left out, e.g.
+/// `+3 internal logs (2 stream, 1 stream-index); --all to show`.
+fn hidden_line(hidden: &BTreeMap<&'static str, usize>) -> Option<String> {
+    let total: usize = hidden.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let each: Vec<String> = hidden.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let noun = if total == 1 { "log" } else { "logs" };
+    Some(format!(
+        "+{total} internal {noun} ({}); --all to show",
+        each.join(", ")
+    ))
 }
 
 /// What `runs` shows of one run, derived from its log.
@@ -195,25 +265,59 @@ fn summarize(store: &dyn RunLog, info: &RunInfo) -> Result<Summary, CliError> {
     })
 }
 
-/// `runlog events`.
+/// `runlog events`: on a run that cannot be read to its end, the events before the fault
+/// are printed (the table too), then the error is returned.
 pub fn events(store_dir: &Path, args: EventsArgs) -> Result<bool, CliError> {
     let store = open_for_reading(store_dir)?;
     let order = order_of(stamp_of(&*store, &args.run)?.as_ref());
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&EVENT_HEADERS);
-    for_each_event(&*store, &args.run, args.after, args.limit, |e| {
+    let read = for_each_event(&*store, &args.run, args.after, args.limit, |e| {
         if args.json {
             json_line(&mut out, &event_json(&args.run, order, e))?;
         } else {
             table.row(event_cells(order, e));
         }
         Ok(())
-    })?;
+    });
     if !args.json {
         table.print(&mut out)?;
     }
     out.flush()?;
+    read?;
     Ok(false)
+}
+
+/// Where `tail` prints: JSON lines, or the event table, printed after each read (the rows
+/// of a read aligned with each other and with what was printed before).
+struct TailSink<'a, W: Write> {
+    out: W,
+    table: Table,
+    json: bool,
+    run: &'a RunId,
+    order: Option<OrderScheme>,
+    printed: Seq,
+}
+
+impl<W: Write> TailSink<'_, W> {
+    fn event(&mut self, e: &Event) -> Result<(), CliError> {
+        if self.json {
+            json_line(&mut self.out, &event_json(self.run, self.order, e))?;
+        } else {
+            self.table.row(event_cells(self.order, e));
+        }
+        self.printed = e.seq;
+        Ok(())
+    }
+
+    /// Prints the rows read since the last call (the header the first time).
+    fn flush(&mut self) -> Result<(), CliError> {
+        if !self.json {
+            self.table.print(&mut self.out)?;
+        }
+        self.out.flush()?;
+        Ok(())
+    }
 }
 
 /// `runlog tail`.
@@ -229,22 +333,22 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
     } else {
         Arc::default()
     };
-    let mut out = io::stdout().lock();
-    let printed = Cell::new(start);
-    let mut print = |e: &Event| -> Result<(), CliError> {
-        if args.json {
-            json_line(&mut out, &event_json(&args.run, order, e))?;
-        } else {
-            let cells = escape_cells(event_cells(order, e));
-            writeln!(out, "{}", cells.join("  ").trim_end())?;
-        }
-        printed.set(e.seq);
-        Ok(())
+    let mut sink = TailSink {
+        out: io::stdout().lock(),
+        table: Table::new(&EVENT_HEADERS),
+        json: args.json,
+        run: &args.run,
+        order,
+        printed: start,
     };
-    let mut cursor = for_each_event(&*store, &args.run, start, None, &mut print)?;
+    let read = for_each_event(&*store, &args.run, start, None, |e| sink.event(e));
+    sink.flush()?;
+    let mut cursor = read?;
     let mut lost = false;
     while args.follow && !stop.load(Ordering::SeqCst) {
-        match follow_once(&*store, &args.run, cursor, &mut print) {
+        let read = follow_once(&*store, &args.run, cursor, &mut |e| sink.event(e));
+        sink.flush()?;
+        match read {
             Ok(next) => {
                 cursor = next;
                 if std::mem::take(&mut lost) {
@@ -254,7 +358,7 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
             // A server restart or a dropped connection is not the end of a follow (the file
             // store has no such passing failure): say so once, and keep trying until Ctrl-C.
             Err(CliError::Store(e)) if is_connection_loss(&e) => {
-                cursor = cursor.max(printed.get());
+                cursor = cursor.max(sink.printed);
                 if !std::mem::replace(&mut lost, true) {
                     eprintln!(
                         "runlog: warning: {}; retrying until Ctrl-C",

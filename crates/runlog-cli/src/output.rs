@@ -15,9 +15,15 @@ use serde_json::{Value, json};
 /// Longest payload preview in a table cell, in characters.
 const PREVIEW_CHARS_MAX: usize = 60;
 
-/// A table whose columns are padded to their widest cell.
+/// A table whose columns are padded to their widest cell. It can be printed in parts (`tail
+/// --follow`): each [`Table::print`] writes the rows added since the last one, the header the
+/// first time, padded to the widest cell printed so far (a column only ever widens).
 pub struct Table {
     rows: Vec<Vec<String>>,
+    /// How many of `rows` (the header first) are printed.
+    printed: usize,
+    /// The width of each column, in characters, as last printed.
+    widths: Vec<usize>,
 }
 
 impl Table {
@@ -25,6 +31,8 @@ impl Table {
     pub fn new(headers: &[&str]) -> Table {
         Table {
             rows: vec![headers.iter().map(|h| h.to_string()).collect()],
+            printed: 0,
+            widths: Vec::new(),
         }
     }
 
@@ -35,7 +43,8 @@ impl Table {
         self.rows.push(escape_cells(cells));
     }
 
-    /// Replaces the column headers (e.g. to add a trailing `ERROR` column once a row needs it).
+    /// Replaces the column headers (e.g. to add a trailing `ERROR` column once a row needs it);
+    /// only before the first [`Table::print`].
     pub fn set_headers(&mut self, headers: &[&str]) {
         if let Some(first) = self.rows.first_mut() {
             *first = headers.iter().map(|h| h.to_string()).collect();
@@ -47,21 +56,22 @@ impl Table {
         self.rows.len() <= 1
     }
 
-    /// Writes the table; the last column is not padded.
-    pub fn print(&self, out: &mut impl Write) -> io::Result<()> {
-        let mut widths: Vec<usize> = Vec::new();
-        for row in &self.rows {
+    /// Writes the rows not printed yet (the header first, the first time); the last column
+    /// is not padded.
+    pub fn print(&mut self, out: &mut impl Write) -> io::Result<()> {
+        let new = &self.rows[self.printed..];
+        for row in new {
             for (i, cell) in row.iter().enumerate() {
                 let w = cell.chars().count();
-                match widths.get_mut(i) {
+                match self.widths.get_mut(i) {
                     Some(max) => *max = (*max).max(w),
-                    None => widths.push(w),
+                    None => self.widths.push(w),
                 }
             }
         }
-        for row in &self.rows {
+        for row in new {
             let mut line = String::new();
-            for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            for (i, (cell, width)) in row.iter().zip(&self.widths).enumerate() {
                 if i + 1 == row.len() {
                     line.push_str(cell);
                 } else {
@@ -70,6 +80,7 @@ impl Table {
             }
             writeln!(out, "{}", line.trim_end())?;
         }
+        self.printed = self.rows.len();
         Ok(())
     }
 }

@@ -338,14 +338,13 @@ pub fn selected_runs(store: &Backend, run: Option<RunId>) -> Result<Vec<Selected
     }
 }
 
-/// Whether `run` is one of the World's own logs rather than a workflow run's event log: a
-/// stream's chunk log or a run's stream index (`stream-…`), or the hook token claims. `audit`
-/// and `export` without RUN skip them (they hold no workflow events); `runs` and `verify`,
-/// the storage views, list them.
+/// Whether `run` is one of the World's own logs rather than a run's event log: a stream's
+/// chunk log, a run's stream index, a 4.x stream owner index, or the hook token claims
+/// (`runlog_world::log_kind`, the one rule). `audit` and `export` without RUN skip them (they
+/// hold no workflow events); `runs` counts them apart (`--all` lists them with their kind);
+/// `verify`, the storage check, checks them like any run.
 pub fn is_world_internal(run: &RunId) -> bool {
-    run.as_str()
-        .starts_with(runlog_world::streams::LOG_ID_PREFIX)
-        || run.as_str() == runlog_world::HOOK_TOKENS_RUN
+    runlog_world::log_kind(run.as_str()).is_internal()
 }
 
 /// [`selected_runs`] for a workflow-level command: without RUN, the World's own logs

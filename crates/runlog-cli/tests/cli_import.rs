@@ -33,8 +33,8 @@ fn import_lands_every_event_file_except_the_temp_file_in_source_order_dense_from
         "{report}"
     );
 
-    // `runs` is the storage view: it also lists the logs of the imported streams (a chunk
-    // log and an index log per stream, `stream-…`), 4 streams in the corpus.
+    // `runs --all` also lists the logs of the imported streams (a chunk log and an index log
+    // per stream, `stream-…`), 4 streams in the corpus.
     let (streams, workflow): (Vec<String>, Vec<String>) = run_names(&store)
         .into_iter()
         .partition(|r| r.starts_with("stream-"));

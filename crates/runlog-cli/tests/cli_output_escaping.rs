@@ -109,7 +109,11 @@ fn tables_escape_control_characters_and_stay_aligned() {
 
     let tail = stdout(&runlog(&store, &["tail", "r"]));
     assert_eq!(raw_controls(&tail), Vec::<char>::new(), "{tail:?}");
-    assert_eq!(tail.lines().count(), 3, "{tail}");
+    assert_eq!(
+        tail.lines().count(),
+        4,
+        "the header and three events: {tail}"
+    );
 
     let audit = runlog(&store, &["audit"]);
     assert_eq!(code(&audit), 1, "the hostile step event has no creation");

@@ -80,7 +80,7 @@ fn events_pages_with_after_and_limit_and_renders_source_ids() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(seqs, ["5", "6"]);
+    assert_eq!(seqs, ["SEQ", "5", "6"], "the header, then the events");
 }
 
 #[test]

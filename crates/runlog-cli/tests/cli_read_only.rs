@@ -249,7 +249,11 @@ fn every_read_command_works(bin: &Path, who: As, store: &Path) {
         seqs(&ok(&["tail", "wrun_done", "-n", "3", "--json"])),
         vec![7, 8, 9]
     );
-    assert_eq!(stdout(&ok(&["tail", "wrun_open"])).lines().count(), 5);
+    assert_eq!(
+        stdout(&ok(&["tail", "wrun_open"])).lines().count(),
+        6,
+        "the header and five events"
+    );
 
     let audit = ok(&["audit", "--json"]);
     assert_eq!(stdout(&audit), "", "clean workflows: no findings");

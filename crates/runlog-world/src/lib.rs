@@ -15,6 +15,7 @@ mod fold;
 mod group;
 mod ids;
 mod json;
+mod logs;
 mod model;
 mod query;
 mod rules;
@@ -33,6 +34,7 @@ pub use ids::{
     mint_ulid, parse_event_id, parse_run_id,
 };
 pub use json::{RawJson, format_iso_ms, parse_iso_ms};
+pub use logs::{LogKind, STREAM_OWNER_PREFIX, log_kind};
 pub use model::{
     CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, Hook,
     ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, RunStatus, SPEC_VERSION_CURRENT,

@@ -56,7 +56,7 @@
 //! ```
 
 mod error;
-mod id;
+pub(crate) mod id;
 
 pub use error::StreamError;
 pub use id::{INDEX_META_MAGIC, LOG_ID_PREFIX, NAME_LEN_BYTES_MAX, STREAM_META_MAGIC};

@@ -121,9 +121,10 @@ pub fn source_runs(src: &Path) -> BTreeMap<String, Vec<Value>> {
     runs
 }
 
-/// The run ids `runlog runs --json` lists, in its order.
+/// The ids of every log `runlog runs --all --json` lists (the World's own logs included), in
+/// its order.
 pub fn run_names(store: &Path) -> Vec<String> {
-    json_lines(&runlog(store, &["runs", "--json"]))
+    json_lines(&runlog(store, &["runs", "--all", "--json"]))
         .iter()
         .map(|r| r["run"].as_str().expect("run").to_string())
         .collect()

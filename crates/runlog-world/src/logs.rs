@@ -1,0 +1,96 @@
+//! What a log of a World's store is, by its id alone: a workflow run's event log, or one of
+//! the World's own logs (streams, the 4.x stream owner index, the hook token claims). The one
+//! place that rule lives: the CLI's store-wide views (`runs`, `audit`, `export`) ask it.
+//!
+//! | id                          | kind                                   |
+//! |-----------------------------|----------------------------------------|
+//! | `stream-owner-…`            | [`LogKind::StreamOwner`] (`packages/world-runlog/src/streams-v4.js`) |
+//! | `stream-<R>-i`              | [`LogKind::StreamIndex`] ([`crate::streams`]) |
+//! | `stream-<R>-n…`, `-h…`      | [`LogKind::StreamChunks`]              |
+//! | [`HOOK_TOKENS_RUN`]         | [`LogKind::HookTokens`]                |
+//! | anything else               | [`LogKind::Run`]                       |
+//!
+//! `R` starts with a digit or `h` (`streams/id.rs`), never `o`, so an owner index is never
+//! mistaken for a chunk log. Every other id is a run: the SDK's `wrun_…`, and the runs of a
+//! plain runlog store, which a storage view must not hide.
+
+use crate::streams::LOG_ID_PREFIX;
+use crate::tokens::HOOK_TOKENS_RUN;
+
+/// The prefix of the 4.x stream owner index logs (one per stream name).
+pub const STREAM_OWNER_PREFIX: &str = "stream-owner-";
+
+/// What a log holds, by its id ([`log_kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LogKind {
+    /// A run's event log: a workflow run, or a run of a plain runlog store.
+    Run,
+    /// A stream's chunks (`stream-<R>-n…` or `stream-<R>-h…`).
+    StreamChunks,
+    /// A workflow run's stream index (`stream-<R>-i`).
+    StreamIndex,
+    /// The 4.x stream owner index of one stream name (`stream-owner-…`).
+    StreamOwner,
+    /// The hook token claims ([`HOOK_TOKENS_RUN`]).
+    HookTokens,
+}
+
+impl LogKind {
+    /// Whether this is one of the World's own logs rather than a run.
+    pub fn is_internal(self) -> bool {
+        self != LogKind::Run
+    }
+
+    /// A short lowercase name: `run`, `stream`, `stream-index`, `stream-owner`,
+    /// `token-claims`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogKind::Run => "run",
+            LogKind::StreamChunks => "stream",
+            LogKind::StreamIndex => "stream-index",
+            LogKind::StreamOwner => "stream-owner",
+            LogKind::HookTokens => "token-claims",
+        }
+    }
+}
+
+/// The kind of the log with id `id` (the table of this module).
+pub fn log_kind(id: &str) -> LogKind {
+    if id == HOOK_TOKENS_RUN {
+        return LogKind::HookTokens;
+    }
+    if id.starts_with(STREAM_OWNER_PREFIX) {
+        return LogKind::StreamOwner;
+    }
+    if id.starts_with(LOG_ID_PREFIX) {
+        return match id.ends_with("-i") {
+            true => LogKind::StreamIndex,
+            false => LogKind::StreamChunks,
+        };
+    }
+    LogKind::Run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runlog::RunId;
+
+    #[test]
+    fn every_log_a_world_writes_has_its_kind() {
+        let run = RunId::new("wrun_01M8RD6VDN78DRZESK20KEMJWK").expect("id");
+        let chunks = crate::streams::id::chunk_log(&run, "out-i");
+        assert_eq!(log_kind(chunks.as_str()), LogKind::StreamChunks);
+        let long = "x".repeat(200);
+        let hashed = crate::streams::id::chunk_log(&run, &long);
+        assert_eq!(log_kind(hashed.as_str()), LogKind::StreamChunks);
+        let index = crate::streams::id::index_log(&run);
+        assert_eq!(log_kind(index.as_str()), LogKind::StreamIndex);
+        assert_eq!(log_kind("stream-owner-nout"), LogKind::StreamOwner);
+        assert_eq!(log_kind(HOOK_TOKENS_RUN), LogKind::HookTokens);
+        assert_eq!(log_kind(run.as_str()), LogKind::Run);
+        assert_eq!(log_kind("r1"), LogKind::Run);
+        assert!(!LogKind::Run.is_internal());
+        assert!(LogKind::StreamOwner.is_internal());
+    }
+}
