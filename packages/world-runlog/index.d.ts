@@ -1,7 +1,7 @@
 // world-runlog: a Workflow SDK World on runlog.
 import type { World } from '@workflow/world';
 
-import type { StoreOptions, Store, RunlogNativeWorld } from './store.js';
+import type { StoreOptions, Store, RunlogNativeWorld, RunlogError } from './store.js';
 
 export * from './store.js';
 
@@ -16,6 +16,13 @@ export interface RunlogWorldOptions {
   dataDir?: string;
   /** Re-enqueue pending and running runs on start(); default WORKFLOW_RUNLOG_RECOVER_ACTIVE_RUNS, WORKFLOW_LOCAL_RECOVER_ACTIVE_RUNS, true. */
   recoverActiveRuns?: boolean;
+  /**
+   * `true`: open the store read-only (reads work, writes reject with READ_ONLY 403, start()
+   * re-enqueues nothing); `false`: for writing only (a file store this process cannot write
+   * fails start()); unset: read-only when this process cannot write the file store. Default
+   * WORKFLOW_RUNLOG_READ_ONLY (0/false, 1/true).
+   */
+  readOnly?: boolean;
   /** Queue delivery port (world-local's; default PORT or the detected port). */
   port?: number;
   /** Queue delivery base URL (world-local's; default WORKFLOW_LOCAL_BASE_URL). */
@@ -34,6 +41,7 @@ export type ResolvedConfig = ResolvedTarget & {
   /** What Store.open is given: `dataDir` or `url`. */
   target: string;
   recoverActiveRuns: boolean;
+  readOnly?: boolean;
   port?: number;
   baseUrl?: string;
   streamFlushIntervalMs?: number;
@@ -80,6 +88,11 @@ export interface RunlogWorld extends World, RunlogStreamerV4 {
     line: RunlogWorldLine;
     /** What the last `start()` could not recover (undefined before, or with recovery off). */
     readonly recovery: RunlogRecovery | undefined;
+    /**
+     * After `start()`: false (the store takes writes) or how it is read-only: `requested`
+     * (readOnly: true), else `cause`, the refused open for writing. Undefined before.
+     */
+    readonly readOnly: false | { path: string; requested: boolean; cause: RunlogError | null } | undefined;
     store(): Promise<Store>;
     world(): Promise<RunlogNativeWorld>;
   };
@@ -105,6 +118,8 @@ export interface RunlogStorageFault {
 /** The active runs `start()` did not re-enqueue because their logs cannot be read to their end. */
 export interface RunlogRecovery {
   unrecovered: { runId: string; code: string; message: string; readableSeq: number }[];
+  /** `'read-only'`: the store is read-only, nothing was re-enqueued. */
+  skipped?: 'read-only';
 }
 
 /** The World; `createWorldFromModule` calls it with no arguments. */

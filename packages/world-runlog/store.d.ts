@@ -196,11 +196,21 @@ export declare class Store {
    * (file store) or IO (PostgreSQL: the server refuses the read-only transaction's write).
    */
   static openReadOnly(dir: string, options?: StoreOptions): Promise<Store>;
+  /**
+   * A file store for writing when this process can write it (asked of the kernel: `FORMAT`
+   * opened for writing, nothing written), else read-only with `readOnlyCause` the refusal
+   * (IO, errno EACCES/EPERM/EROFS). A missing directory is created; one that cannot be
+   * rejects with that error; foreign files reject with NOT_A_STORE. PostgreSQL: as `open`.
+   */
+  static openOrReadOnly(dir: string, options?: StoreOptions): Promise<Store>;
   /** The directory or URL given to open. */
   readonly path: string;
   /** The backend the target named. */
   readonly backend: 'file' | 'postgres';
+  /** openReadOnly, or openOrReadOnly on a store this process cannot write. */
   readonly readOnly: boolean;
+  /** Why openOrReadOnly opened the store read-only (the refused open for writing); else null. */
+  readonly readOnlyCause: RunlogError | null;
   readonly closed: boolean;
   /** `meta` ≤ 2 KiB, returned by runMeta. */
   createRun(runId: string, meta?: Bytes): Promise<void>;

@@ -18,13 +18,14 @@
 //! rejects the promise with an `Error` carrying a stable `code` (module `errors`); a panic is
 //! caught and rejects with `PANICKED`; nothing aborts the process.
 //!
-//! Layers: `store` (the class and its argument checks) → `js` (values across the boundary,
+//! Layers: `store` (the class and its argument checks; `open`: writable or read-only) → `js` (values across the boundary,
 //! promises) and `out` (results) → `pool` (threads) → `errors`.
 #![deny(missing_docs)]
 
 mod errors;
 mod event_page;
 mod js;
+mod open;
 mod out;
 mod pool;
 mod store;

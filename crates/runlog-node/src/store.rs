@@ -12,6 +12,7 @@
 //! (2^53 events in one run: not reachable in practice) rejects with `OUT_OF_RANGE` rather
 //! than lose precision.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use runlog_pg::{PgLog, Target};
 
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
+use crate::open::open_file_store;
 use crate::out::{
     AppendedOut, EventsPage, InfoOut, MetaOut, Number, Numbers, RunsPage, Unit, VerifyOut,
 };
@@ -53,24 +55,43 @@ pub(crate) struct Backend {
     file: Option<CoreStore>,
 }
 
+/// How [`Backend::open`] opens a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// For writing (`Store.open`).
+    Write,
+    /// For reading only (`Store.openReadOnly`).
+    Read,
+    /// A file store for writing when this process can write it, else for reading only
+    /// (`Store.openOrReadOnly`, [`open_file_store`]); PostgreSQL for writing.
+    WriteOrRead,
+}
+
 impl Backend {
     /// Opens the store `target` names: a file store directory with `config`, or PostgreSQL
-    /// (tables created unless `read_only`; `?schema=NAME` picks the schema), which takes
-    /// `config`'s payload and batch limits (the rest are the file store's).
-    fn open(target: &str, config: Config, read_only: bool) -> runlog::Result<Backend> {
+    /// (tables created unless read-only; `?schema=NAME` picks the schema), which takes
+    /// `config`'s payload and batch limits (the rest are the file store's). The second value
+    /// is why a [`Access::WriteOrRead`] open is read-only, if it is.
+    fn open(
+        target: &str,
+        config: Config,
+        access: Access,
+    ) -> runlog::Result<(Backend, Option<runlog::Error>)> {
         match Target::parse(target) {
             Target::File(dir) => {
-                let store = if read_only {
-                    CoreStore::open_read_only(dir, config)?
-                } else {
-                    CoreStore::open(dir, config)?
+                let (store, cause) = match access {
+                    Access::Read => (CoreStore::open_read_only(dir, config)?, None),
+                    Access::Write => (CoreStore::open(dir, config)?, None),
+                    Access::WriteOrRead => open_file_store(Path::new(dir), config)?,
                 };
-                Ok(Backend {
+                let backend = Backend {
                     log: Arc::new(store.clone()),
                     file: Some(store),
-                })
+                };
+                Ok((backend, cause))
             }
             Target::Postgres(url) => {
+                let read_only = access == Access::Read;
                 let (url, schema) = runlog_pg::split_schema(url);
                 let options = runlog_pg::Options {
                     schema,
@@ -84,10 +105,11 @@ impl Backend {
                 } else {
                     PgLog::connect_with(&url, options)?
                 };
-                Ok(Backend {
+                let backend = Backend {
                     log: Arc::new(log),
                     file: None,
-                })
+                };
+                Ok((backend, None))
             }
         }
     }
@@ -96,6 +118,8 @@ impl Backend {
 pub(crate) struct Shared {
     path: String,
     read_only: bool,
+    /// Why an `openOrReadOnly` store is read-only (the refused open for writing).
+    read_only_cause: Option<BindError>,
     /// `"file"` or `"postgres"`.
     backend: &'static str,
     /// `None` once `close()` was called.
@@ -251,7 +275,22 @@ impl JsStore {
     /// schema). An unreachable server rejects with `IO` (`path` `postgres`).
     #[napi(ts_return_type = "Promise<Store>")]
     pub fn open(env: Env, dir: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Raw> {
-        open_with(env, dir, options, false)
+        open_with(env, dir, options, Access::Write)
+    }
+
+    /// `Store.openOrReadOnly(target, options?) → Promise<Store>`: a file store opened for
+    /// writing when this process can write it, else read-only (`readOnly` true,
+    /// `readOnlyCause` the refusal: `IO` with `errno` EACCES, EPERM or EROFS, naming the
+    /// path); asked of the kernel by opening `FORMAT` for writing, nothing written. A
+    /// missing directory is created, and one that cannot be created rejects with that
+    /// error; foreign files reject with `NOT_A_STORE`. PostgreSQL: as `open`.
+    #[napi(ts_return_type = "Promise<Store>")]
+    pub fn open_or_read_only(
+        env: Env,
+        dir: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        open_with(env, dir, options, Access::WriteOrRead)
     }
 
     /// `Store.openReadOnly(target, options?) → Promise<Store>`: no lock, no write, no
@@ -263,7 +302,7 @@ impl JsStore {
         dir: Unknown<'_>,
         options: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        open_with(env, dir, options, true)
+        open_with(env, dir, options, Access::Read)
     }
 
     /// The store directory or URL as given to `open`.
@@ -278,10 +317,25 @@ impl JsStore {
         self.shared.backend.to_owned()
     }
 
-    /// Whether the store was opened with `openReadOnly`.
+    /// Whether the store is read-only: opened with `openReadOnly`, or by `openOrReadOnly`
+    /// on a store this process cannot write.
     #[napi(getter)]
     pub fn read_only(&self) -> bool {
         self.shared.read_only
+    }
+
+    /// Why `openOrReadOnly` opened the store read-only: the error of opening it for writing
+    /// (code `IO`, `op`, `path`, `errno`); `null` otherwise.
+    #[napi(getter, ts_return_type = "RunlogError | null")]
+    pub fn read_only_cause(&self, env: Env) -> napi::Result<Raw> {
+        match &self.shared.read_only_cause {
+            Some(cause) => Ok(Raw(cause.to_js(env.raw())?)),
+            None => {
+                let mut null = std::ptr::null_mut();
+                unsafe { sys::napi_get_null(env.raw(), &mut null) };
+                Ok(Raw(null))
+            }
+        }
     }
 
     /// Whether `close()` was called.
@@ -541,7 +595,7 @@ fn open_with(
     env: Env,
     dir: Unknown<'_>,
     options: Option<Unknown<'_>>,
-    read_only: bool,
+    access: Access,
 ) -> napi::Result<Raw> {
     entry(&env, || {
         let dir = Arg::new(dir, "dir").string()?;
@@ -550,12 +604,13 @@ fn open_with(
         }
         let config = config(optional(options, "options"))?;
         spawn(&env, &pool::IO, move || {
-            let store = Backend::open(&dir, config, read_only)?;
+            let (store, cause) = Backend::open(&dir, config, access)?;
             let worlds = crate::world::Worlds::new(store.log.clone());
             Ok(JsStore {
                 shared: Arc::new(Shared {
                     path: dir,
-                    read_only,
+                    read_only: access == Access::Read || cause.is_some(),
+                    read_only_cause: cause.map(BindError::from),
                     backend: if store.file.is_some() {
                         "file"
                     } else {

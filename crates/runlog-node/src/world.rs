@@ -333,6 +333,7 @@ fn stream_err(e: StreamError) -> BindError {
                 runlog::Error::Busy { .. } => 503,
                 runlog::Error::DiskFull { .. } => 507,
                 runlog::Error::InvalidEvent { .. } => 400,
+                runlog::Error::ReadOnly { .. } => 403,
                 _ => 500,
             };
             (BindError::from_store(inner), status)

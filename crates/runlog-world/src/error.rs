@@ -212,7 +212,8 @@ pub enum WorldError {
 
     /// A storage fault, unchanged: corruption, an environment error, a busy run lock, a full
     /// disk. Never mapped to "not found". `WorkflowWorldError`, 503 for a busy lock, 507 for
-    /// a full disk, 500 otherwise.
+    /// a full disk, 403 for a write on a read-only store (`runlog::Store::open_read_only`:
+    /// no retry can succeed), 500 otherwise.
     #[error("storage: {0}")]
     Storage(#[from] runlog::Error),
 }
@@ -248,7 +249,8 @@ impl WorldError {
         }
     }
 
-    /// The HTTP-like status: 400, 404, 409, 410, 412, 425, or 5xx for storage faults.
+    /// The HTTP-like status: 400, 404, 409, 410, 412, 425, 403 for a write on a read-only
+    /// store, or 5xx for the other storage faults.
     pub fn status(&self) -> u16 {
         match self {
             WorldError::RunNotFound { .. }
@@ -271,6 +273,7 @@ impl WorldError {
             WorldError::Storage(e) => match e {
                 runlog::Error::Busy { .. } => 503,
                 runlog::Error::DiskFull { .. } => 507,
+                runlog::Error::ReadOnly { .. } => 403,
                 _ => 500,
             },
         }

@@ -122,6 +122,18 @@ pub(crate) struct Claims {
 }
 
 impl Claims {
+    /// `c` as the token's claim, made at `at_ms`.
+    fn insert(&mut self, c: TokenClaim, at_ms: u64) {
+        if let Some(old) = self.by_token.get(&c.token)
+            && self.by_hook.get(&old.hook_id) == Some(&c.token)
+        {
+            self.by_hook.remove(&old.hook_id);
+        }
+        self.by_hook.insert(c.hook_id.clone(), c.token.clone());
+        self.claimed_at_ms.insert(c.token.clone(), at_ms);
+        self.by_token.insert(c.token.clone(), c);
+    }
+
     fn apply(&mut self, e: &EventRef<'_>) {
         self.seq = e.seq;
         if e.seq == 1 {
@@ -135,14 +147,7 @@ impl Claims {
             }
             "claim" => {
                 if let Ok(c) = serde_json::from_slice::<TokenClaim>(e.payload) {
-                    if let Some(old) = self.by_token.get(&c.token)
-                        && self.by_hook.get(&old.hook_id) == Some(&c.token)
-                    {
-                        self.by_hook.remove(&old.hook_id);
-                    }
-                    self.by_hook.insert(c.hook_id.clone(), c.token.clone());
-                    self.claimed_at_ms.insert(c.token.clone(), e.created_at_ms);
-                    self.by_token.insert(c.token.clone(), c);
+                    self.insert(c, e.created_at_ms);
                 }
             }
             "release" => {
@@ -403,20 +408,29 @@ impl<B: RunLog> World<B> {
 
     /// Brings `claims` to the claims log's last event; rebuilds a missing, empty or damaged
     /// log from the run logs first.
+    ///
+    /// On a read-only store (`runlog::Store::open_read_only`), which cannot rebuild the log,
+    /// the claims are the live hooks of the run logs, folded in memory on each call (a
+    /// writer may have created the log meanwhile).
     pub(crate) fn advance_claims(&self, claims: &mut Claims) -> Result<(), WorldError> {
         for _ in 0..4 {
-            match self.read_claims(claims) {
+            let rebuilt = match self.read_claims(claims) {
                 Ok(true) => return Ok(()),
-                Ok(false) => {
-                    *claims = Claims::default();
-                    self.recreate_claims(false)?;
-                }
+                Ok(false) => self.recreate_claims(false),
                 Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
-                    *claims = Claims::default();
-                    self.recreate_claims(true)?;
+                    self.recreate_claims(true)
                 }
                 Err(e) => return Err(e),
-            }
+            };
+            *claims = Claims::default();
+            match rebuilt {
+                Err(WorldError::Storage(runlog::Error::ReadOnly { .. })) => {
+                    let (found, _) = self.scan_live_hooks()?;
+                    found.into_iter().for_each(|c| claims.insert(c, 0));
+                    return Ok(());
+                }
+                rebuilt => rebuilt?,
+            };
         }
         Err(WorldError::Busy {
             run_id: HOOK_TOKENS_RUN.to_string(),

@@ -8,6 +8,8 @@
 // | recoverActiveRuns      | WORKFLOW_RUNLOG_RECOVER_ACTIVE_RUNS, then               | true                     |
 // |                        | WORKFLOW_LOCAL_RECOVER_ACTIVE_RUNS (0/false, 1/true)    |                          |
 // | port, baseUrl          | PORT, WORKFLOW_LOCAL_BASE_URL (read by the local queue) | the detected port        |
+// | readOnly               | WORKFLOW_RUNLOG_READ_ONLY (0/false, 1/true)             | unset: read-only when    |
+// |                        |                                                         | the store is not writable|
 // | streamFlushIntervalMs  | –                                                       | unset (core: 10 ms)      |
 // | store                  | –                                                       | runlog's limits          |
 //
@@ -28,7 +30,7 @@ import path from 'node:path';
 /** Default data directory, relative to the process's working directory. */
 export const DEFAULT_DATA_DIR = path.join('.workflow-data', 'runlog');
 
-const OPTION_KEYS = ['url', 'dataDir', 'recoverActiveRuns', 'port', 'baseUrl', 'streamFlushIntervalMs', 'store'];
+const OPTION_KEYS = ['url', 'dataDir', 'recoverActiveRuns', 'readOnly', 'port', 'baseUrl', 'streamFlushIntervalMs', 'store'];
 
 function invalid(message) {
   const err = new TypeError(`world-runlog createWorld(): ${message}`);
@@ -56,7 +58,7 @@ function checkTypes(options) {
     }
     if (!OPTION_KEYS.includes(key)) throw invalid(`unknown option \`${key}\` (known: ${OPTION_KEYS.join(', ')})`);
   }
-  const { url, dataDir, recoverActiveRuns, port, baseUrl, streamFlushIntervalMs, store } = options;
+  const { url, dataDir, recoverActiveRuns, readOnly, port, baseUrl, streamFlushIntervalMs, store } = options;
   if (url !== undefined && (typeof url !== 'string' || !isPostgresUrl(url))) {
     throw invalid('`url` must be a postgres:// or postgresql:// URL');
   }
@@ -64,6 +66,7 @@ function checkTypes(options) {
   if (dataDir !== undefined && isPostgresUrl(dataDir)) throw invalid('`dataDir` is a directory; pass a PostgreSQL URL as `url`');
   if (url !== undefined && dataDir !== undefined) throw invalid('give `url` (PostgreSQL) or `dataDir` (file store), not both');
   if (recoverActiveRuns !== undefined && typeof recoverActiveRuns !== 'boolean') throw invalid('`recoverActiveRuns` must be a boolean');
+  if (readOnly !== undefined && typeof readOnly !== 'boolean') throw invalid('`readOnly` must be a boolean');
   if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) throw invalid('`port` must be an integer in 1..65535');
   if (baseUrl !== undefined && typeof baseUrl !== 'string') throw invalid('`baseUrl` must be a string');
   if (streamFlushIntervalMs !== undefined && !(Number.isFinite(streamFlushIntervalMs) && streamFlushIntervalMs >= 0)) {
@@ -91,8 +94,10 @@ function resolveTarget(defined, env) {
 /**
  * The resolved configuration: `{ backend: 'file', dataDir (absolute) }` or `{ backend:
  * 'postgres', url }`, then `target` (what Store.open is given: the directory or the URL),
- * `recoverActiveRuns, port?, baseUrl?, streamFlushIntervalMs?, store?`. `env` and `cwd` are
- * parameters for tests.
+ * `recoverActiveRuns, readOnly?, port?, baseUrl?, streamFlushIntervalMs?, store?`. `readOnly`:
+ * `true` opens the store read-only, `false` for writing only (a store this process cannot
+ * write fails start()), undefined for writing when it can, else read-only. `env` and `cwd`
+ * are parameters for tests.
  */
 export function resolveConfig(options = {}, env = process.env, cwd = process.cwd()) {
   if (options === null || typeof options !== 'object') throw invalid('options must be an object');
@@ -108,10 +113,12 @@ export function resolveConfig(options = {}, env = process.env, cwd = process.cwd
     envFlag(env.WORKFLOW_RUNLOG_RECOVER_ACTIVE_RUNS) ??
     envFlag(env.WORKFLOW_LOCAL_RECOVER_ACTIVE_RUNS) ??
     true;
+  const readOnly = defined.readOnly ?? envFlag(env.WORKFLOW_RUNLOG_READ_ONLY);
   return {
     ...target,
     target: target.dataDir ?? target.url,
     recoverActiveRuns,
+    readOnly,
     port: defined.port,
     baseUrl: defined.baseUrl,
     streamFlushIntervalMs: defined.streamFlushIntervalMs,

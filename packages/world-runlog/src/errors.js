@@ -31,7 +31,7 @@ export const ERROR_CODES = Object.freeze({
   CORRUPT: 'stored bytes failed validation (runId, segment, offset, detail)',
   UNSUPPORTED_VERSION: 'the store was written by another format version (path, found, supported)',
   NOT_A_STORE: 'the directory is not a runlog store (path, detail)',
-  READ_ONLY: 'a write on a store opened with openReadOnly (op, path); nothing was written',
+  READ_ONLY: 'a write on a read-only store (openReadOnly, or openOrReadOnly on a store this process cannot write) (op, path); nothing was written; WorkflowWorldError status 403 through the World',
   DISK_FULL: 'the file system is full (op, path); nothing a reader can see was written',
   POISONED: 'an earlier fsync of the run failed; it refuses writes until the store is reopened',
   IO: 'the operating system failed a call (op, path, errno), or PostgreSQL did (path `postgres`: server unreachable, connection lost, statement refused)',
@@ -67,7 +67,8 @@ const STORE_STATUS = Object.freeze({
   CORRUPT: 500,
   UNSUPPORTED_VERSION: 500,
   NOT_A_STORE: 500,
-  READ_ONLY: 500,
+  // Not retryable: no write can succeed on a store this process cannot write.
+  READ_ONLY: 403,
   POISONED: 500,
   IO: 500,
   PANICKED: 500,

@@ -42,12 +42,13 @@ export function createWorld(options = {}) {
   // again, so a World created before its server came up recovers on its own.
   let opening;
   const openStore = () => {
-    opening ??= Store.open(config.target, config.store).catch((err) => {
+    opening ??= openConfigured(config).catch((err) => {
       opening = undefined;
       throw err;
     });
     return opening;
   };
+  let readOnly;
   let world;
   const openWorld = () => {
     world ??= openStore().then(
@@ -77,13 +78,28 @@ export function createWorld(options = {}) {
 
     /**
      * Opens the store (creating `dataDir`, or runlog's tables on PostgreSQL), then
-     * re-enqueues the runs it holds as active; an active run whose log cannot be read to its
+     * re-enqueues the runs it holds as active. A store this process cannot write (another
+     * user's, a read-only mount) or `readOnly: true` opens read-only: every read works, every
+     * write rejects with `READ_ONLY` (WorkflowWorldError 403), and start() warns once and
+     * re-enqueues nothing (`runlog.readOnly`, `runlog.recovery.skipped`). A missing `dataDir`
+     * that cannot be created, or a directory of other files (`NOT_A_STORE`), rejects naming
+     * the path; an active run whose log cannot be read to its
      * end is not re-enqueued but reported (a warning naming it, and `runlog.recovery`,
      * src/recovery.js). An unreachable server rejects with the addon's IO error (path
      * `postgres`).
      */
     async start() {
-      await openStore();
+      const store = await openStore();
+      if (store.readOnly) {
+        // Recovery re-enqueues runs for writes that cannot happen here: skipped, said once.
+        if (readOnly === undefined) {
+          readOnly = { path: config.dataDir ?? 'postgres', requested: config.readOnly === true, cause: store.readOnlyCause };
+          console.warn(readOnlyWarning(readOnly));
+        }
+        recovery = { unrecovered: [], skipped: 'read-only' };
+        return;
+      }
+      readOnly = false;
       if (config.recoverActiveRuns && storage.available) {
         // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
         // is used.
@@ -119,10 +135,54 @@ export function createWorld(options = {}) {
       get recovery() {
         return recovery;
       },
+      /**
+       * After `start()`: `false` (the store takes writes), or `{ path, requested, cause }`
+       * for a read-only store: `requested` when `readOnly: true` asked for it, else `cause`,
+       * the refused open for writing (`IO`, `errno` EACCES/EPERM/EROFS, `path`).
+       */
+      get readOnly() {
+        return readOnly;
+      },
       line: { source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
     },
   };
   return self;
+}
+
+/**
+ * Opens the store as `config.readOnly` says: `true` read-only; `false` for writing, and a
+ * file store this process cannot write rejects (the refused open's error, code `IO`);
+ * unset: a file store for writing when this process can write it, else read-only
+ * (`Store.openOrReadOnly` asks the kernel: it opens `FORMAT` for writing). PostgreSQL: as
+ * asked, never read-only by itself (the server's grants decide). File store failures name
+ * the data directory.
+ */
+async function openConfigured(config) {
+  try {
+    if (config.readOnly === true) return await Store.openReadOnly(config.target, config.store);
+    if (config.backend === 'postgres') return await Store.open(config.target, config.store);
+    const store = await Store.openOrReadOnly(config.target, config.store);
+    if (config.readOnly === false && store.readOnly) {
+      const cause = store.readOnlyCause;
+      await store.close();
+      throw cause;
+    }
+    return store;
+  } catch (err) {
+    if (config.backend === 'file' && err instanceof Error && typeof err.code === 'string') {
+      err.message = `world-runlog: cannot open the store at ${config.dataDir}: ${err.message}`;
+      err.dataDir = config.dataDir;
+    }
+    throw err;
+  }
+}
+
+function readOnlyWarning({ path, requested, cause }) {
+  const why = requested ? 'readOnly: true' : `this process cannot write it: ${cause?.message}`;
+  return (
+    `[world-runlog] the store at ${path} is open read-only (${why}): every read works, every write ` +
+    'rejects with READ_ONLY (403), and active runs are not re-enqueued'
+  );
 }
