@@ -285,7 +285,7 @@ function render(text, targets, unit, conformance) {
   const before = text.slice(0, b);
   const after = text.slice(e + END.length);
   const marks = (s) =>
-    s.replace(/<!--n:([^>]+?)-->[0-9][0-9,]*/g, (_, key) => {
+    s.replace(/<!--n:([^>]+?)-->[0-9]+(?:,[0-9]{3})*/g, (_, key) => {
       return `<!--n:${key}-->${fmt(markerCount(key, targets, unit, conformance))}`;
     });
   return marks(before) + block(targets, unit, conformance) + marks(after);
