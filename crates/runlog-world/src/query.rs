@@ -306,7 +306,8 @@ impl<B: RunLog> World<B> {
     ///
     /// # Errors
     /// [`WorldError::EventNotFound`]; [`WorldError::RunNotFound`]; `InvalidRequest` for an
-    /// id that is no `evnt_<ULID>`; storage errors.
+    /// id that is neither `evnt_<ULID>` nor a slot id; storage errors. Slot runs (spec ≥ 6)
+    /// are addressed by slot id, older runs by `evnt_<ULID>`.
     pub fn get_event(
         &self,
         run_id: &str,
@@ -314,11 +315,23 @@ impl<B: RunLog> World<B> {
         resolve: ResolveData,
     ) -> Result<Event, WorldError> {
         let run = self.run_id(run_id)?;
-        let id = parse_event_id(event_id)?;
+        let slot = crate::ids::parse_slot_event_id(event_id);
+        let ulid = match slot {
+            Some(_) => None,
+            None => Some(parse_event_id(event_id)?),
+        };
         let entry = self.entry(&run);
         let (seq, spec) = {
             let state = self.load(&entry, &run)?;
-            (state.event_seq(id), state.spec_version())
+            let spec = state.spec_version();
+            // A run answers to the scheme it was created under only: slots from spec 6
+            // (the seq itself, dense up to the last commit), `evnt_<ULID>` before.
+            let seq = match (crate::ids::uses_slot_ids(spec), slot, ulid) {
+                (true, Some(seq), _) => Some(seq).filter(|&s| s <= state.seq()),
+                (false, _, Some(id)) => state.event_seq(id),
+                _ => None,
+            };
+            (seq, spec)
         };
         let not_found = || WorldError::EventNotFound {
             run_id: run_id.to_string(),

@@ -5,6 +5,7 @@ import { reenqueueActiveRuns, SPEC_VERSION_CURRENT } from '@workflow/world';
 import { createWorld as createLocalWorld } from '@workflow/world-local';
 
 import { resolveConfig } from './config.js';
+import { beta55Modules, detectBeta55Line, extendForBeta55 } from './line-beta55.js';
 import { Store } from './native.js';
 import { createStorage } from './storage.js';
 
@@ -20,7 +21,13 @@ export function createWorld(options = {}) {
   const config = resolveConfig(options);
   // world-local creates no file until its own start() or storage are used; this World
   // calls neither, so its data directory is never touched.
-  const local = createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
+  // The app's runtime line decides the queue (each line's world-local speaks its own
+  // payloads) and the surface (src/line-beta55.js).
+  const line = detectBeta55Line();
+  const lineModules = line && beta55Modules(line);
+  const createQueueWorld = lineModules?.createLocalWorld ?? createLocalWorld;
+  const reenqueue = lineModules?.reenqueueActiveRuns ?? reenqueueActiveRuns;
+  const local = createQueueWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
   const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
@@ -67,7 +74,7 @@ export function createWorld(options = {}) {
       if (config.recoverActiveRuns && storage.available) {
         // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
         // is used.
-        await reenqueueActiveRuns(storage.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
+        await reenqueue(self.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
       }
     },
 
@@ -84,5 +91,6 @@ export function createWorld(options = {}) {
     /** This World's runlog side: the resolved config and the store (opened on first use). */
     runlog: { config, store: openStore, world: openWorld },
   };
+  if (line) extendForBeta55(self, { line, openWorld });
   return self;
 }
