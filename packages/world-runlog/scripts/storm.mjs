@@ -40,11 +40,12 @@ function args() {
     if (k === 'child') out.child = true;
     else out[k] = ['processes', 'writers', 'runs', 'at', 'seed'].includes(k) ? Number(a[++i]) : a[++i];
   }
+  if (out.app) out.app = path.resolve(out.app);
   return out;
 }
 
 async function openWorld(kind, dataDir, app) {
-  if (app) process.chdir(path.resolve(app));
+  if (app) process.chdir(app);
   if (kind === 'runlog') {
     const { createWorld } = await import(path.join(packageDir, 'index.js'));
     return createWorld({ dataDir, recoverActiveRuns: false });
