@@ -114,8 +114,19 @@ export function extendForBeta55(world, { line, openWorld }) {
     },
     createBatch: (runId, items, params) => call((w) => w.createBatch(runId, toJson(items, 'events'), toJson(params))),
   };
+  const list = world.runs.list;
   const runs = {
     ...world.runs,
+    // beta.37's `status` may be an array (the line's reenqueueActiveRuns asks for
+    // ['pending', 'running']): the page is listed unfiltered and filtered here, so a page
+    // may hold fewer runs than its limit while its cursor and `hasMore` stay the listing's.
+    list: async (params) => {
+      if (!Array.isArray(params?.status)) return list(params);
+      const { status, ...rest } = params;
+      const wanted = new Set(status);
+      const page = await list(rest);
+      return { ...page, data: page.data.filter((r) => wanted.has(r.status)) };
+    },
     getMany: (runIds, params) => call((w) => w.runsGetMany(toJson(runIds, 'runIds'), toJson(params))),
     waitForTerminalStatus: async (runId, params = {}) => {
       const { timeoutMs = TERMINAL_WAIT_DEFAULT_MS, signal, ...rest } = params;

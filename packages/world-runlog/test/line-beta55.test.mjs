@@ -140,6 +140,16 @@ describe('the beta.55 surface', () => {
     expect((await w.events.list({ runId })).data).toHaveLength(6);
   });
 
+  test('runs.list takes an array of statuses, as the line\'s reenqueueActiveRuns asks', async () => {
+    const w = world();
+    const running = await runningRun(w);
+    const done = await runningRun(w);
+    await w.events.create(done, { eventType: 'run_completed', eventData: { output: bytes('1') } });
+    const page = await w.runs.list({ status: ['pending', 'running'], resolveData: 'none', pagination: {} });
+    expect(page.data.map((r) => r.runId)).toEqual([running]);
+    expect(page.hasMore).toBe(false);
+  });
+
   test('runs.getMany answers in input order, null for a missing run', async () => {
     const w = world();
     const a = await runningRun(w);
