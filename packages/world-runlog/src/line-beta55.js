@@ -78,14 +78,6 @@ export function beta55Modules(line) {
   return { createLocalWorld: local.createWorld, reenqueueActiveRuns: world.reenqueueActiveRuns };
 }
 
-/** The event types of the line: those of spec 5 and `noop` (which runlog never writes). */
-export const BETA55_EVENT_TYPES = Object.freeze([
-  'run_created', 'run_started', 'run_completed', 'run_failed', 'run_cancelled',
-  'step_created', 'step_started', 'step_completed', 'step_failed', 'step_retrying',
-  'hook_created', 'hook_received', 'hook_disposed', 'hook_conflict',
-  'wait_created', 'wait_completed', 'attr_set', 'noop',
-]);
-
 /**
  * Adds this line's members to `world` (built by world.js on `storage`, whose addon World
  * is `openWorld()`): `specVersion`, `capabilities` (none is claimed: hook retention,
