@@ -3,8 +3,16 @@
 //! and the batches the reference refuses refused whole, writing nothing.
 mod common;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use common::*;
-use runlog_world::{EventRequest, EventType, StepStatus, slot_event_id};
+use parking_lot::Mutex;
+use runlog::{
+    Appended, Config, EventRef, NewEvent, ReadPage, RunId, RunInfo, RunLog, RunPage, Seq, Store,
+    VerifyReport,
+};
+use runlog_world::{EventRequest, EventType, StepStatus, World, WorldConfig, slot_event_id};
 
 fn running_run_at(w: &TestWorld, spec: u32) -> String {
     let run = runlog_world::mint_run_id();
@@ -172,5 +180,126 @@ fn batch_after_a_terminal_event_answers_each_event_with_the_terminal_runs_refusa
     assert_eq!(
         kinds(&w, &run),
         ["run_created", "run_started", "run_completed"]
+    );
+}
+
+/// What another writer does once, just before the next fenced append reaches the store.
+type Intrusion = Box<dyn FnOnce() + Send>;
+
+/// A store that lets another writer commit right before the next fenced append (a lost
+/// race, as another process would cause it).
+struct Racing {
+    inner: Arc<Store>,
+    before_next_append: Mutex<Option<Intrusion>>,
+}
+
+impl RunLog for Racing {
+    fn create_run(&self, run: &RunId, meta: &[u8]) -> runlog::Result<()> {
+        self.inner.create_run(run, meta)
+    }
+    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> runlog::Result<Vec<Appended>> {
+        self.inner.append_facts(run, events)
+    }
+    fn append_decisions(
+        &self,
+        run: &RunId,
+        expected: Seq,
+        events: Vec<NewEvent>,
+    ) -> runlog::Result<Vec<Seq>> {
+        let intrusion = self.before_next_append.lock().take();
+        if let Some(intrude) = intrusion {
+            intrude();
+        }
+        self.inner.append_decisions(run, expected, events)
+    }
+    fn read(&self, run: &RunId, after: Seq, limit: usize) -> runlog::Result<ReadPage> {
+        self.inner.read(run, after, limit)
+    }
+    fn read_each(
+        &self,
+        run: &RunId,
+        after: Seq,
+        limit: usize,
+        f: &mut dyn FnMut(EventRef<'_>),
+    ) -> runlog::Result<(Seq, bool)> {
+        self.inner.read_each(run, after, limit, f)
+    }
+    fn last_seq(&self, run: &RunId) -> runlog::Result<Seq> {
+        self.inner.last_seq(run)
+    }
+    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> runlog::Result<Seq> {
+        self.inner.wait(run, after, timeout)
+    }
+    fn run_info(&self, run: &RunId) -> runlog::Result<RunInfo> {
+        self.inner.run_info(run)
+    }
+    fn run_meta(&self, run: &RunId) -> runlog::Result<Vec<u8>> {
+        self.inner.run_meta(run)
+    }
+    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> runlog::Result<RunPage> {
+        self.inner.list_runs(after, limit)
+    }
+    fn delete_run(&self, run: &RunId) -> runlog::Result<()> {
+        self.inner.delete_run(run)
+    }
+    fn verify_run(&self, run: &RunId) -> runlog::Result<VerifyReport> {
+        self.inner.verify_run(run)
+    }
+}
+
+#[test]
+fn batch_that_loses_its_fence_leaves_nothing_and_is_decided_again_after_the_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
+    let racing = World::new(
+        Racing {
+            inner: store.clone(),
+            before_next_append: Mutex::new(None),
+        },
+        WorldConfig::default(),
+    );
+    // The other writer: another World on the same store (its own caches and locks, as in
+    // another process).
+    let other = Arc::new(World::new(store.clone(), WorldConfig::default()));
+    let run = running_run_at(&other, 7);
+    let intruder = {
+        let (other, run) = (other.clone(), run.clone());
+        Box::new(move || {
+            step_created(&other, &run, "step_2").expect("the other writer's step");
+        })
+    };
+    *racing.backend().before_next_append.lock() = Some(intruder);
+    let answers = racing
+        .create_batch(
+            &run,
+            vec![step("step_1"), step("step_2"), wait("wait_1")],
+            &params(),
+        )
+        .unwrap();
+    // The first attempt's fence failed (the other writer took seq 3): nothing of it was
+    // written; decided again, step_2 is now taken and the rest lands after the winner.
+    assert_eq!(answers[0].as_ref().unwrap().event.as_ref().unwrap().seq, 4);
+    assert_eq!(answers[1].as_ref().unwrap_err().status(), 409);
+    assert_eq!(answers[2].as_ref().unwrap().event.as_ref().unwrap().seq, 5);
+    let stored: Vec<_> = store
+        .read(&RunId::new(&run).unwrap(), 0, 100)
+        .unwrap()
+        .events
+        .into_iter()
+        .map(|e| (e.kind, e.correlation_id))
+        .collect();
+    let expected = [
+        ("run_created", None),
+        ("run_started", None),
+        ("step_created", Some("step_2")),
+        ("step_created", Some("step_1")),
+        ("wait_created", Some("wait_1")),
+    ];
+    assert_eq!(
+        stored,
+        expected
+            .iter()
+            .map(|(k, c)| (k.to_string(), c.map(str::to_string)))
+            .collect::<Vec<_>>()
     );
 }
