@@ -86,7 +86,7 @@ struct RunCache {
     tick: u64,
 }
 
-/// The storage half of the Workflow SDK's `World` (spec 5) on a runlog backend: runs,
+/// The storage half of the Workflow SDK's `World` (spec 2–7) on a runlog backend: runs,
 /// steps, hooks, waits and attributes materialized from per-run event logs, every rule
 /// checked atomically with the append. `Send + Sync`; share it across threads by
 /// reference or `Arc`. Any number of Worlds, in any number of processes, may share one
