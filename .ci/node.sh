@@ -4,7 +4,10 @@
 # release, plain cargo), then runs the package's tests (vitest: the store API, errors and
 # codes, a corrupt store, group commit, the World's storage and streams) and its type check,
 # then the SDK's published conformance suite (@workflow/world-testing 5.0.0-beta.35, 12
-# tests) against this package's World. Exits non-zero on any failure.
+# tests) against this package's World. The package tests include test/postgres.test.mjs: on
+# the server of RUNLOG_PG_URL (.ci/run's), or a throwaway one started here (.ci/common.sh);
+# with RUNLOG_NO_SKIP=1 nothing skips for want of a server, and every test vitest reports as
+# not run goes to RUNLOG_SKIP_LOG. Exits non-zero on any failure.
 # About 3–4 minutes here (npm install ~35 s, a cold release build of the addon ~1–2 min,
 # the conformance suite ~30 s).
 #
@@ -15,6 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+. .ci/common.sh
+ci_init
 
 step() { printf '\n== %s ==\n' "$*"; }
 
@@ -32,11 +37,15 @@ step "npm install (packages/world-runlog, as locked)"
 step "build the addon (crates/runlog-node/build.sh)"
 bash crates/runlog-node/build.sh
 
+step "PostgreSQL for test/postgres.test.mjs"
+pg_ensure
+
 step "package tests (npm test) and type check"
-(cd packages/world-runlog && npm test && npm run typecheck)
+npm_vitest "npm test" packages/world-runlog test
+(cd packages/world-runlog && npm run typecheck)
 
 step "SDK conformance suite against the runlog World (npm run conformance, 12 tests)"
-(cd packages/world-runlog && npm run conformance)
+npm_vitest "npm run conformance" packages/world-runlog conformance
 
 echo
 echo "node CI passed"

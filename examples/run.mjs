@@ -9,8 +9,9 @@
 //            runlog (packages/world-runlog installed into the app as a user would,
 //                    `npm install --no-save <package dir>`, WORKFLOW_TARGET_WORLD=world-runlog)
 //
-// --pack installs world-runlog from a tarball (`npm pack`) instead of its directory (a
-// copy under node_modules rather than a symlink to packages/world-runlog).
+// --pack installs world-runlog and its addon's platform package (npm/<platform>/) from
+// tarballs (`npm pack`) instead of the World's directory (copies under node_modules rather
+// than a symlink to packages/world-runlog). RUNLOG_NODE_ADDON is never passed on (but by --env).
 // --env adds a variable to the build and the server (a probe, e.g. RUNLOG_NODE_ADDON=…);
 // --target-world overrides WORKFLOW_TARGET_WORLD (a probe: a wrapper module in the app).
 //
@@ -32,6 +33,14 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..');
 const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
 const RUNLOG_PACKAGE_NAME = 'world-runlog';
+// The addon's platform package (napi-rs names, as packages/world-runlog/src/native.js has them).
+const PLATFORM =
+  process.platform === 'linux'
+    ? `linux-${process.arch}-${process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'}`
+    : process.platform === 'win32'
+      ? `win32-${process.arch}-msvc`
+      : `${process.platform}-${process.arch}`;
+const RUNLOG_PLATFORM_PACKAGE = path.join(RUNLOG_PACKAGE, 'npm', PLATFORM);
 
 const LINES = ['4.8.9', '5.0.0-beta.35', '5.0.0-beta.55'];
 const WORLDS = ['local', 'runlog'];
@@ -162,8 +171,10 @@ function errorLines(logFile) {
 function prepareWorld() {
   const env = { ...process.env };
   delete env.WORKFLOW_TARGET_WORLD;
+  // The World finds its addon itself (the platform package): only --env may point at one.
+  delete env.RUNLOG_NODE_ADDON;
   if (world === 'runlog') {
-    const addon = path.join(RUNLOG_PACKAGE, 'native', 'runlog_node.node');
+    const addon = path.join(RUNLOG_PLATFORM_PACKAGE, `runlog_node.${PLATFORM}.node`);
     if (!existsSync(addon)) throw new Error(`runlog addon missing: ${addon} (bash crates/runlog-node/build.sh)`);
     env.WORKFLOW_TARGET_WORLD = RUNLOG_PACKAGE_NAME;
   }
@@ -179,15 +190,20 @@ function installApp() {
   const t0 = now();
   run('npm', ['install', '--no-audit', '--no-fund'], log);
   if (world === 'runlog') {
-    // As a user installs a package from a directory (or a tarball, --pack); --no-save keeps
-    // package.json and the lock.
-    let from = RUNLOG_PACKAGE;
+    // As a user installs a package from a directory (or tarballs, --pack); --no-save keeps
+    // package.json and the lock. A directory install links packages/world-runlog, whose
+    // loader finds the addon in npm/<platform>/ beside it; with --pack the World's tarball
+    // and its platform package's are installed together, as npm would install the published
+    // pair (the platform package is the World's optionalDependency).
+    let from = [RUNLOG_PACKAGE];
     if (pack) {
-      const r = spawnSync('npm', ['pack', '--json', '--pack-destination', logs], { cwd: RUNLOG_PACKAGE, encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`npm pack exited ${r.status}: ${r.stderr}`);
-      from = path.join(logs, JSON.parse(r.stdout)[0].filename);
+      from = [RUNLOG_PACKAGE, RUNLOG_PLATFORM_PACKAGE].map((dir) => {
+        const r = spawnSync('npm', ['pack', '--json', '--pack-destination', logs], { cwd: dir, encoding: 'utf8' });
+        if (r.status !== 0) throw new Error(`npm pack (${dir}) exited ${r.status}: ${r.stderr}`);
+        return path.join(logs, JSON.parse(r.stdout)[0].filename);
+      });
     }
-    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', from], log);
+    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...from], log);
   }
   return { installMs: ms(t0) };
 }
@@ -345,7 +361,7 @@ function installedVersions() {
     world: v('@workflow/world'),
     worldLocal: v('@workflow/world-local'),
     nitro: v('nitro'),
-    ...(world === 'runlog' && { worldRunlog: v(RUNLOG_PACKAGE_NAME) }),
+    ...(world === 'runlog' && { worldRunlog: v(RUNLOG_PACKAGE_NAME), addonPackage: v(`@runlog/world-runlog-${PLATFORM}`) }),
   };
 }
 

@@ -16,6 +16,10 @@ const DELTA_EVENTS: usize = 10;
 /// Writer threads of workload 3 (one run each) and workload 4 (one hot run).
 const MANY_RUNS: usize = 64;
 const HOT_WRITERS: usize = 16;
+/// How the SQLite columns of the concurrent workloads share the database.
+const SQLITE_NOTE: &str = "sqlite-mutex: one connection shared behind a mutex; sqlite-retry: \
+     a connection per writer, retry sleeps of 50 µs doubling to 2 ms; sqlite-busy: a connection per writer, \
+     SQLite's busy handler (1–100 ms sleeps, 10 s timeout)";
 
 /// Per-peer aggregate over rounds.
 struct Agg {
@@ -211,7 +215,14 @@ pub fn w3_many_runs(ctx: &Ctx) -> BenchResult<Vec<Row>> {
         Ok(1)
     };
     let rows = write_rows(ctx, "w3 64 runs × 1 writer", MANY_RUNS, &runs, &op)?;
-    Ok(rows.into_iter().map(|r| r.note("raw: 64 files")).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            r.note(format!(
+                "raw, raw-pre, raw-group: 64 files, one per run; {SQLITE_NOTE}"
+            ))
+        })
+        .collect())
 }
 
 /// Workload 4: one hot run, 16 writer threads (group commit).
@@ -230,7 +241,12 @@ pub fn w4_hot_run(ctx: &Ctx) -> BenchResult<Vec<Row>> {
     )?;
     Ok(rows
         .into_iter()
-        .map(|r| r.note("raw: 16 files, one per writer (no shared log)"))
+        .map(|r| {
+            r.note(format!(
+                "raw, raw-pre: 16 files, one per writer, one fdatasync per append (no shared \
+                 log, no group commit); raw-group: one file, group commit; {SQLITE_NOTE}"
+            ))
+        })
         .collect())
 }
 
@@ -276,14 +292,20 @@ pub fn w5_reads(ctx: &Ctx) -> BenchResult<Vec<Row>> {
             Better::Higher,
             &full,
         )
-        .note("owned events (runlog: Event; sqlite: Strings + Vec); raw: parse one file of frames"),
+        .note(
+            "owned events (runlog: Event; sqlite-*: Strings + Vec, the same read in all three); \
+             raw-*: parse one file of frames",
+        ),
         Row::new(
             "w5 read 10k-event run, borrowed",
             "full reads/s",
             Better::Higher,
             &borrowed,
         )
-        .note("no per-event allocation (runlog: read_each; sqlite: get_ref); raw: same as above"),
+        .note(
+            "no per-event allocation (runlog: read_each; sqlite-*: get_ref); raw-*: same as \
+             above",
+        ),
         Row::new(
             "w5 read after N, 10 events",
             "reads/s",

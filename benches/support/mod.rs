@@ -1,6 +1,6 @@
 //! Shared by the bench targets: corpus-like events, the peers behind one trait (raw fdatasync
-//! ceiling, SQLite, file-per-event, runlog), an in-process fsync counter, latency statistics
-//! and machine facts.
+//! ceilings, SQLite in three configurations, file-per-event, runlog), an in-process fsync
+//! counter, latency statistics and machine facts.
 //!
 //! Each bench target (`peers`, `workloads`) compiles this module separately and uses a
 //! different subset of it, hence the crate-level `dead_code` allowance below.
@@ -10,6 +10,7 @@ pub mod corpus;
 pub mod files;
 pub mod fsyncs;
 pub mod raw;
+pub mod raw_group;
 pub mod runlog_peer;
 pub mod sqlite;
 pub mod stats;
@@ -20,6 +21,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
+
+use sqlite::SqliteMode;
 
 /// Errors in bench code: any error, boxed, sendable across the writer threads.
 pub type BenchError = Box<dyn StdError + Send + Sync>;
@@ -58,7 +61,7 @@ impl ReadStat {
 
 /// A store under comparison. One instance per temp directory; shared by all writer threads.
 pub trait Peer: Send + Sync {
-    /// Short column name (`runlog`, `raw`, `raw-pre`, `sqlite`, `files`).
+    /// Short column name (one of [`PEER_NAMES`]).
     fn name(&self) -> &'static str;
     /// Creates `run`, durably.
     fn create_run(&self, run: &str) -> BenchResult<()>;
@@ -153,7 +156,21 @@ pub trait Session: Send {
 }
 
 /// Which peers to build, in table column order.
-pub const PEER_NAMES: [&str; 5] = ["runlog", "raw", "raw-pre", "sqlite", "files"];
+pub const PEER_NAMES: [&str; 8] = [
+    "runlog",
+    "raw",
+    "raw-pre",
+    "raw-group",
+    "sqlite-mutex",
+    "sqlite-retry",
+    "sqlite-busy",
+    "files",
+];
+
+/// The fair SQLite configurations (see [`sqlite::SqliteMode`]): the targets are against the
+/// faster of the two in each row. With concurrent writers both commit one transaction (one
+/// WAL fsync) at a time, and which is faster changes from run to run.
+pub const SQLITE_FAIR: [&str; 2] = ["sqlite-mutex", "sqlite-retry"];
 
 /// Builds the peer `name` rooted at the (empty, existing) directory `dir`.
 ///
@@ -164,7 +181,10 @@ pub fn open_peer(name: &str, dir: &Path) -> BenchResult<Arc<dyn Peer>> {
         "runlog" => Ok(Arc::new(runlog_peer::RunlogPeer::open(dir)?)),
         "raw" => Ok(Arc::new(raw::RawPeer::open(dir, false)?)),
         "raw-pre" => Ok(Arc::new(raw::RawPeer::open(dir, true)?)),
-        "sqlite" => Ok(Arc::new(sqlite::SqlitePeer::open(dir)?)),
+        "raw-group" => Ok(Arc::new(raw_group::RawGroupPeer::open(dir)?)),
+        "sqlite-mutex" => Ok(Arc::new(sqlite::SqlitePeer::open(dir, SqliteMode::Mutex)?)),
+        "sqlite-retry" => Ok(Arc::new(sqlite::SqlitePeer::open(dir, SqliteMode::Retry)?)),
+        "sqlite-busy" => Ok(Arc::new(sqlite::SqlitePeer::open(dir, SqliteMode::Busy)?)),
         "files" => Ok(Arc::new(files::FilesPeer::open(dir)?)),
         other => Err(format!("unknown peer {other:?}").into()),
     }

@@ -2,10 +2,11 @@
 //! the same bytes a log store writes) to its own file and `fdatasync`s. No seq, no fence, no
 //! index, no sharing between writers.
 //!
-//! Two flavours: `raw` appends (every `fdatasync` also commits the file-size change to the
-//! file system journal), `raw-pre` overwrites space zero-filled ahead of time in
+//! Two flavours here: `raw` appends (every `fdatasync` also writes the inode: the size
+//! changed), `raw-pre` overwrites space zero-filled ahead of time in
 //! [`PREALLOC_STEP_BYTES`] steps (an `fdatasync` then flushes data only) — the ceiling for a
-//! log that preallocates.
+//! log that preallocates. Writers never share a file, so with N writers on one run each
+//! append still pays its own `fdatasync`: `raw_group.rs` is the ceiling with group commit.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -37,10 +38,31 @@ impl RawPeer {
             prealloc,
         })
     }
+}
 
-    fn load_path(&self, run: &str) -> PathBuf {
-        self.dir.join(format!("{run}.load"))
+/// Where [`write_load`] puts a bulk-loaded run.
+fn load_path(dir: &Path, run: &str) -> PathBuf {
+    dir.join(format!("{run}.load"))
+}
+
+/// A bulk load: `events` framed into `<dir>/<run>.load` with one write and one sync.
+pub fn write_load(dir: &Path, run: &str, events: &[Ev]) -> BenchResult<()> {
+    let mut buf = Vec::new();
+    for ev in events {
+        frame_into(&mut buf, ev);
     }
+    let mut file = File::create(load_path(dir, run))?;
+    file.write_all(&buf)?;
+    file.sync_data()?;
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// A full read of a bulk-loaded run: the file into memory, every frame checked and walked.
+pub fn read_load(dir: &Path, run: &str) -> BenchResult<ReadStat> {
+    let mut bytes = Vec::new();
+    File::open(load_path(dir, run))?.read_to_end(&mut bytes)?;
+    parse_frames(&bytes)
 }
 
 impl Peer for RawPeer {
@@ -63,15 +85,7 @@ impl Peer for RawPeer {
     }
 
     fn bulk_load(&self, run: &str, events: &[Ev]) -> BenchResult<()> {
-        let mut buf = Vec::new();
-        for ev in events {
-            frame_into(&mut buf, ev);
-        }
-        let mut file = File::create(self.load_path(run))?;
-        file.write_all(&buf)?;
-        file.sync_data()?;
-        File::open(&self.dir)?.sync_all()?;
-        Ok(())
+        write_load(&self.dir, run, events)
     }
 }
 
@@ -84,16 +98,31 @@ struct RawSession {
 }
 
 /// One writer's file: where the next frame goes, and how far it is zero-filled.
-struct RawFile {
+pub struct RawFile {
     file: File,
     write_pos: u64,
     filled_len: u64,
 }
 
 impl RawFile {
+    /// Creates (truncating) the file at `path` in `dir` and syncs `dir`.
+    pub fn create(dir: &Path, path: &Path) -> BenchResult<RawFile> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(path)?;
+        File::open(dir)?.sync_all()?;
+        Ok(RawFile {
+            file,
+            write_pos: 0,
+            filled_len: 0,
+        })
+    }
+
     /// Writes `buf` at the write position and syncs; with `prealloc`, first zero-fills (and
     /// syncs) the next step when `buf` would cross the filled length.
-    fn append(&mut self, buf: &[u8], prealloc: bool) -> BenchResult<()> {
+    pub fn append(&mut self, buf: &[u8], prealloc: bool) -> BenchResult<()> {
         let end = self.write_pos + buf.len() as u64;
         if prealloc && end > self.filled_len {
             let step = vec![0u8; usize::try_from(PREALLOC_STEP_BYTES)?];
@@ -114,17 +143,7 @@ impl RawSession {
     fn file(&mut self, run: &str) -> BenchResult<&mut RawFile> {
         if !self.files.contains_key(run) {
             let path = self.dir.join(format!("{run}.w{}", self.id));
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .open(path)?;
-            File::open(&self.dir)?.sync_all()?;
-            let raw = RawFile {
-                file,
-                write_pos: 0,
-                filled_len: 0,
-            };
+            let raw = RawFile::create(&self.dir, &path)?;
             self.files.insert(run.to_string(), raw);
         }
         self.files
@@ -157,9 +176,7 @@ impl Session for RawSession {
     }
 
     fn read_all(&mut self, run: &str) -> BenchResult<ReadStat> {
-        let mut bytes = Vec::new();
-        File::open(self.dir.join(format!("{run}.load")))?.read_to_end(&mut bytes)?;
-        parse_frames(&bytes)
+        read_load(&self.dir, run)
     }
 
     fn read_after(&mut self, _: &str, _: u64, _: usize) -> BenchResult<Option<ReadStat>> {
@@ -172,7 +189,8 @@ impl Session for RawSession {
     }
 }
 
-fn frame_into(buf: &mut Vec<u8>, ev: &Ev) {
+/// Appends `ev`'s frame (length, crc32, kind, payload) to `buf`.
+pub fn frame_into(buf: &mut Vec<u8>, ev: &Ev) {
     let kind_len = u8::try_from(ev.kind.len()).unwrap_or(u8::MAX);
     let body_len = 1 + usize::from(kind_len) + ev.payload.len();
     let start = buf.len();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the runlog Node addon and installs it where packages/world-runlog loads it:
-#   packages/world-runlog/native/runlog_node.node
+# Builds the runlog Node addon into this machine's platform package, where
+# packages/world-runlog loads it from (src/native.js), napi-rs style:
+#   packages/world-runlog/npm/<platform>/runlog_node.<platform>.node   (e.g. linux-x64-gnu)
 # Plain cargo (napi-rs needs no CLI to build): the cdylib is copied to a `.node` file.
+# `npm pack` in that directory then makes the platform package's tarball.
 # Usage: crates/runlog-node/build.sh [--debug]     (release by default)
 # Honours CARGO_TARGET_DIR and cargo's other target-directory settings.
 set -euo pipefail
@@ -22,8 +24,17 @@ case "$(uname -s)" in
   Darwin) lib="librunlog_node.dylib" ;;
   *) lib="librunlog_node.so" ;;
 esac
-dest="$root/packages/world-runlog/native/runlog_node.node"
-mkdir -p "$(dirname "$dest")"
+# The platform's napi-rs name, as src/native.js computes it (platformName).
+platform="$(node -e '
+const { platform, arch } = process;
+const musl = platform === "linux" && !process.report.getReport().header.glibcVersionRuntime;
+process.stdout.write(platform === "linux" ? `linux-${arch}-${musl ? "musl" : "gnu"}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`);')"
+pkg_dir="$root/packages/world-runlog/npm/$platform"
+if [[ ! -f "$pkg_dir/package.json" ]]; then
+  echo "note: no platform package for $platform yet ($pkg_dir/package.json); the loader still finds the file there" >&2
+fi
+dest="$pkg_dir/runlog_node.$platform.node"
+mkdir -p "$pkg_dir"
 # Copy, then rename: a process that has the old addon loaded keeps its mapping intact.
 cp "$target_dir/$profile/$lib" "$dest.tmp"
 mv -f "$dest.tmp" "$dest"

@@ -40,9 +40,73 @@ export type ResolvedConfig = ResolvedTarget & {
   store?: StoreOptions;
 };
 
-export interface RunlogWorld extends World {
-  /** This World's runlog side: the resolved config and its store (opened on first use). */
-  runlog: { config: ResolvedConfig; store(): Promise<Store>; world(): Promise<RunlogNativeWorld> };
+/** The SDK line a World serves (src/line.js): whose `@workflow/world` and `@workflow/world-local` it uses. */
+export interface RunlogWorldLine {
+  /** The SDK line (src/line.js, the one line detection): 4.x, 5.0.0-beta.35-like (spec 5), 5.0.0-beta.55-like (spec 6-7). */
+  name: '4.x' | '5.0.0-beta.35' | '5.0.0-beta.55';
+  /** `app`: resolved from the process's cwd; `package`: this package's own. */
+  source: 'app' | 'package';
+  /** Their versions (null when this package is bundled and cannot read its own). */
+  worldVersion: string | null;
+  worldLocalVersion: string | null;
+  /** What the World declares: 3 on workflow 4.x, 5 on 5.0.0-beta.35, the line's `mintedSpecVersion()` on 5.0.0-beta.55 (7, or 6 with `WORKFLOW_SEALED_LOG=0`). */
+  specVersion: number;
+}
+
+/**
+ * The Streamer of `@workflow/world` 4.x, flat on the World and name first (src/streams-v4.js),
+ * over the same streams as `streams`. A name is one stream, whatever run id is given.
+ */
+export interface RunlogStreamerV4 {
+  writeToStream(name: string, runId: string | Promise<string>, chunk: string | Uint8Array): Promise<void>;
+  writeToStreamMulti(name: string, runId: string | Promise<string>, chunks: (string | Uint8Array)[]): Promise<void>;
+  closeStream(name: string, runId: string | Promise<string>): Promise<void>;
+  /** A live reader of stream `name` from `startIndex` (negative: from the end); waits for a stream not yet written. */
+  readFromStream(name: string, startIndex?: number): Promise<ReadableStream<Uint8Array>>;
+  listStreamsByRunId(runId: string): Promise<string[]>;
+  getStreamChunks(
+    name: string,
+    runId: string,
+    options?: { limit?: number; cursor?: string },
+  ): Promise<{ data: { index: number; data: Uint8Array }[]; cursor: string | null; hasMore: boolean; done: boolean }>;
+  getStreamInfo(name: string, runId: string): Promise<{ tailIndex: number; done: boolean }>;
+}
+
+export interface RunlogWorld extends World, RunlogStreamerV4 {
+  /**
+   * This World's runlog side: the resolved config, the SDK line it serves and its store
+   * (opened on first use).
+   */
+  runlog: {
+    config: ResolvedConfig;
+    line: RunlogWorldLine;
+    /** What the last `start()` could not recover (undefined before, or with recovery off). */
+    readonly recovery: RunlogRecovery | undefined;
+    store(): Promise<Store>;
+    world(): Promise<RunlogNativeWorld>;
+  };
+}
+
+/**
+ * Why a run's log cannot be read to its end: `storageError` of a run listed by `runs.list`
+ * (and of a hook listed by the store-wide `hooks.list`), whose other fields are what its
+ * readable part holds (crates/runlog-world `StorageFault`). Not in the SDK's schemas.
+ */
+export interface RunlogStorageFault {
+  runId: string;
+  /** The store's code: `CORRUPT`, `UNSUPPORTED_VERSION`, `IO`, `BUSY`, `POISONED`, ... */
+  code: string;
+  /** The store's message (run, segment file and byte offset for corruption). */
+  message: string;
+  /** The last seq read before the fault (0: nothing could be read). */
+  readableSeq: number;
+  segment?: string;
+  offset?: number;
+}
+
+/** The active runs `start()` did not re-enqueue because their logs cannot be read to their end. */
+export interface RunlogRecovery {
+  unrecovered: { runId: string; code: string; message: string; readableSeq: number }[];
 }
 
 /** The World; `createWorldFromModule` calls it with no arguments. */
@@ -53,5 +117,7 @@ export declare const DEFAULT_DATA_DIR: string;
 export declare function isPostgresUrl(s: string): boolean;
 /** The storage and streamer methods the World layer provides, by namespace. */
 export declare const STORAGE_METHODS: Readonly<Record<'runs' | 'steps' | 'events' | 'hooks' | 'streams', readonly string[]>>;
+/** The storage methods the 5.0.0-beta.55 line adds or reshapes (on a World of that line only). */
+export declare const BETA55_METHODS: Readonly<Record<'runs' | 'events', readonly string[]>>;
 /** The Workflow SDK error class for a rejection of the addon (store codes, World classNames). */
 export declare function toWorkflowError(err: unknown): unknown;

@@ -313,5 +313,11 @@ export interface LaneStats {
 /** The addon's worker threads: `io` (every call but wait) and `wait`. */
 export declare function threadPoolStats(): { io: LaneStats; wait: LaneStats };
 export declare function version(): string;
-/** The addon file loaded (RUNLOG_NODE_ADDON, else native/runlog_node.node). */
+/**
+ * The addon file loaded: RUNLOG_NODE_ADDON, else the platform package
+ * `@runlog/world-runlog-<platform>` by name, else its directory `npm/<platform>/` beside this
+ * package (src/native.js).
+ */
 export declare const addonPath: string;
+/** How `addonPath` was found. */
+export declare const addonSource: 'RUNLOG_NODE_ADDON' | 'package' | 'directory';

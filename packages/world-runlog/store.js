@@ -1,3 +1,3 @@
 // The runlog store alone, without the World: `import { Store } from 'world-runlog/store'`.
-export { Store, threadPoolStats, version, addonPath } from './src/native.js';
+export { Store, threadPoolStats, version, addonPath, addonSource } from './src/native.js';
 export { ERROR_CODES, isRunlogError } from './src/errors.js';

@@ -394,7 +394,7 @@ impl Run {
         let marker = self.dir.join(super::CUT_MARKER);
         let outcome = match self.write_cut_marker(seg, len) {
             Ok(()) => format!(
-                "cut marker {} written: the next writer cuts it there before anything else",
+                "cut marker {} written: the next writer cuts the segment there first",
                 marker.display()
             ),
             // Nothing durable records the failure: after a crash, or for another process, the

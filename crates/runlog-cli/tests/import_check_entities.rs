@@ -224,6 +224,91 @@ fn runs_without_anomalies_equal_and_exit_0() {
     assert!(of(&lines, "difference").is_empty());
 }
 
+/// Rewrites `src/runs/<run>.json` with `change` applied to its members.
+fn rewrite_run_file(src: &Path, run: &str, change: impl FnOnce(&mut Value)) {
+    let path = src.join("runs").join(format!("{run}.json"));
+    let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    change(&mut v);
+    fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// Removes the event files of `run` in `src/events` but those of the `keep` event types.
+fn keep_only_events(src: &Path, run: &str, keep: &[&str]) {
+    for entry in fs::read_dir(src.join("events")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        if !name.starts_with(run) {
+            continue;
+        }
+        let v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        if !keep.contains(&v["eventType"].as_str().unwrap()) {
+            fs::remove_file(&path).unwrap();
+        }
+    }
+}
+
+/// The classes the whole corpus shows once each, on runs built here from the clean fixture:
+/// a run file rewritten by a second terminal write (`terminal-not-in-log`), a run file saying
+/// `running` over a log without `run_started` (`status-without-event`), and as the boundary of
+/// the first, a terminal run file over a log without any terminal event (`unexplained`).
+#[test]
+fn terminal_not_in_log_and_status_without_event_on_runs_built_here() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = clean_fixture(tmp.path());
+    let rewritten = "wrun_01M8N4BFZ5ZB7EFN8RZEZ744VG";
+    rewrite_run_file(&src, rewritten, |v| {
+        v["completedAt"] = json!("2026-11-30T02:25:44.130Z");
+        v["updatedAt"] = json!("2026-11-30T02:25:44.130Z");
+        v["output"] = json!({"__type": "Uint8Array", "data": "ZGV2bFs0XQ=="});
+    });
+    let running = "wrun_01M8N4BRV2KFM4M7AG01H68PJ8";
+    keep_only_events(&src, running, &["run_created"]);
+    rewrite_run_file(&src, running, |v| {
+        let m = v.as_object_mut().unwrap();
+        m.remove("completedAt");
+        m.remove("output");
+        m.insert("status".into(), json!("running"));
+        m.insert("startedAt".into(), json!("2026-11-30T02:25:53.016Z"));
+        m.insert("updatedAt".into(), json!("2026-11-30T02:25:53.016Z"));
+    });
+    let no_terminal = "wrun_01M8N4BKWEAJKFB8ZQTFZ5ZVSN";
+    keep_only_events(&src, no_terminal, &["run_created", "run_started"]);
+
+    let (rc, lines) = check(&tmp.path().join("store"), &src);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        classes(&lines),
+        BTreeMap::from([
+            (rewritten.to_string(), "terminal-not-in-log".to_string()),
+            (running.to_string(), "status-without-event".to_string()),
+            (no_terminal.to_string(), "unexplained".to_string()),
+        ])
+    );
+    let summary = of(&lines, "summary")[0];
+    assert_eq!(summary["runs"], 5);
+    assert_eq!(summary["differing_runs"], 3);
+    // Ours is the log's one run_completed; theirs the later write.
+    let d = difference(&lines, rewritten, "completedAt");
+    assert_eq!(d["ours"], "2026-11-30T02:25:44.090Z");
+    assert_eq!(d["theirs"], "2026-11-30T02:25:44.130Z");
+    let d = difference(&lines, rewritten, "output");
+    assert_eq!(
+        d["ours"],
+        json!({"__type": "Uint8Array", "data": "ZGV2bFszXQ=="})
+    );
+    // Ours is what run_created alone makes: pending, never started.
+    let d = difference(&lines, running, "status");
+    assert_eq!(
+        (d["ours"].clone(), d["theirs"].clone()),
+        (json!("pending"), json!("running"))
+    );
+    let d = difference(&lines, running, "startedAt");
+    assert_eq!(d["ours"], Value::Null);
+    assert_eq!(d["theirs"], "2026-11-30T02:25:53.016Z");
+    let d = difference(&lines, no_terminal, "status");
+    assert_eq!(d["ours"], "running");
+}
+
 #[test]
 fn normalizations_are_representation_only_and_a_real_change_is_unexplained() {
     let tmp = tempfile::tempdir().unwrap();

@@ -220,7 +220,28 @@ fn world_code(e: &WorldError) -> &'static str {
     }
 }
 
-/// A `WorldError` as a rejection: `code`, `className`, `status` and the error's fields.
+/// The binding's `code` of a [`runlog_world::StorageFault`] (the names it gives store
+/// errors).
+fn fault_code(code: &str) -> &'static str {
+    const CODES: [&str; 10] = [
+        "CORRUPT",
+        "UNSUPPORTED_VERSION",
+        "NOT_A_STORE",
+        "BUSY",
+        "DISK_FULL",
+        "POISONED",
+        "PANICKED",
+        "READ_ONLY",
+        "IO",
+        "NOT_FOUND",
+    ];
+    CODES.into_iter().find(|c| *c == code).unwrap_or("UNKNOWN")
+}
+
+/// A `WorldError` as a rejection: `code`, `className`, `status` and the error's fields. A
+/// store-wide answer that lies in unreadable runs (`WorldError::Unreadable`) carries the
+/// code of the first run's fault, `runId` (that run) and `runIds` (every such run, joined
+/// by `,`).
 pub(crate) fn from_world(e: WorldError) -> BindError {
     let class = e.class_name();
     let status = e.status();
@@ -228,6 +249,13 @@ pub(crate) fn from_world(e: WorldError) -> BindError {
     let message = e.to_string();
     let mut b = match e {
         WorldError::Storage(inner) => BindError::from_store(inner),
+        WorldError::Unreadable { ref runs, .. } => {
+            let first = runs.first();
+            let ids: Vec<&str> = runs.iter().map(|f| f.run_id.as_str()).collect();
+            BindError::new(fault_code(first.map_or("", |f| &f.code)), message)
+                .with_str("runId", first.map_or("", |f| &f.run_id))
+                .with_str("runIds", ids.join(","))
+        }
         ref other => BindError::new(world_code(other), message),
     };
     b = b
@@ -481,11 +509,17 @@ fn string_arg(v: Unknown<'_>, name: &str) -> Result<String, BindError> {
     Arg::new(v, name).string()
 }
 
+/// The run id of a stream call: any id the store can hold (`[A-Za-z0-9_-]`, 1–128 bytes).
+/// Not only `wrun_<ULID>`: a stream lives in logs of its own (`stream-…`), whatever its run,
+/// and the SDK's health check writes and reads one under `wrun_hc_<ULID>`, a run that never
+/// exists (as the reference's local store allows). Any other id is `INVALID_INPUT` (400).
 fn stream_run(v: Unknown<'_>) -> Result<RunId, BindError> {
     let s = Arg::new(v, "runId").string()?;
-    runlog_world::parse_run_id(&s)
-        .map(|(run, _)| run)
-        .map_err(world_err)
+    RunId::new(&s).map_err(|e| {
+        BindError::from_store(e)
+            .with_str("className", "WorkflowWorldError")
+            .with_num("status", 400)
+    })
 }
 
 /// A chunk list `[{index, data}]`.
@@ -1180,6 +1214,31 @@ mod tests {
             assert_eq!(b.code, code);
             assert_eq!(prop(&b, "status"), Some(&Prop::Num(status)));
         }
+    }
+
+    #[test]
+    fn an_answer_lying_in_unreadable_runs_carries_the_first_faults_code_and_every_run() {
+        let fault = |run: &str, code: &str| runlog_world::StorageFault {
+            run_id: run.into(),
+            code: code.into(),
+            message: format!("corrupt run {run}"),
+            readable_seq: 3,
+            segment: None,
+            offset: None,
+        };
+        let e = world_err(WorldError::Unreadable {
+            what: "hooks.list",
+            runs: vec![fault("wrun_1", "CORRUPT"), fault("wrun_2", "IO")],
+        });
+        assert_eq!(e.code, "CORRUPT");
+        assert_eq!(
+            prop(&e, "className"),
+            Some(&Prop::Str("WorkflowWorldError".into()))
+        );
+        assert_eq!(prop(&e, "status"), Some(&Prop::Num(500.0)));
+        assert_eq!(prop(&e, "runId"), Some(&Prop::Str("wrun_1".into())));
+        assert_eq!(prop(&e, "runIds"), Some(&Prop::Str("wrun_1,wrun_2".into())));
+        assert!(e.message.contains("wrun_2"), "{}", e.message);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! [`WorldError`]: every rejection with the Workflow SDK's error class name and HTTP-like
 //! status (`docs/WORLD.md` §5), and storage faults kept as runlog's typed errors.
 
+use crate::model::StorageFault;
+
 /// Everything a World call can fail with.
 ///
 /// [`WorldError::class_name`] is the `name` of the `@workflow/errors` class the SDK runtime
@@ -193,11 +195,39 @@ pub enum WorldError {
         reason: String,
     },
 
+    /// A store-wide read whose answer may lie where the store cannot read: past the fault of
+    /// a damaged or unreadable run. `hooks.list` without a run id, when a claim names a hook
+    /// past its run's readable part; `events.listByCorrelationId` without a run id, when it
+    /// finds nothing in what can be read while some run cannot be read to its end, or finds
+    /// events in such a run. Rather than a silently incomplete answer, the read fails naming
+    /// every such run with its fault (the other store-wide reads list a damaged run with its
+    /// [`StorageFault`] instead). `WorkflowWorldError`, 500.
+    #[error("{what}: the answer may lie in runs that cannot be read: {}", faults_text(.runs))]
+    Unreadable {
+        /// The read (`hooks.list`, `events.listByCorrelationId`).
+        what: &'static str,
+        /// Each run that could not be read to its end, in run id order, with its fault.
+        runs: Vec<StorageFault>,
+    },
+
     /// A storage fault, unchanged: corruption, an environment error, a busy run lock, a full
     /// disk. Never mapped to "not found". `WorkflowWorldError`, 503 for a busy lock, 507 for
     /// a full disk, 500 otherwise.
     #[error("storage: {0}")]
     Storage(#[from] runlog::Error),
+}
+
+fn faults_text(runs: &[StorageFault]) -> String {
+    let each: Vec<String> = runs
+        .iter()
+        .map(|f| {
+            format!(
+                "{} (readable through seq {}: {})",
+                f.run_id, f.readable_seq, f.message
+            )
+        })
+        .collect();
+    each.join("; ")
 }
 
 impl WorldError {
@@ -235,7 +265,9 @@ impl WorldError {
             | WorldError::InvalidRequest { .. }
             | WorldError::AttributeValidation { .. } => 400,
             WorldError::Busy { .. } => 503,
-            WorldError::InvalidStoredEvent { .. } | WorldError::GroupAborted { .. } => 500,
+            WorldError::InvalidStoredEvent { .. }
+            | WorldError::GroupAborted { .. }
+            | WorldError::Unreadable { .. } => 500,
             WorldError::Storage(e) => match e {
                 runlog::Error::Busy { .. } => 503,
                 runlog::Error::DiskFull { .. } => 507,

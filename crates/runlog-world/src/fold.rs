@@ -205,6 +205,7 @@ impl RunState {
             completed_at_ms: None,
             created_at_ms: t,
             updated_at_ms: t,
+            storage_error: None,
         };
         if let Some(start) = self.pending_run_start_ms.take() {
             start_run(&mut run, start.max(t));
@@ -408,6 +409,7 @@ impl RunState {
             spec_version: self.spec_version,
             is_webhook: Some(d.is_webhook.unwrap_or(false)),
             is_system: Some(d.is_system.unwrap_or(false)),
+            storage_error: None,
         };
         let slot = HookSlot {
             hook,

@@ -41,7 +41,7 @@ pub use model::{
     CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, Hook,
     ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, RunStatus, SPEC_VERSION_CURRENT,
     SPEC_VERSION_EVENT_SOURCING, SPEC_VERSION_MAX_SUPPORTED, SPEC_VERSION_SLOT_IDENTITY, SortOrder,
-    Step, StepStatus, Wait, WaitStatus, WorkflowRun,
+    Step, StepStatus, StorageFault, Wait, WaitStatus, WorkflowRun,
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use streams::{StreamError, Streams};

@@ -436,6 +436,75 @@ pub struct WorkflowRun {
     /// The last event that changed the run.
     #[serde(rename = "updatedAt", with = "iso_ms")]
     pub updated_at_ms: u64,
+    /// Set only by store-wide listings ([`crate::World::list_runs`]) for a run whose log
+    /// cannot be read to its end: the fields above are what its readable part holds, and
+    /// this says why the rest is missing. Not part of the SDK's schema (whose parsers drop
+    /// unknown fields); `runs.get` of such a run fails with the fault instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<StorageFault>,
+}
+
+/// Why a run's log could not be read to its end (`storageError` of a listed run or hook;
+/// the runs of [`crate::WorldError::Unreadable`]): a damaged segment, an unreadable file, a
+/// format this build does not know. Everything up to [`StorageFault::readable_seq`] was
+/// read and is what the listing shows; nothing past it is known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageFault {
+    /// The run.
+    pub run_id: String,
+    /// The store's error code, as the Node binding names it: `CORRUPT`,
+    /// `UNSUPPORTED_VERSION`, `IO`, `BUSY`, `POISONED`, `DISK_FULL`, `READ_ONLY`,
+    /// `NOT_A_STORE`, `UNKNOWN`.
+    pub code: String,
+    /// The store's message (run, segment file and byte offset for corruption).
+    pub message: String,
+    /// The last seq read before the fault (0: nothing could be read).
+    pub readable_seq: u64,
+    /// `CORRUPT`: the segment file where validation failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    /// `CORRUPT`: the byte offset in that file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+}
+
+impl StorageFault {
+    /// The fault `e` met reading run `run_id` after seq `readable_seq`.
+    pub fn new(run_id: &str, e: &runlog::Error, readable_seq: u64) -> StorageFault {
+        let (segment, offset) = match e {
+            runlog::Error::Corrupt {
+                segment, offset, ..
+            } => (Some(segment.clone()), Some(*offset)),
+            _ => (None, None),
+        };
+        StorageFault {
+            run_id: run_id.to_string(),
+            code: store_code(e).to_string(),
+            message: e.message_with_causes(),
+            readable_seq,
+            segment,
+            offset,
+        }
+    }
+}
+
+/// The Node binding's `code` of a store error (`crates/runlog-node/src/errors.rs`).
+fn store_code(e: &runlog::Error) -> &'static str {
+    use runlog::Error as E;
+    match e {
+        E::Corrupt { .. } => "CORRUPT",
+        E::UnsupportedVersion { .. } => "UNSUPPORTED_VERSION",
+        E::NotAStore { .. } => "NOT_A_STORE",
+        E::Busy { .. } => "BUSY",
+        E::DiskFull { .. } => "DISK_FULL",
+        E::Poisoned { .. } => "POISONED",
+        E::Panicked { .. } => "PANICKED",
+        E::ReadOnly { .. } => "READ_ONLY",
+        E::Io { .. } => "IO",
+        E::RunNotFound { .. } => "NOT_FOUND",
+        _ => "UNKNOWN",
+    }
 }
 
 /// A step (`StepSchema`).
@@ -528,6 +597,11 @@ pub struct Hook {
     /// `hook_created.isSystem`, false when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_system: Option<bool>,
+    /// Set only by the store-wide `hooks.list` for a hook of a run whose log cannot be
+    /// read to its end: the hook is live as far as the log can be read (see
+    /// [`WorkflowRun::storage_error`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<StorageFault>,
 }
 
 /// A wait's status.

@@ -8,9 +8,13 @@ use crate::error::WorldError;
 use crate::ids::{parse_event_id, parse_run_id};
 use crate::model::{
     Event, EventView, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData,
-    SortOrder, Step, WorkflowRun,
+    RunStatus, SortOrder, Step, StorageFault, WorkflowRun,
 };
+use crate::tokens::TokenClaim;
 use crate::world::{EVENTS_PAGE_DEFAULT, World, event_view, owned_event, stored_event};
+
+/// A hook with its key in the store-wide list: its run, and its creation seq there.
+type KeyedHook = ((String, Seq), Hook);
 
 /// Default page of `runs.list` (the reference's).
 pub const RUNS_PAGE_DEFAULT: usize = 200;
@@ -74,16 +78,63 @@ fn page_of<T, K: Ord>(
     }
 }
 
+/// Whether a run whose readable part is in status `from` may be in status `to` once the rest
+/// of its log is read: the same status or a later one (pending, running, then a terminal
+/// status, which is final).
+fn may_reach(from: RunStatus, to: RunStatus) -> bool {
+    let rank = |s: RunStatus| match s {
+        RunStatus::Pending => 0,
+        RunStatus::Running => 1,
+        _ => 2,
+    };
+    from == to || (!from.is_terminal() && rank(to) > rank(from))
+}
+
+/// A run of which not even `run_created` could be read, as `runs.list` shows it: its id, its
+/// creation time (its id's ULID), status `pending` (every run's first; nothing later is
+/// known), empty workflow and deployment names, and the fault.
+fn unread_run(run: &RunId, spec_version: Option<u32>, fault: StorageFault) -> WorkflowRun {
+    let created = parse_run_id(run.as_str()).map_or(0, |(_, ulid)| ulid.timestamp_ms());
+    WorkflowRun {
+        run_id: run.to_string(),
+        status: RunStatus::Pending,
+        deployment_id: String::new(),
+        workflow_name: String::new(),
+        spec_version,
+        execution_context: None,
+        input: None,
+        output: None,
+        error: None,
+        error_code: None,
+        attributes: Default::default(),
+        expired_at_ms: None,
+        started_at_ms: None,
+        completed_at_ms: None,
+        created_at_ms: created,
+        updated_at_ms: created,
+        storage_error: Some(fault),
+    }
+}
+
 impl<B: RunLog> World<B> {
-    fn run_id(&self, run_id: &str) -> Result<RunId, WorldError> {
-        parse_run_id(run_id).map(|(run, _)| run)
+    /// The runlog run of a run id given to a read. An id that is no `wrun_<ULID>` names no
+    /// run a World can hold, so reads answer [`WorldError::RunNotFound`] for it (as the
+    /// reference does for an id it has no file for, and as `getRun(id).exists` expects);
+    /// only a write that would store the id refuses it with a 400 (`events.create`).
+    pub(crate) fn run_id(&self, run_id: &str) -> Result<RunId, WorldError> {
+        parse_run_id(run_id)
+            .map(|(run, _)| run)
+            .map_err(|_| WorldError::RunNotFound {
+                run_id: run_id.to_string(),
+            })
     }
 
     /// `runs.get`: the run as of its last event.
     ///
     /// # Errors
-    /// [`WorldError::RunNotFound`] (no `run_created`); `InvalidRequest` for an id that is no
-    /// `wrun_<ULID>`; storage errors.
+    /// [`WorldError::RunNotFound`] (no `run_created`, or an id that is no `wrun_<ULID>`);
+    /// storage errors (a run whose log cannot be read to its end is its fault, never a
+    /// state short of its end).
     pub fn get_run(&self, run_id: &str, resolve: ResolveData) -> Result<WorkflowRun, WorldError> {
         let run = self.run_id(run_id)?;
         let entry = self.entry(&run);
@@ -101,12 +152,19 @@ impl<B: RunLog> World<B> {
     /// ordered by run id (a `wrun_<ULID>` sorts by its creation time), 200 per page by
     /// default. Cursor: the last run id returned.
     ///
+    /// A run is never dropped because it cannot be read: a run whose log cannot be read to
+    /// its end (a damaged segment, an unreadable file) is listed as the state of the part
+    /// that can be read, with [`WorkflowRun::storage_error`] saying where and why reading
+    /// stopped, and it is listed by every filter its unreadable part could still make it
+    /// pass (its status or a later one; any filter when not even its `run_created` could be
+    /// read, see `unread_run`). Runs of the store's listing that cannot be opened at all
+    /// are listed the same way.
+    ///
     /// Cost: one listing of the store's run ids (descending order lists them all; ascending
-    /// pages through them) and one (cached) fold per run examined. Runs that cannot be read
-    /// are skipped.
+    /// pages through them) and one (cached) fold per run examined.
     ///
     /// # Errors
-    /// `InvalidRequest` for a bad cursor; storage errors of the listing.
+    /// `InvalidRequest` for a bad cursor; storage errors of the store's listing itself.
     pub fn list_runs(&self, params: &ListRunsParams) -> Result<Page<WorkflowRun>, WorldError> {
         let p = &params.pagination;
         let limit = limit(p, RUNS_PAGE_DEFAULT);
@@ -120,40 +178,71 @@ impl<B: RunLog> World<B> {
         if desc {
             ids.reverse();
         }
-        let matching = ids.into_iter().filter_map(|run| {
-            let entry = self.entry(&run);
-            let state = self.load(&entry, &run).ok()?;
-            let r = state.run()?;
-            let name_ok = params
-                .workflow_name
-                .as_ref()
-                .is_none_or(|n| *n == r.workflow_name);
-            let status_ok = params.status.is_none_or(|s| s == r.status);
-            (name_ok && status_ok)
-                .then(|| (run.to_string(), shape_run(r.clone(), params.resolve_data)))
-        });
+        let matching = ids
+            .into_iter()
+            .filter_map(|run| self.listed_run(&run, params).map(|r| (run.to_string(), r)));
         Ok(page_of(matching, after.as_ref(), desc, limit, |id| {
             cursor::encode("run", id)
         }))
     }
 
-    /// Run ids of the store that are `wrun_<ULID>`, ascending.
+    /// `run` as `runs.list` shows it, if it passes the filters of `params` (see
+    /// [`World::list_runs`]); `None` for a run that is gone or holds no `run_created`.
+    fn listed_run(&self, run: &RunId, params: &ListRunsParams) -> Option<WorkflowRun> {
+        let entry = self.entry(run);
+        let (state, fault) = match self.load_readable(&entry, run) {
+            Ok(loaded) => loaded,
+            Err(WorldError::Storage(e)) => {
+                return Some(unread_run(
+                    run,
+                    None,
+                    StorageFault::new(run.as_str(), &e, 0),
+                ));
+            }
+            Err(_) => return None,
+        };
+        let fault = fault.map(|e| StorageFault::new(run.as_str(), &e, state.seq()));
+        let Some(r) = state.run() else {
+            return fault.map(|f| unread_run(run, state.spec_version(), f));
+        };
+        let name_ok = params
+            .workflow_name
+            .as_ref()
+            .is_none_or(|n| *n == r.workflow_name);
+        let status_ok = params.status.is_none_or(|s| match fault {
+            None => s == r.status,
+            Some(_) => may_reach(r.status, s),
+        });
+        if !(name_ok && status_ok) {
+            return None;
+        }
+        let mut listed = shape_run(r.clone(), params.resolve_data);
+        listed.storage_error = fault;
+        Some(listed)
+    }
+
+    /// Run ids of the store that are `wrun_<ULID>`, ascending, those the store's listing
+    /// could not open included (they are listed with their fault, never dropped).
     fn world_run_ids(&self) -> Result<Vec<RunId>, WorldError> {
         let mut ids = Vec::new();
         let mut after: Option<RunId> = None;
         loop {
             let page = self.backend.list_runs(after.as_ref(), PAGE_LIMIT_MAX)?;
+            let listed = page.runs.iter().map(|i| &i.run);
+            let damaged = page.damaged.iter().map(|d| &d.run);
             ids.extend(
-                page.runs
-                    .iter()
-                    .filter(|i| parse_run_id(i.run.as_str()).is_ok())
-                    .map(|i| i.run.clone()),
+                listed
+                    .chain(damaged)
+                    .filter(|id| parse_run_id(id.as_str()).is_ok())
+                    .cloned(),
             );
             match (page.has_more, page.next) {
                 (true, Some(next)) => after = Some(next),
-                _ => return Ok(ids),
+                _ => break,
             }
         }
+        ids.sort();
+        Ok(ids)
     }
 
     /// `steps.get`.
@@ -253,9 +342,17 @@ impl<B: RunLog> World<B> {
     /// `hooks.list`: live hooks of one run (by creation order), or of the whole store (by
     /// run id, then creation order), oldest first by default, 20 per page.
     ///
+    /// Store-wide, the runs listed are those holding a token claim; one whose log cannot be
+    /// read to its end contributes the live hooks of its readable part, each with
+    /// [`Hook::storage_error`], as long as every claim of the run is settled there. A claim
+    /// whose hook would lie past the fault (its `hook_created` not in the readable part,
+    /// which ends at or before the claim's seq), or a claimed run that cannot be opened,
+    /// fails the listing with [`WorldError::Unreadable`] naming those runs: the answer may
+    /// lie where nothing can be read.
+    ///
     /// # Errors
     /// [`WorldError::RunNotFound`] for an unknown run; `InvalidRequest` for a bad cursor;
-    /// storage errors.
+    /// [`WorldError::Unreadable`] (store-wide); storage errors.
     pub fn list_hooks(
         &self,
         run_id: Option<&str>,
@@ -267,27 +364,18 @@ impl<B: RunLog> World<B> {
             .as_deref()
             .map(|c| cursor::decode_pair(c, "hook"))
             .transpose()?;
-        let mut runs: Vec<String> = match run_id {
-            Some(id) => vec![self.run_id(id)?.to_string()],
-            None => self.all_claims()?.into_iter().map(|c| c.run_id).collect(),
-        };
-        runs.sort();
-        runs.dedup();
-        let mut hooks: Vec<((String, Seq), Hook)> = Vec::new();
-        for id in runs {
-            let Ok(run) = self.run_id(&id) else { continue };
-            let entry = self.entry(&run);
-            let state = match self.load(&entry, &run) {
-                Ok(state) => state,
-                Err(WorldError::RunNotFound { .. }) if run_id.is_none() => continue,
-                Err(e) => return Err(e),
-            };
-            hooks.extend(
+        let mut hooks: Vec<KeyedHook> = match run_id {
+            Some(id) => {
+                let run = self.run_id(id)?;
+                let entry = self.entry(&run);
+                let state = self.load(&entry, &run)?;
                 state
                     .live_hooks()
-                    .map(|(seq, h)| ((id.clone(), seq), shape_hook(h.clone(), resolve))),
-            );
-        }
+                    .map(|(seq, h)| ((run.to_string(), seq), shape_hook(h.clone(), resolve)))
+                    .collect()
+            }
+            None => self.store_hooks(resolve)?,
+        };
         let desc = pagination.sort_order == Some(SortOrder::Desc);
         if desc {
             hooks.reverse();
@@ -302,12 +390,57 @@ impl<B: RunLog> World<B> {
         ))
     }
 
+    /// The live hooks of every run holding a token claim, by run id then creation order
+    /// (the store-wide `hooks.list`, see [`World::list_hooks`]).
+    fn store_hooks(&self, resolve: ResolveData) -> Result<Vec<KeyedHook>, WorldError> {
+        let mut claims = self.all_claims()?;
+        claims.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        let mut hooks = Vec::new();
+        let mut unreadable = Vec::new();
+        for group in claims.chunk_by(|a, b| a.run_id == b.run_id) {
+            let id = group[0].run_id.as_str();
+            let Ok((run, _)) = parse_run_id(id) else {
+                continue;
+            };
+            let entry = self.entry(&run);
+            let (state, fault) = match self.load_readable(&entry, &run) {
+                Ok(loaded) => loaded,
+                Err(WorldError::RunNotFound { .. }) => continue,
+                Err(WorldError::Storage(e)) => {
+                    unreadable.push(StorageFault::new(id, &e, 0));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let fault = fault.map(|e| StorageFault::new(id, &e, state.seq()));
+            if let Some(f) = &fault
+                && group.iter().any(|c| past_readable(&state, c))
+            {
+                unreadable.push(f.clone());
+                continue;
+            }
+            hooks.extend(state.live_hooks().map(|(seq, h)| {
+                let mut hook = shape_hook(h.clone(), resolve);
+                hook.storage_error = fault.clone();
+                ((id.to_string(), seq), hook)
+            }));
+        }
+        if !unreadable.is_empty() {
+            return Err(WorldError::Unreadable {
+                what: "hooks.list",
+                runs: unreadable,
+            });
+        }
+        Ok(hooks)
+    }
+
     /// `events.get`.
     ///
     /// # Errors
-    /// [`WorldError::EventNotFound`]; [`WorldError::RunNotFound`]; `InvalidRequest` for an
-    /// id that is neither `evnt_<ULID>` nor a slot id; storage errors. Slot runs (spec ≥ 6)
-    /// are addressed by slot id, older runs by `evnt_<ULID>`.
+    /// [`WorldError::EventNotFound`] (an id that is neither a slot id nor `evnt_<ULID>`
+    /// too, and an id of the other scheme than the run's); [`WorldError::RunNotFound`];
+    /// storage errors. Slot runs (spec ≥ 6) are addressed by slot id, older runs by
+    /// `evnt_<ULID>`.
     pub fn get_event(
         &self,
         run_id: &str,
@@ -315,10 +448,16 @@ impl<B: RunLog> World<B> {
         resolve: ResolveData,
     ) -> Result<Event, WorldError> {
         let run = self.run_id(run_id)?;
+        let not_found = || WorldError::EventNotFound {
+            run_id: run_id.to_string(),
+            event_id: event_id.to_string(),
+        };
+        // An id that is neither a slot id nor `evnt_<ULID>` names no event: not found, as
+        // for a run id.
         let slot = crate::ids::parse_slot_event_id(event_id);
         let ulid = match slot {
             Some(_) => None,
-            None => Some(parse_event_id(event_id)?),
+            None => Some(parse_event_id(event_id).map_err(|_| not_found())?),
         };
         let entry = self.entry(&run);
         let (seq, spec) = {
@@ -332,10 +471,6 @@ impl<B: RunLog> World<B> {
                 _ => None,
             };
             (seq, spec)
-        };
-        let not_found = || WorldError::EventNotFound {
-            run_id: run_id.to_string(),
-            event_id: event_id.to_string(),
         };
         let seq = seq.ok_or_else(not_found)?;
         let page = self.backend.read(&run, seq - 1, 1)?;
@@ -440,9 +575,17 @@ impl<B: RunLog> World<B> {
     /// seq order) or, with `run_id: None`, across the store (by run id, then seq; one
     /// cached fold per run), oldest first by default, 100 per page.
     ///
+    /// Store-wide, runs whose logs cannot be read to their end do not break the lookup, but
+    /// it never answers from the readable part alone where the answer may lie past a fault:
+    /// when it finds nothing while some run cannot be read to its end, or finds events in
+    /// such a run (more of that entity's events may follow the fault), it fails with
+    /// [`WorldError::Unreadable`] naming every such run. Events found only in intact runs
+    /// are the answer: the SDK's correlation ids (`step_…`, `hook_…`, `wait_…`) are minted
+    /// ULIDs, each one entity's, and an entity lives in one run.
+    ///
     /// # Errors
     /// [`WorldError::RunNotFound`] for an unknown run; `InvalidRequest` for a bad cursor;
-    /// storage errors.
+    /// [`WorldError::Unreadable`] (store-wide); storage errors.
     pub fn list_events_by_correlation_id(
         &self,
         correlation_id: &str,
@@ -455,26 +598,20 @@ impl<B: RunLog> World<B> {
             .as_deref()
             .map(|c| cursor::decode_pair(c, "evc"))
             .transpose()?;
-        let runs = match run_id {
-            Some(id) => vec![self.run_id(id)?],
-            None => self.world_run_ids()?,
-        };
-        let mut hits: Vec<(String, Seq, Option<u32>)> = Vec::new();
-        for run in &runs {
-            let entry = self.entry(run);
-            let state = match self.load(&entry, run) {
-                Ok(state) => state,
-                Err(WorldError::RunNotFound { .. }) if run_id.is_none() => continue,
-                Err(e) => return Err(e),
-            };
-            let spec = state.spec_version();
-            hits.extend(
+        let mut hits = match run_id {
+            Some(id) => {
+                let run = self.run_id(id)?;
+                let entry = self.entry(&run);
+                let state = self.load(&entry, &run)?;
+                let spec = state.spec_version();
                 state
                     .correlation_seqs(correlation_id)
                     .iter()
-                    .map(|s| (run.to_string(), *s, spec)),
-            );
-        }
+                    .map(|s| (run.to_string(), *s, spec))
+                    .collect()
+            }
+            None => self.store_correlation_hits(correlation_id)?,
+        };
         let desc = pagination.sort_order == Some(SortOrder::Desc);
         if desc {
             hits.reverse();
@@ -500,6 +637,50 @@ impl<B: RunLog> World<B> {
             has_more: page.has_more,
         })
     }
+
+    /// `(run, seq, spec version)` of every event of the store with `correlation_id`, by run
+    /// id then seq (the store-wide lookup, see [`World::list_events_by_correlation_id`]).
+    fn store_correlation_hits(
+        &self,
+        correlation_id: &str,
+    ) -> Result<Vec<(String, Seq, Option<u32>)>, WorldError> {
+        let mut hits = Vec::new();
+        let mut unreadable = Vec::new();
+        let mut hit_unreadable = false;
+        for run in self.world_run_ids()? {
+            let entry = self.entry(&run);
+            let (state, fault) = match self.load_readable(&entry, &run) {
+                Ok(loaded) => loaded,
+                Err(WorldError::RunNotFound { .. }) => continue,
+                Err(WorldError::Storage(e)) => {
+                    unreadable.push(StorageFault::new(run.as_str(), &e, 0));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let spec = state.spec_version();
+            let seqs = state.correlation_seqs(correlation_id);
+            if let Some(e) = fault {
+                unreadable.push(StorageFault::new(run.as_str(), &e, state.seq()));
+                hit_unreadable |= !seqs.is_empty();
+            }
+            hits.extend(seqs.iter().map(|s| (run.to_string(), *s, spec)));
+        }
+        if !unreadable.is_empty() && (hits.is_empty() || hit_unreadable) {
+            return Err(WorldError::Unreadable {
+                what: "events.listByCorrelationId",
+                runs: unreadable,
+            });
+        }
+        Ok(hits)
+    }
+}
+
+/// Whether the hook of claim `c` may lie past the readable part of its run, which `state`
+/// folds: the hook is not in it, and its `hook_created` would sit at seq `c.at_seq + 1`,
+/// which the readable part does not reach.
+fn past_readable(state: &crate::fold::RunState, c: &TokenClaim) -> bool {
+    !state.hook_used(&c.hook_id) && c.at_seq >= state.seq()
 }
 
 fn decode_seq_cursor(p: &Pagination, tag: &str) -> Result<Option<Seq>, WorldError> {

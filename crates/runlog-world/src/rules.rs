@@ -53,7 +53,7 @@ impl Checked {
         data::check(ty, req.event_data.as_ref())?;
         let run = match run_id.filter(|id| !id.is_empty()) {
             Some(id) => {
-                let (run, ulid) = parse_run_id(id)?;
+                let (run, ulid) = parse_run_id(id).map_err(|e| unstorable(id, ty, &req, e))?;
                 if ty == EventType::RunCreated {
                     check_run_id_time(id, ulid, config.run_id_past_ms, config.run_id_future_ms)?;
                 }
@@ -172,6 +172,25 @@ impl Checked {
     }
 }
 
+/// The error for a run id that is no `wrun_<ULID>` (`invalid`, the 400): kept for a request
+/// that would create the run under that id (`run_created`, a `run_started` carrying the
+/// creation data), which cannot be stored; any other request is about a run that cannot
+/// exist, which is not found (404), as the reference answers for a run it has no file for.
+fn unstorable(id: &str, ty: EventType, req: &EventRequest, invalid: WorldError) -> WorldError {
+    let creates = match ty {
+        EventType::RunCreated => true,
+        EventType::RunStarted => view::<RunStartedData>(req.event_data.as_ref())
+            .is_some_and(|d| d.deployment_id.is_some() || d.workflow_name.is_some()),
+        _ => false,
+    };
+    if creates {
+        return invalid;
+    }
+    WorldError::RunNotFound {
+        run_id: id.to_string(),
+    }
+}
+
 /// Rejects spec versions this World does not write: newer than
 /// [`SPEC_VERSION_MAX_SUPPORTED`], or legacy (missing or below 2).
 pub(crate) fn check_spec(run_id: &str, spec: Option<u32>) -> Result<(), WorldError> {
@@ -257,24 +276,46 @@ impl Plan {
     /// `hook_conflict` event (same correlation id, key and event id), which the reference
     /// stores and returns as a normal result.
     pub(crate) fn into_conflict(self, token: &str, holder_run: &str) -> Plan {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct ConflictData<'a> {
-            token: &'a str,
-            conflicting_run_id: &'a str,
-        }
         let mut event = self
             .events
             .into_iter()
             .next()
             .unwrap_or_else(|| unreachable!());
         event.ty = EventType::HookConflict;
-        event.data = Some(RawJson::from_value(&ConflictData {
-            token,
-            conflicting_run_id: holder_run,
-        }));
+        event.data = Some(conflict_data(token, holder_run));
         Plan::one(event)
     }
+}
+
+/// `hook_conflict`'s data: `{token, conflictingRunId}`.
+fn conflict_data(token: &str, holder_run: &str) -> RawJson {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ConflictData<'a> {
+        token: &'a str,
+        conflicting_run_id: &'a str,
+    }
+    RawJson::from_value(&ConflictData {
+        token,
+        conflicting_run_id: holder_run,
+    })
+}
+
+/// The `hook_conflict` that settles hook `hook_id`'s pending claim on `token` for good
+/// when run `holder_run` takes the token over (`tokens.rs`): keyed like the hook's
+/// `hook_created` (`hook/<id>`), so that the run holds one outcome for the hook, whoever
+/// wrote it.
+pub(crate) fn settling_conflict(hook_id: &str, token: &str, holder_run: &str) -> NewEvent {
+    let id = mint_ulid();
+    Planned {
+        ty: EventType::HookConflict,
+        corr: Some(hook_id.to_string()),
+        data: Some(conflict_data(token, holder_run)),
+        key: Some(format!("hook/{hook_id}")),
+        event_id: id,
+        created_at_ms: id.timestamp_ms(),
+    }
+    .to_new_event()
 }
 
 /// The outcome of [`decide`].

@@ -11,13 +11,28 @@
 //!   If R moved meanwhile, the request is re-validated and the claim renewed with the new
 //!   N. So the claim's `hook_created` can only ever sit at seq N + 1 of R.
 //! - Whether a claim holds is read from R's log: **live** while H is a live hook of R;
-//!   **pending** while H does not exist and R is still at seq N (its creator may be about
-//!   to append); **dead** otherwise (H disposed, R ended, R moved past N without H, R
-//!   gone). A dead claim is taken over by the next claimant (a `release` and its `claim`
-//!   in one fenced batch); a live or pending one makes the claimant's request a
-//!   `hook_conflict`. A claimant that crashed between its claim and its `hook_created`
-//!   therefore holds the token only until its run moves or ends, or until the same hook
-//!   is requested again (which renews the claim).
+//!   **pending** while H does not exist and R is still at seq N (its claimant may be about
+//!   to append, or its append failed, or it was killed before appending); **dead** otherwise
+//!   (H disposed, R ended, R moved past N without H, R gone). A live claim makes the next
+//!   claimant's request a `hook_conflict`; a dead one is taken over (a `release` and its
+//!   `claim` in one fenced batch).
+//! - A pending claim's hook was never acknowledged, so it never blocks another run: the next
+//!   claimant waits for it at most [`crate::WorldConfig::pending_claim_grace_ms`] from the
+//!   claim (R moving in that time settles it either way), then *settles* it by appending
+//!   H's `hook_conflict` (keyed `hook/H`, naming the new claimant) to R fenced at N. That
+//!   append and the claimant's `hook_created` (fenced at the same N) exclude each other:
+//!   either R already holds the hook (the fence fails, the claim is live, the request a
+//!   `hook_conflict`), or R holds H's conflict and the claimant's append can never commit,
+//!   whatever became of it (an I/O error, a full disk, a kill -9, a panic, a reply lost on
+//!   the way: nothing to undo, and nothing a lost reply could hide). The claim is then dead
+//!   and taken over. The claimant, retrying or still in flight, finds H used in R (409, as
+//!   for any repeated `hook_created`) and replays H's outcome from R's log: the
+//!   `hook_conflict`. A same hook's retry before anyone else asks renews the claim instead
+//!   (its own claim).
+//! - A claimant run whose log cannot be read to its end is judged by its readable part
+//!   where that settles the claim, dead when nothing follows seq N, and otherwise the
+//!   claimant's request fails naming it ([`WorldError::Unreadable`]): whether its hook
+//!   holds the token lies past the fault.
 //! - `hook_disposed` and a run's terminal event release their tokens after they commit
 //!   (a hint that keeps the claims small: a missing release changes nothing, the claim is
 //!   dead by the rule above).
@@ -29,15 +44,18 @@
 //!   yet); its hook is created without a claim.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::MutexGuard;
 use runlog::{EventRef, NewEvent, RunId, RunLog, Seq};
 use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
 use crate::error::WorldError;
-use crate::ids::parse_run_id;
-use crate::rules::Checked;
+use crate::ids::{now_ms, parse_run_id};
+use crate::model::StorageFault;
+use crate::rules::{self, Checked};
 use crate::world::World;
 
 /// The runlog run holding the hook token claims.
@@ -87,8 +105,9 @@ pub struct RebuildReport {
     /// written by a World, or after a lost claims log); the earliest-scanned holder keeps
     /// the claim.
     pub duplicate_tokens: Vec<String>,
-    /// Runs that could not be read (damaged), skipped.
-    pub damaged_runs: Vec<String>,
+    /// Runs whose logs could not be read to their end (damaged, unreadable), each with its
+    /// fault: the live hooks of their readable parts were claimed, nothing past it is known.
+    pub damaged_runs: Vec<StorageFault>,
 }
 
 /// The folded claims log.
@@ -98,6 +117,8 @@ pub(crate) struct Claims {
     seq: Seq,
     by_token: HashMap<String, TokenClaim>,
     by_hook: HashMap<String, String>,
+    /// When each token's current claim was appended (its event's `createdAt`, ms).
+    claimed_at_ms: HashMap<String, u64>,
 }
 
 impl Claims {
@@ -110,6 +131,7 @@ impl Claims {
             "rebuilt" => {
                 self.by_token.clear();
                 self.by_hook.clear();
+                self.claimed_at_ms.clear();
             }
             "claim" => {
                 if let Ok(c) = serde_json::from_slice::<TokenClaim>(e.payload) {
@@ -119,6 +141,7 @@ impl Claims {
                         self.by_hook.remove(&old.hook_id);
                     }
                     self.by_hook.insert(c.hook_id.clone(), c.token.clone());
+                    self.claimed_at_ms.insert(c.token.clone(), e.created_at_ms);
                     self.by_token.insert(c.token.clone(), c);
                 }
             }
@@ -130,6 +153,7 @@ impl Claims {
                         .is_some_and(|c| c.run_id == r.run_id && c.hook_id == r.hook_id)
                 {
                     self.by_token.remove(&r.token);
+                    self.claimed_at_ms.remove(&r.token);
                     if self.by_hook.get(&r.hook_id) == Some(&r.token) {
                         self.by_hook.remove(&r.hook_id);
                     }
@@ -199,12 +223,18 @@ impl<B: RunLog> World<B> {
                 // Our own earlier claim, made at another seq of the run: renewed below.
                 Some(c) if c.run_id == req.run.as_str() && c.hook_id == hook_id => {}
                 Some(c) => match self.liveness(&c)? {
-                    Liveness::Live | Liveness::Pending => {
+                    Liveness::Live => {
                         return Ok(ClaimOutcome::Conflict {
                             holder_run: c.run_id,
                         });
                     }
                     Liveness::Dead => batch.push(release_of(&c)),
+                    Liveness::Pending => {
+                        if !self.settle_after_grace(&mut claims, &c, req.run.as_str())? {
+                            continue;
+                        }
+                        batch.push(release_of(&c));
+                    }
                 },
                 None => {}
             }
@@ -229,6 +259,68 @@ impl<B: RunLog> World<B> {
             run_id: HOOK_TOKENS_RUN.to_string(),
             attempts: self.config.fence_retries_max,
         })
+    }
+
+    /// Pending claim `c`, met by `holder_run`'s request for its token: within its grace its
+    /// claimant may be about to append, so the rest of the grace is waited out (other claims
+    /// go on meanwhile) and `Ok(false)` says to look again; past it, the claim is settled
+    /// ([`World::settle_pending`]; `Ok(true)`: settled, to be released).
+    fn settle_after_grace(
+        &self,
+        claims: &mut MutexGuard<'_, Claims>,
+        c: &TokenClaim,
+        holder_run: &str,
+    ) -> Result<bool, WorldError> {
+        let claimed_at_ms = claims.claimed_at_ms.get(&c.token).copied().unwrap_or(0);
+        let age_ms = now_ms().saturating_sub(claimed_at_ms);
+        let grace_ms = self.config.pending_claim_grace_ms;
+        if age_ms < grace_ms {
+            MutexGuard::unlocked(claims, || self.wait_for_claimant(c, grace_ms - age_ms));
+            return Ok(false);
+        }
+        self.settle_pending(c, holder_run)
+    }
+
+    /// Waits up to `wait_ms` for the run of claim `c` to move past the claim's seq.
+    fn wait_for_claimant(&self, c: &TokenClaim, wait_ms: u64) {
+        let wait = Duration::from_millis(wait_ms);
+        let moved = parse_run_id(&c.run_id)
+            .ok()
+            .map(|(run, _)| self.backend.wait(&run, c.at_seq, wait));
+        if !matches!(moved, Some(Ok(_))) {
+            // Nothing to wait on: let the grace pass all the same.
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// Settles claim `c`, still pending after its grace, so that it can be taken over:
+    /// appends its hook's `hook_conflict` (naming `holder_run`, the claimant taking the
+    /// token over) to its run, fenced at the claim's seq, the seq its claimant's
+    /// `hook_created` is fenced at. That append and the claimant's exclude each other, so
+    /// once it commits the claimant's `hook_created` never can, and the claim is dead;
+    /// should the claimant's commit first, the run has moved. `Ok(true)`: settled;
+    /// `Ok(false)`: the run moved meanwhile (look again).
+    ///
+    /// # Errors
+    /// The storage fault that keeps the claimant's run from being written (a run poisoned
+    /// in this process, a full disk): the claim stands, and nothing was written.
+    fn settle_pending(&self, c: &TokenClaim, holder_run: &str) -> Result<bool, WorldError> {
+        let Ok((run, _)) = parse_run_id(&c.run_id) else {
+            return Ok(false);
+        };
+        let conflict = rules::settling_conflict(&c.hook_id, &c.token, holder_run);
+        match self
+            .backend
+            .append_decisions(&run, c.at_seq, vec![conflict])
+        {
+            Ok(_) => Ok(true),
+            Err(
+                runlog::Error::Fenced { .. }
+                | runlog::Error::DuplicateDecision { .. }
+                | runlog::Error::RunNotFound { .. },
+            ) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Releases the claims of `(token, hook id)` pairs of `run_id` still pointing at them.
@@ -264,25 +356,49 @@ impl<B: RunLog> World<B> {
         }
     }
 
-    /// Whether claim `c` still holds, read from its run's log.
+    /// Whether claim `c` still holds, read from its run's log. A run whose log cannot be
+    /// read to its end is judged by its readable part where that settles it: its hook live
+    /// there (conservatively live), dead or ended there, or the claim's seq passed there
+    /// without it. Otherwise the claim is dead when the run's last seq is the claim's (its
+    /// `hook_created` never committed, and a damaged run refuses writes), and unknown when
+    /// the run goes on past the fault: [`WorldError::Unreadable`].
     fn liveness(&self, c: &TokenClaim) -> Result<Liveness, WorldError> {
         let Ok((run, _)) = parse_run_id(&c.run_id) else {
             return Ok(Liveness::Dead);
         };
         let entry = self.entry(&run);
-        let state = match self.load(&entry, &run) {
-            Ok(state) => state,
+        let (state, fault) = match self.load_readable(&entry, &run) {
+            Ok(loaded) => loaded,
             Err(WorldError::RunNotFound { .. }) => return Ok(Liveness::Dead),
             Err(e) => return Err(e),
         };
         let ended = state.run().is_some_and(|r| r.status.is_terminal());
-        Ok(match state.hook_slot(&c.hook_id) {
-            Some(slot) if slot.live => Liveness::Live,
-            Some(_) => Liveness::Dead,
-            None if ended || state.hook_used(&c.hook_id) => Liveness::Dead,
-            None if state.seq() == c.at_seq => Liveness::Pending,
-            None => Liveness::Dead,
-        })
+        let settled = match state.hook_slot(&c.hook_id) {
+            Some(slot) if slot.live => Some(Liveness::Live),
+            Some(_) => Some(Liveness::Dead),
+            None if ended || state.hook_used(&c.hook_id) => Some(Liveness::Dead),
+            None if state.seq() > c.at_seq => Some(Liveness::Dead),
+            None => None,
+        };
+        let Some(fault) = fault else {
+            return Ok(settled.unwrap_or(if state.seq() == c.at_seq {
+                Liveness::Pending
+            } else {
+                Liveness::Dead
+            }));
+        };
+        if let Some(liveness) = settled {
+            return Ok(liveness);
+        }
+        let readable = state.seq();
+        drop(state);
+        match self.backend.last_seq(&run) {
+            Ok(last) if last <= c.at_seq => Ok(Liveness::Dead),
+            _ => Err(WorldError::Unreadable {
+                what: "hook token claim",
+                runs: vec![StorageFault::new(&c.run_id, &fault, readable)],
+            }),
+        }
     }
 
     /// Brings `claims` to the claims log's last event; rebuilds a missing, empty or damaged
@@ -367,7 +483,9 @@ impl<B: RunLog> World<B> {
         }
     }
 
-    /// Every live hook of every `wrun_` run of the store, as claims.
+    /// Every live hook of every `wrun_` run of the store, as claims; a run whose log cannot
+    /// be read to its end contributes the live hooks of its readable part and is named in
+    /// [`RebuildReport::damaged_runs`] with its fault, as is a run that cannot be opened.
     fn scan_live_hooks(&self) -> Result<(Vec<TokenClaim>, RebuildReport), WorldError> {
         let mut report = RebuildReport::default();
         let mut found: Vec<TokenClaim> = Vec::new();
@@ -375,24 +493,30 @@ impl<B: RunLog> World<B> {
         let mut after: Option<RunId> = None;
         loop {
             let page = self.backend.list_runs(after.as_ref(), 1000)?;
-            report
-                .damaged_runs
-                .extend(page.damaged.iter().map(|d| d.run.to_string()));
-            for info in &page.runs {
-                let Ok((run, _)) = parse_run_id(info.run.as_str()) else {
+            let ids = page.runs.iter().map(|i| &i.run);
+            let mut ids: Vec<&RunId> = ids.chain(page.damaged.iter().map(|d| &d.run)).collect();
+            ids.sort();
+            for id in ids {
+                let Ok((run, _)) = parse_run_id(id.as_str()) else {
                     continue;
                 };
                 report.runs_scanned += 1;
                 let entry = self.entry(&run);
-                let state = match self.load(&entry, &run) {
-                    Ok(state) => state,
+                let (state, fault) = match self.load_readable(&entry, &run) {
+                    Ok(loaded) => loaded,
                     Err(WorldError::RunNotFound { .. }) => continue,
-                    Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
-                        report.damaged_runs.push(run.to_string());
+                    Err(WorldError::Storage(e)) => {
+                        report
+                            .damaged_runs
+                            .push(StorageFault::new(run.as_str(), &e, 0));
                         continue;
                     }
                     Err(e) => return Err(e),
                 };
+                if let Some(e) = fault {
+                    let fault = StorageFault::new(run.as_str(), &e, state.seq());
+                    report.damaged_runs.push(fault);
+                }
                 for (seq, hook) in state.live_hooks() {
                     report.live_hooks += 1;
                     if index.contains_key(&hook.token) {

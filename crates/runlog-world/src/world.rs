@@ -46,6 +46,12 @@ pub struct WorldConfig {
     pub run_id_past_ms: u64,
     /// How far in the future, in ms (default 5 min).
     pub run_id_future_ms: u64,
+    /// How long a hook token claim whose `hook_created` is not (yet) in its run's log is
+    /// waited for before another run's `hook_created` takes the token over, in ms (default
+    /// 2000): its claimant may be about to append. A claim is never honoured past it: the
+    /// claimant's run is fenced with its hook's `hook_conflict` and the token changes hands
+    /// (`tokens.rs`). Correctness does not depend on it, only who wins a close race.
+    pub pending_claim_grace_ms: u64,
 }
 
 impl Default for WorldConfig {
@@ -56,6 +62,7 @@ impl Default for WorldConfig {
             cached_runs_max: 1024,
             run_id_past_ms: 24 * 60 * 60 * 1000,
             run_id_future_ms: 5 * 60 * 1000,
+            pending_claim_grace_ms: 2000,
         }
     }
 }
@@ -506,6 +513,26 @@ impl<B: RunLog> World<B> {
         entry: &'a RunEntry,
         run: &RunId,
     ) -> Result<MappedMutexGuard<'a, RunState>, WorldError> {
+        match self.load_readable(entry, run)? {
+            (state, None) => Ok(state),
+            (_, Some(fault)) => Err(WorldError::Storage(fault)),
+        }
+    }
+
+    /// The run's fold advanced as far as its log can be read, and the fault that stopped the
+    /// read before the log's end, if any (a damaged batch, an unreadable segment): the state
+    /// is then exactly that of the events before the fault (runlog returns every event
+    /// before a damage and fails only a read that starts there), which store-wide listings
+    /// show with the fault rather than drop the run.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] when the store has no such run; the storage error when
+    /// not even the run's metadata can be read (no state at all).
+    pub(crate) fn load_readable<'a>(
+        &self,
+        entry: &'a RunEntry,
+        run: &RunId,
+    ) -> Result<(MappedMutexGuard<'a, RunState>, Option<runlog::Error>), WorldError> {
         let mut guard = entry.state.lock();
         if guard.is_none() {
             let meta = self.backend.run_meta(run).map_err(|e| not_found(run, e))?;
@@ -517,12 +544,14 @@ impl<B: RunLog> World<B> {
         let mut state = MutexGuard::map(guard, |s| s.get_or_insert_with(|| unreachable!()));
         loop {
             let after = state.seq();
-            let (_, more) = self
+            match self
                 .backend
                 .read_each(run, after, ADVANCE_BATCH, &mut |e| state.apply(&e))
-                .map_err(|e| not_found(run, e))?;
-            if !more {
-                return Ok(state);
+            {
+                Ok((_, true)) => {}
+                Ok((_, false)) => return Ok((state, None)),
+                Err(e @ runlog::Error::RunNotFound { .. }) => return Err(not_found(run, e)),
+                Err(fault) => return Ok((state, Some(fault))),
             }
         }
     }
@@ -533,7 +562,7 @@ impl<B: RunLog> World<B> {
     /// # Errors
     /// [`WorldError::RunNotFound`]; storage errors.
     pub fn run_state(&self, run_id: &str) -> Result<RunState, WorldError> {
-        let (run, _) = ids::parse_run_id(run_id)?;
+        let run = self.run_id(run_id)?;
         let entry = self.entry(&run);
         let state = self.load(&entry, &run)?;
         Ok(state.clone())

@@ -2,17 +2,17 @@
 //! and real processes) end with exactly one `hook_created` and `hook_conflict`s for the rest;
 //! the claims log is rebuilt from the run logs when lost, emptied or damaged; a claimant that
 //! crashed between its claim and its `hook_created` holds the token only until its run moves,
-//! ends, or retries.
+//! ends, or retries, or until another run asks for the token after the claim's grace.
 
 mod common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::*;
 use runlog::{NewEvent, RunId};
-use runlog_world::{EventType, HOOK_TOKENS_RUN, ResolveData};
+use runlog_world::{EventType, HOOK_TOKENS_RUN, ResolveData, WorldConfig};
 
 fn claims_run() -> RunId {
     RunId::new(HOOK_TOKENS_RUN).unwrap()
@@ -305,20 +305,36 @@ fn crashed_claim(w: &TestWorld, run: &str, hook: &str, token: &str) {
 }
 
 #[test]
-fn a_crashed_claim_holds_its_token_only_while_its_run_stays_at_the_claimed_seq() {
+fn a_crashed_claim_is_waited_for_its_grace_then_settled_in_its_run_and_taken_over() {
     let (_d, w) = world();
+    let grace = Duration::from_millis(WorldConfig::default().pending_claim_grace_ms);
     let r = running_run(&w);
     let s = running_run(&w);
     crashed_claim(&w, &r, "hr", "orphan");
-    // Pending: R is still where its claimant validated, so the claimant may yet append.
+    // Pending: R is still where its claimant validated, so the claimant may yet append; it
+    // is given the grace, then R gets its hook's `hook_conflict` and the token changes hands.
+    let asked = Instant::now();
     let first = hook_created(&w, &s, "hs1", "orphan").unwrap();
-    assert_eq!(first.event.unwrap().event_type, EventType::HookConflict);
-    assert_class(w.get_hook_by_token("orphan"), "HookNotFoundError", 404);
-    // R moves on without the hook: the claim is dead and is taken over.
-    step_created(&w, &r, "step").unwrap();
-    let second = hook_created(&w, &s, "hs2", "orphan").unwrap();
-    assert_eq!(second.event.unwrap().event_type, EventType::HookCreated);
+    assert!(asked.elapsed() >= grace - Duration::from_millis(50));
+    assert_eq!(first.event.unwrap().event_type, EventType::HookCreated);
     assert_eq!(w.get_hook_by_token("orphan").unwrap().run_id, s);
+    assert_eq!(kinds(&w, &r).last().unwrap(), "hook_conflict");
+    assert_eq!(outcomes(&w, &[r.clone(), s.clone()], "orphan"), (1, 1));
+    // The claimant's hook has its outcome in R: asking again is a conflict, no second event.
+    assert_class(
+        hook_created(&w, &r, "hr", "orphan"),
+        "EntityConflictError",
+        409,
+    );
+    // A claim whose run moved on without its hook is dead: taken over at once.
+    let q = running_run(&w);
+    crashed_claim(&w, &q, "hq", "moved");
+    step_created(&w, &q, "step").unwrap();
+    let asked = Instant::now();
+    let second = hook_created(&w, &s, "hs2", "moved").unwrap();
+    assert!(asked.elapsed() < grace);
+    assert_eq!(second.event.unwrap().event_type, EventType::HookCreated);
+    assert_eq!(w.get_hook_by_token("moved").unwrap().run_id, s);
 }
 
 #[test]

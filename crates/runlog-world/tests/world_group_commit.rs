@@ -396,7 +396,7 @@ fn create_events_from_one_thread_commits_each_runs_requests_as_one_group_in_orde
     assert!(matches!(kinds[2], Err((_, 409))), "{:?}", kinds[2]);
     assert_eq!(kinds[3], Ok((EventType::RunCompleted, 4)));
     assert!(matches!(kinds[4], Err((_, 409 | 410))), "{:?}", kinds[4]);
-    assert!(matches!(kinds[5], Err((_, 400))), "{:?}", kinds[5]);
+    assert!(matches!(kinds[5], Err((_, 404))), "{:?}", kinds[5]);
     assert_eq!(kinds[6], Ok((EventType::StepCreated, 4)));
     assert!(matches!(kinds[7], Err((_, 409 | 410))), "{:?}", kinds[7]);
     // What each refused request gets alone, now, is what it got in the batch.

@@ -308,10 +308,11 @@ fn events_get_by_id_and_not_found() {
         "WorkflowWorldError",
         404,
     );
+    // An id that is no `evnt_<ULID>` names no event: not found, like any missing one.
     assert_class(
         w.get_event(&run, "evnt_x", ResolveData::All),
         "WorkflowWorldError",
-        400,
+        404,
     );
 }
 

@@ -93,8 +93,9 @@ fn run_id_that_is_not_wrun_ulid_is_rejected_400() {
         let e = assert_class(r, "WorkflowWorldError", 400);
         assert!(e.to_string().contains("runId"), "{e}");
     }
+    // A request that would not store the id is about a run that cannot exist: not found.
     let r = ev(&w, "nope", EventType::RunStarted, None, None);
-    assert_class(r, "WorkflowWorldError", 400);
+    assert_class(r, "WorkflowRunNotFoundError", 404);
 }
 
 #[test]

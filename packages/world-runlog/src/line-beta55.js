@@ -1,86 +1,31 @@
 // The newest SDK line (workflow 5.0.0-beta.55: @workflow/world 5.0.0-beta.37, world-local
 // 5.0.0-beta.46), which admits Worlds of spec 6 ("slot identity") through 7 ("sealed
-// log"). Kept apart from world.js so that line detection can call it:
-//   detectBeta55Line()        the app's line, or null when the app runs another one
+// log"). Which line the app runs, the spec version it declares (the line's
+// `mintedSpecVersion()`: 7, or 6 with `WORKFLOW_SEALED_LOG=0`), its queue and recovery are
+// src/line.js's (the one line detection); this file adds what the line has beyond that:
 //   extendForBeta55(world, …) the members this line adds, on a World built by world.js
 // The event ids, `eventCount` bump-and-report and createBatch are the Rust World's
-// (crates/runlog-world); this file only declares and routes them.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-
+// (crates/runlog-world); this file only declares, checks (src/validate.js's
+// BETA55_SIGNATURES) and routes them. Both spec versions are served: runlog assigns each
+// seq at the commit that fills it, so a log has no hole to seal and never a `noop`.
 import { toWorkflowError } from './errors.js';
 import { fromJson, toJson } from './storage.js';
-
-/** The first `@workflow/world` of the slot-identity line (docs/SDK-LINES.md §10). */
-const FIRST_SLOT_WORLD_BETA = 34;
+import { BETA55_SIGNATURES, checkArg, checked } from './validate.js';
 
 /** How long one addon wait of `waitForTerminalStatus` blocks before the signal is looked at. */
 const TERMINAL_WAIT_SLICE_MS = 1000;
 /** `waitForTerminalStatus`'s default `timeoutMs` (what the runtime passes per call). */
 const TERMINAL_WAIT_DEFAULT_MS = 50_000;
 
-/** Whether `version` (of `@workflow/world`) is of the slot-identity line: 5.0.0-beta.34 or later. */
-export function isBeta55WorldVersion(version) {
-  const m = /^5\.0\.0-beta\.(\d+)$/.exec(version ?? '');
-  return m !== null && Number(m[1]) >= FIRST_SLOT_WORLD_BETA;
-}
-
-/**
- * The app's line when it is the slot-identity one: `{ version, require }`, `require`
- * resolving from the app (`process.cwd()`, where the beta.55 runtime loads its World
- * from), or `null`.
- */
-export function detectBeta55Line(cwd = process.cwd()) {
-  const appRequire = createRequire(path.join(cwd, 'package.json'));
-  const version = packageVersion(appRequire, '@workflow/world');
-  return isBeta55WorldVersion(version) ? { version, require: appRequire } : null;
-}
-
-/**
- * The version of package `name` as `appRequire` resolves it, or `null`. `@workflow/world`
- * 5.0.0-beta.37 does not export `./package.json` (its `./*` maps into `dist/`), so the
- * package's own package.json is found from its resolved entry point, upwards.
- */
-function packageVersion(appRequire, name) {
-  let dir;
-  try {
-    dir = path.dirname(appRequire.resolve(name));
-  } catch {
-    return null;
-  }
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
-      if (pkg.name === name) return typeof pkg.version === 'string' ? pkg.version : null;
-    } catch {}
-    const up = path.dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
-}
-
-/**
- * The spec version this World declares on the line: 7, or 6 when the line's kill switch
- * (`WORKFLOW_SEALED_LOG=0`) is set, as the line's `mintedSpecVersion()` says. Both are
- * served: runlog assigns each seq at the commit that fills it, so a log has no hole to
- * seal and never a `noop`.
- */
-export function beta55SpecVersion(line) {
-  const { mintedSpecVersion } = line.require('@workflow/world');
-  return typeof mintedSpecVersion === 'function' ? mintedSpecVersion() : 7;
-}
-
-/** The line's own world-local (its queue speaks the line's payloads) and recovery. */
-export function beta55Modules(line) {
-  const local = line.require('@workflow/world-local');
-  const world = line.require('@workflow/world');
-  return { createLocalWorld: local.createWorld, reenqueueActiveRuns: world.reenqueueActiveRuns };
-}
+/** The storage methods this line adds or reshapes, by namespace (those of `BETA55_SIGNATURES`). */
+export const BETA55_METHODS = Object.freeze(
+  Object.fromEntries(Object.entries(BETA55_SIGNATURES).map(([ns, methods]) => [ns, Object.freeze(Object.keys(methods))])),
+);
 
 /**
  * Adds this line's members to `world` (built by world.js on `storage`, whose addon World
- * is `openWorld()`): `specVersion`, `capabilities` (none is claimed: hook retention,
+ * is `openWorld()`; `line` is src/line.js's `detectLine()` of the app): `specVersion` (the
+ * line's, as line.js found it), `capabilities` (none is claimed: hook retention,
  * resume dedup, invoke, maxConcurrency and deployment affinity are not provided),
  * `events.createBatch`, `runs.getMany`, `runs.waitForTerminalStatus`, and `events.create`
  * with `eventCount`'s report as the line shapes it (`cursor: null`).
@@ -112,12 +57,17 @@ export function extendForBeta55(world, { line, openWorld }) {
     // beta.37's `status` may be an array (the line's reenqueueActiveRuns asks for
     // ['pending', 'running']): the page is listed unfiltered and filtered here, so a page
     // may hold fewer runs than its limit while its cursor and `hasMore` stay the listing's.
+    // A run with `storageError` (its log cannot be read to its end) is kept under every
+    // status its unreadable part could still reach, as the Rust listing does for one status.
     list: async (params) => {
+      const bad = checkArg('params.status', 'optionalStatuses', params?.status);
+      if (bad !== null) throw toWorkflowError(bad);
       if (!Array.isArray(params?.status)) return list(params);
       const { status, ...rest } = params;
-      const wanted = new Set(status);
+      const wanted = [...new Set(status)];
       const page = await list(rest);
-      return { ...page, data: page.data.filter((r) => wanted.has(r.status)) };
+      const passes = (r) => wanted.some((s) => (r.storageError === undefined ? r.status === s : mayReach(r.status, s)));
+      return { ...page, data: page.data.filter(passes) };
     },
     getMany: (runIds, params) => call((w) => w.runsGetMany(toJson(runIds, 'runIds'), toJson(params))),
     waitForTerminalStatus: async (runId, params = {}) => {
@@ -131,7 +81,11 @@ export function extendForBeta55(world, { line, openWorld }) {
       }
     },
   };
-  world.specVersion = beta55SpecVersion(line);
+  for (const [ns, methods] of Object.entries(BETA55_METHODS)) {
+    const target = { runs, events }[ns];
+    for (const m of methods) target[m] = checked(ns, m, target[m], BETA55_SIGNATURES);
+  }
+  world.specVersion = line.specVersion;
   world.capabilities = {};
   world.events = events;
   world.runs = runs;
@@ -140,3 +94,7 @@ export function extendForBeta55(world, { line, openWorld }) {
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const isTerminal = (status) => TERMINAL.has(status);
+const RANK = { pending: 0, running: 1 };
+const rank = (status) => RANK[status] ?? 2;
+/** Whether a run at `from` may be at `to` later (crates/runlog-world `may_reach`). */
+const mayReach = (from, to) => from === to || (!isTerminal(from) && rank(to) > rank(from));

@@ -1,13 +1,20 @@
-// createWorld(): a Workflow SDK World (spec 5) whose storage and streams are runlog's and
-// whose queue is @workflow/world-local's (the published local queue: HTTP delivery to the
-// app's /.well-known/workflow/v1/flow, delaySeconds, idempotency keys, redelivery).
-import { reenqueueActiveRuns, SPEC_VERSION_CURRENT } from '@workflow/world';
-import { createWorld as createLocalWorld } from '@workflow/world-local';
-
+// createWorld(): a Workflow SDK World whose storage and streams are runlog's and whose
+// queue is @workflow/world-local's (the published local queue: HTTP delivery to the app's
+// /.well-known/workflow/v1/flow, delaySeconds, idempotency keys, redelivery), that of the
+// SDK line the app runs (src/line.js): on workflow 4.x it declares spec 3 and borrows
+// world-local 4.x's queue, on 5.0.0-beta.35 spec 5 and world-local 5.0.0-beta.29's, on
+// 5.0.0-beta.55 spec 7 (6 with WORKFLOW_SEALED_LOG=0), world-local 5.0.0-beta.46's queue and
+// the line's own members (src/line-beta55.js). Both
+// stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
+// over the same Rust streams.
+import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
-import { beta55Modules, detectBeta55Line, extendForBeta55 } from './line-beta55.js';
+import { extendForBeta55 } from './line-beta55.js';
+import { detectLine, LINES } from './line.js';
 import { Store } from './native.js';
+import { recoverActiveRuns } from './recovery.js';
 import { createStorage } from './storage.js';
+import { createStreamerV4 } from './streams-v4.js';
 
 /** The members of world-local's World that this World takes: its queue, nothing stored. */
 const QUEUE_MEMBERS = ['queue', 'createQueueHandler', 'getDeploymentId', 'registerHandler'];
@@ -19,16 +26,23 @@ const QUEUE_MEMBERS = ['queue', 'createQueueHandler', 'getDeploymentId', 'regist
  */
 export function createWorld(options = {}) {
   const config = resolveConfig(options);
+  const line = detectLine();
   // world-local creates no file until its own start() or storage are used; this World
   // calls neither, so its data directory is never touched.
-  // The app's runtime line decides the queue (each line's world-local speaks its own
-  // payloads) and the surface (src/line-beta55.js).
-  const line = detectBeta55Line();
-  const lineModules = line && beta55Modules(line);
-  const createQueueWorld = lineModules?.createLocalWorld ?? createLocalWorld;
-  const reenqueue = lineModules?.reenqueueActiveRuns ?? reenqueueActiveRuns;
-  const local = createQueueWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
+  // The app's runtime line (src/line.js) decides the queue (each line's world-local speaks
+  // its own payloads), the spec version and, on 5.0.0-beta.55, the surface
+  // (src/line-beta55.js).
+  const local = line.createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
   const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
+  // Where nothing says where the app is, the CLI's default for the local World (src/base-url.js).
+  let fallbackLocal;
+  let starting = false;
+  queue.queue = withBaseUrlFallback({
+    queue: local.queue,
+    config,
+    fallbackWorld: () => (fallbackLocal ??= line.createLocalWorld({ recoverActiveRuns: false, baseUrl: CLI_DEFAULT_BASE_URL })),
+    inStart: () => starting,
+  });
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
   // again, so a World created before its server came up recovers on its own.
@@ -52,29 +66,42 @@ export function createWorld(options = {}) {
     return world;
   };
   const storage = createStorage(openWorld);
+  const streamerV4 = createStreamerV4(storage.streams, openStore);
   let closed = false;
+  let recovery;
 
   const self = {
-    specVersion: SPEC_VERSION_CURRENT,
+    specVersion: line.specVersion,
     ...queue,
     runs: storage.runs,
     steps: storage.steps,
     events: storage.events,
     hooks: storage.hooks,
     streams: storage.streams,
+    ...streamerV4.methods,
     ...(config.streamFlushIntervalMs !== undefined && { streamFlushIntervalMs: config.streamFlushIntervalMs }),
 
     /**
      * Opens the store (creating `dataDir`, or runlog's tables on PostgreSQL), then
-     * re-enqueues the runs it holds as active. An unreachable server rejects with the
-     * addon's IO error (path `postgres`).
+     * re-enqueues the runs it holds as active; an active run whose log cannot be read to its
+     * end is not re-enqueued but reported (a warning naming it, and `runlog.recovery`,
+     * src/recovery.js). An unreachable server rejects with the addon's IO error (path
+     * `postgres`).
      */
     async start() {
       await openStore();
       if (config.recoverActiveRuns && storage.available) {
         // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
         // is used.
-        await reenqueue(self.runs, (name, payload, opts) => self.queue(name, payload, opts), 'world-runlog');
+        // `self.runs`: on the beta.55 line its `list` takes the status array that line's
+        // reenqueueActiveRuns asks for.
+        const enqueue = (name, payload, opts) => self.queue(name, payload, opts);
+        starting = true;
+        try {
+          recovery = await recoverActiveRuns(self.runs, enqueue, line.reenqueueActiveRuns, 'world-runlog');
+        } finally {
+          starting = false;
+        }
       }
     },
 
@@ -82,15 +109,29 @@ export function createWorld(options = {}) {
     async close() {
       if (closed) return;
       closed = true;
+      streamerV4.close();
       storage.close();
       await local.close();
+      await fallbackLocal?.close();
       const store = await opening?.catch(() => undefined);
       await store?.close();
     },
 
-    /** This World's runlog side: the resolved config and the store (opened on first use). */
-    runlog: { config, store: openStore, world: openWorld },
+    /**
+     * This World's runlog side: the resolved config, the SDK line it serves (whose packages,
+     * their versions, the spec version declared) and the store (opened on first use).
+     */
+    runlog: {
+      config,
+      /** After `start()` recovered active runs: `{ unrecovered: [{ runId, code, message, readableSeq }] }`. */
+      get recovery() {
+        return recovery;
+      },
+      line: { name: line.name, source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
+      store: openStore,
+      world: openWorld,
+    },
   };
-  if (line) extendForBeta55(self, { line, openWorld });
+  if (line.name === LINES.BETA55) extendForBeta55(self, { line, openWorld });
   return self;
 }

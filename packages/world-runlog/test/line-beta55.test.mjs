@@ -6,8 +6,10 @@ import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
-import { createWorld } from '../index.js';
-import { detectBeta55Line, extendForBeta55, isBeta55WorldVersion } from '../src/line-beta55.js';
+import { BETA55_METHODS, createWorld } from '../index.js';
+import { extendForBeta55 } from '../src/line-beta55.js';
+import { detectLine, isSlotLineWorldVersion, LINES, lineOf, specVersionOf } from '../src/line.js';
+import { BETA55_SIGNATURES } from '../src/validate.js';
 import { rejection, tempDir } from './helpers.mjs';
 
 let tmp;
@@ -17,7 +19,8 @@ const worlds = [];
 function world(minted = 7) {
   const w = createWorld({ dataDir: `${tmp.dir}/data/runlog` });
   worlds.push(w);
-  const line = { version: '5.0.0-beta.37', require: () => ({ mintedSpecVersion: () => minted }) };
+  // What src/line.js's detectLine() gives for such an app (the one line detection).
+  const line = { name: LINES.BETA55, source: 'app', worldVersion: '5.0.0-beta.37', specVersion: specVersionOf(LINES.BETA55, { mintedSpecVersion: () => minted }) };
   return extendForBeta55(w, { line, openWorld: w.runlog.world });
 }
 
@@ -46,36 +49,66 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-describe('line detection', () => {
+describe('line detection (src/line.js)', () => {
   test('the slot-identity line is @workflow/world 5.0.0-beta.34 and later', () => {
-    expect(isBeta55WorldVersion('5.0.0-beta.37')).toBe(true);
-    expect(isBeta55WorldVersion('5.0.0-beta.34')).toBe(true);
-    expect(isBeta55WorldVersion('5.0.0-beta.21')).toBe(false);
-    expect(isBeta55WorldVersion('4.5.0')).toBe(false);
+    expect(isSlotLineWorldVersion('5.0.0-beta.37')).toBe(true);
+    expect(isSlotLineWorldVersion('5.0.0-beta.34')).toBe(true);
+    expect(isSlotLineWorldVersion('5.0.0')).toBe(true);
+    expect(isSlotLineWorldVersion('5.0.0-beta.21')).toBe(false);
+    expect(isSlotLineWorldVersion('4.5.0')).toBe(false);
+    // Inside a bundle (no version), the exports decide.
+    expect(lineOf({ SPEC_VERSION_SUPPORTS_SLOT_IDENTITY: 6 }, null)).toBe(LINES.BETA55);
+    expect(lineOf({ SPEC_VERSION_SUPPORTS_COMPRESSION: 5 }, null)).toBe(LINES.BETA35);
+    expect(lineOf({ SPEC_VERSION_CURRENT: 3 }, null)).toBe(LINES.V4);
   });
 
-  test("the app's @workflow/world, resolved from its directory, decides", () => {
-    const app = (version) => {
+  test('spec per line: 3 on 4.x, 5 on beta.35, the minted 7 (or 6) on beta.55', () => {
+    expect(specVersionOf(LINES.V4, { SPEC_VERSION_CURRENT: 3 })).toBe(3);
+    expect(specVersionOf(LINES.BETA35, { SPEC_VERSION_CURRENT: 5 })).toBe(5);
+    expect(specVersionOf(LINES.BETA55, { SPEC_VERSION_CURRENT: 7, mintedSpecVersion: () => 7 })).toBe(7);
+    expect(specVersionOf(LINES.BETA55, { SPEC_VERSION_CURRENT: 7, mintedSpecVersion: () => 6 })).toBe(6);
+    expect(specVersionOf(LINES.BETA55, { SPEC_VERSION_CURRENT: 9, mintedSpecVersion: () => 9 })).toBe(7);
+  });
+
+  test("the app's @workflow/world, resolved from its directory, decides (package.json not exported, as beta.37 ships it)", () => {
+    const app = (version, worldSource) => {
       const dir = path.join(tmp.dir, `app-${version}`);
-      mkdirSync(path.join(dir, 'node_modules/@workflow/world'), { recursive: true });
+      const world = path.join(dir, 'node_modules/@workflow/world');
+      const local = path.join(dir, 'node_modules/@workflow/world-local');
+      mkdirSync(path.join(world, 'dist'), { recursive: true });
+      mkdirSync(local, { recursive: true });
       writeFileSync(path.join(dir, 'package.json'), '{"name":"app","private":true}');
-      // As 5.0.0-beta.37 ships it: package.json not exported, the entry point in dist/.
+      // As 5.0.0-beta.37 ships it: package.json not exported (`./*` maps into dist/), the
+      // entry point in dist/; a dist/package.json of no name must not be taken for it.
       const manifest = { name: '@workflow/world', version, type: 'module', exports: { '.': './dist/index.js', './*': './dist/*' } };
-      writeFileSync(path.join(dir, 'node_modules/@workflow/world/package.json'), JSON.stringify(manifest));
-      mkdirSync(path.join(dir, 'node_modules/@workflow/world/dist'));
-      writeFileSync(path.join(dir, 'node_modules/@workflow/world/dist/index.js'), 'export {};');
+      writeFileSync(path.join(world, 'package.json'), JSON.stringify(manifest));
+      writeFileSync(path.join(world, 'dist/package.json'), '{"type":"module"}');
+      writeFileSync(path.join(world, 'dist/index.js'), worldSource);
+      const localManifest = { name: '@workflow/world-local', version: '5.0.0-beta.46', type: 'module', exports: { '.': './index.js' } };
+      writeFileSync(path.join(local, 'package.json'), JSON.stringify(localManifest));
+      writeFileSync(path.join(local, 'index.js'), 'export const createWorld = () => ({ local: true });');
       return dir;
     };
-    expect(detectBeta55Line(app('5.0.0-beta.37'))?.version).toBe('5.0.0-beta.37');
-    expect(detectBeta55Line(app('5.0.0-beta.21'))).toBe(null);
-    expect(detectBeta55Line(path.join(tmp.dir, 'no-app'))).toBe(null);
+    const beta37 = detectLine(
+      app('5.0.0-beta.37', 'export const SPEC_VERSION_CURRENT = 7; export const SPEC_VERSION_SUPPORTS_SLOT_IDENTITY = 6; export const mintedSpecVersion = () => (process.env.WORKFLOW_SEALED_LOG === "0" ? 6 : 7); export const reenqueueActiveRuns = () => {};'),
+    );
+    expect(beta37).toMatchObject({ name: LINES.BETA55, source: 'app', worldVersion: '5.0.0-beta.37', worldLocalVersion: '5.0.0-beta.46', specVersion: 7 });
+    expect(beta37.createLocalWorld()).toEqual({ local: true });
+    const beta21 = detectLine(app('5.0.0-beta.21', 'export const SPEC_VERSION_CURRENT = 5; export const SPEC_VERSION_SUPPORTS_COMPRESSION = 5;'));
+    expect(beta21).toMatchObject({ name: LINES.BETA35, source: 'app', worldVersion: '5.0.0-beta.21', specVersion: 5 });
+    const v4 = detectLine(app('4.5.0', 'export const SPEC_VERSION_CURRENT = 3;'));
+    expect(v4).toMatchObject({ name: LINES.V4, source: 'app', worldVersion: '4.5.0', specVersion: 3 });
+    // No app: this package's own copies (the beta.35 line).
+    expect(detectLine(path.join(tmp.dir, 'no-app'))).toMatchObject({ name: LINES.BETA35, source: 'package', specVersion: 5 });
   });
 
   test('this package run from its own directory is not on the line: spec 5, no createBatch', () => {
     const w = createWorld({ dataDir: `${tmp.dir}/data/runlog` });
     worlds.push(w);
     expect(w.specVersion).toBe(5);
+    expect(w.runlog.line).toMatchObject({ name: LINES.BETA35, specVersion: 5 });
     expect(w.events.createBatch).toBeUndefined();
+    expect(w.runs.getMany).toBeUndefined();
   });
 });
 
@@ -171,5 +204,59 @@ describe('the beta.55 surface', () => {
     const done = await waiting;
     expect(done.status).toBe('completed');
     expect(Date.now() - t1).toBeLessThan(5_000);
+  });
+
+  test('every method the line adds is type-checked by src/validate.js (BETA55_SIGNATURES): WorkflowWorldError 400 INVALID_INPUT naming the argument', async () => {
+    const w = world();
+    expect(BETA55_METHODS).toEqual({ runs: ['list', 'getMany', 'waitForTerminalStatus'], events: ['createBatch'] });
+    for (const [ns, methods] of Object.entries(BETA55_METHODS)) {
+      for (const m of methods) expect(BETA55_SIGNATURES[ns][m]).toBeDefined();
+    }
+    const runId = await runningRun(w);
+    const cases = [
+      [() => w.runs.getMany('wrun_x'), 'runIds'],
+      [() => w.runs.getMany([runId, 7]), 'runIds[1]'],
+      [() => w.runs.getMany([runId], 'none'), 'params'],
+      [() => w.runs.waitForTerminalStatus(42), 'runId'],
+      [() => w.runs.waitForTerminalStatus(runId, () => 1), 'params'],
+      [() => w.events.createBatch(undefined, []), 'runId'],
+      [() => w.events.createBatch(runId, { event: stepCreated('step_1') }), 'events'],
+      [() => w.events.createBatch(runId, [{ event: stepCreated('step_1') }, 'x']), 'events[1]'],
+      [() => w.events.createBatch(runId, [], 'x'), 'params'],
+      [() => w.runs.list('running'), 'params'],
+      [() => w.runs.list({ status: 7 }), 'params.status'],
+      [() => w.runs.list({ status: ['running', 1] }), 'params.status[1]'],
+    ];
+    for (const [call, field] of cases) {
+      const err = await rejection(call());
+      expect(err, field).toMatchObject({ name: 'WorkflowWorldError', status: 400, cause: { code: 'INVALID_INPUT', field } });
+    }
+    expect((await w.events.list({ runId })).data).toHaveLength(2);
+  });
+
+  test('runs.list with an array of statuses keeps a damaged run under every status it may still reach (storageError), as the one-status listing does', async () => {
+    const w = world();
+    const damaged = await runningRun(w);
+    await w.events.create(damaged, { eventType: 'step_created', correlationId: 'step_1', eventData: { stepName: 'DAMAGE_MARK', input: bytes('[1]') } });
+    await w.events.create(damaged, stepCreated('step_2'));
+    const done = await runningRun(w);
+    await w.events.create(done, { eventType: 'run_completed', eventData: { output: bytes('1') } });
+    await w.close();
+    const seg = path.join(tmp.dir, 'data/runlog/runs', damaged, 'seg-00000001.log');
+    const { readFileSync } = await import('node:fs');
+    const buf = readFileSync(seg);
+    const at = buf.indexOf('DAMAGE_MARK');
+    expect(at).toBeGreaterThan(0);
+    buf[at] ^= 0x20;
+    writeFileSync(seg, buf);
+    const w2 = world();
+    const ids = async (status) => (await w2.runs.list({ status, resolveData: 'none' })).data.map((r) => r.runId).sort();
+    const listed = (await w2.runs.list({ status: ['completed', 'failed'] })).data;
+    expect(listed.map((r) => r.runId).sort()).toEqual([damaged, done].sort());
+    expect(listed.find((r) => r.runId === damaged).storageError).toMatchObject({ code: 'CORRUPT', readableSeq: 2 });
+    expect(await ids(['pending'])).toEqual([]);
+    expect(await ids(['running'])).toEqual([damaged]);
+    // The same as the one-status listing of the Rust World.
+    expect(await ids('completed')).toEqual([damaged, done].sort());
   });
 });

@@ -3,7 +3,7 @@
 // createWorld({ url }) / WORKFLOW_RUNLOG_URL selecting it. An unreachable server rejects
 // with IO (tested without any server). The server tests need RUNLOG_PG_URL (a throwaway
 // server: `eval "$(.ci/pg-server.sh start)"`); without it they are skipped, unless
-// RUNLOG_REQUIRE_PG=1, where they fail.
+// RUNLOG_NO_SKIP=1 (set by .ci/run) or RUNLOG_REQUIRE_PG=1, where they fail.
 import { spawnSync } from 'node:child_process';
 
 import { WorkflowWorldError } from '@workflow/errors';

@@ -137,14 +137,17 @@ describe('lifecycle', () => {
 describe('storage', () => {
   test("every storage method is wired, and rejects ('wrun_x', {}) with the exact SDK error for it", async () => {
     const w = world();
-    // 400 INVALID_INPUT naming the argument at fault: 'wrun_x' is no wrun_<ULID> (the
-    // addon's check) or a string where params go, {} an object where a string goes (the
-    // package's type check) or a request without eventType (the addon checks the request
-    // before the run id); the hook lookups take any string and find nothing.
+    // 400 INVALID_INPUT naming the argument at fault: a string where params go, {} an
+    // object where a string goes (the package's type check) or a request without eventType
+    // (the addon checks the request before the run id). 'wrun_x' is no wrun_<ULID>, so no
+    // run of it exists: runs.get finds nothing, and streams.list lists no stream of it
+    // (a stream needs only an id the store can hold); the hook lookups find nothing.
     const invalid = (field) => ({ name: 'WorkflowWorldError', status: 400, code: 'INVALID_INPUT', cause: { code: 'INVALID_INPUT', field } });
     const hookNotFound = { name: 'HookNotFoundError', cause: { code: 'NOT_FOUND', className: 'HookNotFoundError' } };
+    const runNotFound = { name: 'WorkflowRunNotFoundError', cause: { code: 'NOT_FOUND' } };
+    const resolves = { resolved: [] };
     const expected = {
-      runs: { get: invalid('runId'), list: invalid('params') },
+      runs: { get: runNotFound, list: invalid('params') },
       steps: { get: invalid('stepId'), list: invalid('params') },
       events: { create: invalid('request'), get: invalid('eventId'), list: invalid('params'), listByCorrelationId: invalid('params') },
       hooks: { get: hookNotFound, getByToken: hookNotFound, list: invalid('params') },
@@ -153,7 +156,7 @@ describe('storage', () => {
         writeMulti: invalid('name'),
         close: invalid('name'),
         get: invalid('name'),
-        list: invalid('runId'),
+        list: resolves,
         getChunks: invalid('name'),
         getInfo: invalid('name'),
       },
@@ -165,14 +168,17 @@ describe('storage', () => {
       got[ns] = {};
       for (const m of methods) {
         expect(typeof w[ns][m]).toBe('function');
-        got[ns][m] = await rejection(w[ns][m]('wrun_x', {}));
+        const call = w[ns][m]('wrun_x', {});
+        got[ns][m] = expected[ns][m] === resolves ? { resolved: await call } : await rejection(call);
       }
     }
     // All at once: a failure shows every method that deviates.
     expect(got).toMatchObject(expected);
     for (const [ns, methods] of Object.entries(got)) {
       for (const [m, err] of Object.entries(methods)) {
-        expect(err.name === 'HookNotFoundError' ? HookNotFoundError.is(err) : WorkflowWorldError.is(err), `${ns}.${m}`).toBe(true);
+        if (expected[ns][m] === resolves) continue;
+        const classOf = { HookNotFoundError, WorkflowRunNotFoundError, WorkflowWorldError }[err.name];
+        expect(classOf?.is(err), `${ns}.${m}: ${err.name}`).toBe(true);
       }
     }
   });
