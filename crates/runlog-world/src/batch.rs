@@ -103,7 +103,9 @@ impl<B: RunLog> World<B> {
     /// # Errors
     /// The batch as a whole, nothing written: [`WorldError::InvalidRequest`] for a batch
     /// the reference refuses (see [`BATCH_EVENTS_MAX`] and the types it may not carry) or
-    /// a run of spec < 6; [`WorldError::RunNotFound`]; storage errors reading the run.
+    /// a run of spec < 6; [`WorldError::RunNotFound`] (also for an id that is no
+    /// `wrun_<ULID>`: no run can have it, as for every other write about a run); storage
+    /// errors reading the run.
     pub fn create_batch(
         &self,
         run_id: &str,
@@ -111,7 +113,7 @@ impl<B: RunLog> World<B> {
         params: &CreateEventParams,
     ) -> Result<Vec<Result<EventResult, WorldError>>, WorldError> {
         check_batch(&requests)?;
-        let (run, _) = ids::parse_run_id(run_id)?;
+        let run = self.run_id(run_id)?;
         let entry = self.entry(&run);
         {
             let state = self.load(&entry, &run)?;
@@ -180,7 +182,8 @@ impl<B: RunLog> World<B> {
     /// run that does not exist, in input order.
     ///
     /// # Errors
-    /// `InvalidRequest` for an id that is no `wrun_<ULID>`; storage errors.
+    /// Storage errors (a run whose log cannot be read to its end fails the call, as
+    /// `runs.get` of it does). An id that is no `wrun_<ULID>` names no run: `None`.
     pub fn get_runs(
         &self,
         run_ids: &[String],
@@ -202,7 +205,8 @@ impl<B: RunLog> World<B> {
     /// for other processes'), never by re-reading the run.
     ///
     /// # Errors
-    /// [`WorldError::RunNotFound`] as `runs.get`; storage errors.
+    /// [`WorldError::RunNotFound`] as `runs.get` (an id that is no `wrun_<ULID>` too);
+    /// storage errors.
     pub fn wait_for_terminal_run(
         &self,
         run_id: &str,
@@ -210,7 +214,7 @@ impl<B: RunLog> World<B> {
         resolve: ResolveData,
     ) -> Result<WorkflowRun, WorldError> {
         let deadline = Instant::now() + timeout;
-        let (run, _) = ids::parse_run_id(run_id)?;
+        let run = self.run_id(run_id)?;
         loop {
             let entry = self.entry(&run);
             let (found, seq) = {
