@@ -18,8 +18,8 @@ const MANY_RUNS: usize = 64;
 const HOT_WRITERS: usize = 16;
 /// How the SQLite columns of the concurrent workloads share the database.
 const SQLITE_NOTE: &str = "sqlite-mutex: one connection shared behind a mutex; sqlite-retry: \
-     a connection per writer, retry sleeps of 50 µs doubling to 2 ms; sqlite-busy: a connection per writer, \
-     SQLite's busy handler (1–100 ms sleeps, 10 s timeout)";
+     a connection per writer, retry sleeps of 50 µs doubling to 2 ms; sqlite-busy: a \
+     connection per writer, SQLite's busy handler (1–100 ms sleeps, 10 s timeout)";
 
 /// Per-peer aggregate over rounds.
 struct Agg {

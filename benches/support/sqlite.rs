@@ -74,7 +74,8 @@ pub enum SqliteMode {
     /// connection): an auto-checkpoint runs inside `COMMIT` on the committing connection
     /// after SQLite's write lock is released, so with one connection per writer the others
     /// commit meanwhile, while under the mutex it would stall every writer (measured: commits
-    /// 1.4–1.6× slower, and the peer at 0.35–0.4× `sqlite-retry` in w3 and w4).
+    /// 1.4–1.6× slower, and the peer at 0.35–0.42× `sqlite-retry` in w3 and w4; see
+    /// BENCHMARKS.md).
     Mutex,
 }
 
