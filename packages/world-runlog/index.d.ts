@@ -50,12 +50,14 @@ export type ResolvedConfig = ResolvedTarget & {
 
 /** The SDK line a World serves (src/line.js): whose `@workflow/world` and `@workflow/world-local` it uses. */
 export interface RunlogWorldLine {
+  /** The SDK line (src/line.js, the one line detection): 4.x, 5.0.0-beta.35-like (spec 5), 5.0.0-beta.55-like (spec 6-7). */
+  name: '4.x' | '5.0.0-beta.35' | '5.0.0-beta.55';
   /** `app`: resolved from the process's cwd; `package`: this package's own. */
   source: 'app' | 'package';
   /** Their versions (null when this package is bundled and cannot read its own). */
   worldVersion: string | null;
   worldLocalVersion: string | null;
-  /** What the World declares: the line's `SPEC_VERSION_CURRENT`, at most 5 (3 on workflow 4.x). */
+  /** What the World declares: 3 on workflow 4.x, 5 on 5.0.0-beta.35, the line's `mintedSpecVersion()` on 5.0.0-beta.55 (7, or 6 with `WORKFLOW_SEALED_LOG=0`). */
   specVersion: number;
 }
 
@@ -130,5 +132,7 @@ export declare const DEFAULT_DATA_DIR: string;
 export declare function isPostgresUrl(s: string): boolean;
 /** The storage and streamer methods the World layer provides, by namespace. */
 export declare const STORAGE_METHODS: Readonly<Record<'runs' | 'steps' | 'events' | 'hooks' | 'streams', readonly string[]>>;
+/** The storage methods the 5.0.0-beta.55 line adds or reshapes (on a World of that line only). */
+export declare const BETA55_METHODS: Readonly<Record<'runs' | 'events', readonly string[]>>;
 /** The Workflow SDK error class for a rejection of the addon (store codes, World classNames). */
 export declare function toWorkflowError(err: unknown): unknown;

@@ -263,7 +263,17 @@ export declare class RunlogNativeWorld {
    * or a closed World.
    */
   createEvents(calls: Array<[runId: string | null, request: JsonArg, params?: JsonArg]>): Promise<Array<string | RunlogError>>;
+  /**
+   * `events.createBatch` of a slot run (spec ≥ 6): `events` is `[{event, occurredAt?,
+   * computeInstanceId?}]`; resolves with `{results}` as JSON text, one `BatchEventItemResult`
+   * per event. Rejects as a whole for a batch the reference refuses or a run of spec < 6.
+   */
+  createBatch(runId: string, events: JsonArg, params?: JsonArg): Promise<string>;
   runsGet(runId: string, params?: JsonArg): Promise<string>;
+  /** `(run | null)[]` as JSON text, in the order of `runIds` (a JSON array of run ids). */
+  runsGetMany(runIds: JsonArg, params?: JsonArg): Promise<string>;
+  /** The run once terminal, or as it is after `timeoutMs`; waits on the run's log. */
+  runsWaitForTerminalStatus(runId: string, timeoutMs: number, params?: JsonArg): Promise<string>;
   runsList(params?: JsonArg): Promise<string>;
   stepsGet(runId: string, stepId: string, params?: JsonArg): Promise<string>;
   stepsList(params: JsonArg): Promise<string>;

@@ -75,6 +75,8 @@ enum Seg<'a> {
 #[derive(Clone, Copy)]
 enum EventId<'a> {
     Ulid(ulid::Ulid),
+    /// A slot run's event (spec ≥ 6): its id is derived from its seq.
+    Slot(u64),
     Text(&'a str),
 }
 
@@ -93,7 +95,11 @@ impl<'a> From<&'a EventView<'a>> for Row<'a> {
     fn from(e: &'a EventView<'a>) -> Row<'a> {
         Row {
             run_id: e.run_id,
-            event_id: EventId::Ulid(e.event_id),
+            event_id: if runlog_world::uses_slot_ids(e.spec_version) {
+                EventId::Slot(e.seq)
+            } else {
+                EventId::Ulid(e.event_id)
+            },
             event_type: e.event_type,
             correlation_id: e.correlation_id,
             event_data: e.event_data,
@@ -205,6 +211,7 @@ impl PageWriter {
                 self.ids.push_str(u.array_to_str(&mut buf));
                 self.ids.push('"');
             }
+            EventId::Slot(seq) => push_str(&mut self.ids, &runlog_world::slot_event_id(seq)),
             EventId::Text(t) => push_str(&mut self.ids, t),
         }
         let name = e.event_type.as_str();

@@ -443,7 +443,56 @@ fn create_params(v: &Value) -> Result<CreateEventParams, BindError> {
         state_updated_at_ms,
         since_cursor: opt_str(v, "sinceCursor", "params")?,
         skip_preload: matches!(v.get("skipPreload"), Some(Value::Bool(true))),
+        event_count: opt_uint(v, "eventCount", "params")?,
     })
+}
+
+/// `createBatch`'s items, `[{event, occurredAt?, computeInstanceId?}]`: the requests.
+fn batch_requests(text: &str) -> Result<Vec<EventRequest>, BindError> {
+    let items = parse_json(text, "events")?;
+    let Value::Array(items) = items else {
+        return Err(BindError::invalid("events", "must be an array"));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut item)| {
+            let event = item
+                .get_mut("event")
+                .map(Value::take)
+                .ok_or_else(|| BindError::invalid(format!("events[{i}].event"), "required"))?;
+            serde_json::from_value(event)
+                .map_err(|e| BindError::invalid(format!("events[{i}].event"), e.to_string()))
+        })
+        .collect()
+}
+
+/// One `BatchEventItemResult`: `{status: 200, event, step?, wait?, run?}`, or `{status,
+/// error, message}` with the class and status its single `create` would have failed with.
+fn batch_item(answer: Result<runlog_world::EventResult, WorldError>) -> Result<Value, BindError> {
+    match answer {
+        Ok(r) => {
+            let mut out = serde_json::Map::new();
+            out.insert("status".into(), Value::from(200));
+            for (key, value) in [
+                ("event", serde_json::to_value(&r.event)),
+                ("run", serde_json::to_value(&r.run)),
+                ("step", serde_json::to_value(&r.step)),
+                ("wait", serde_json::to_value(&r.wait)),
+            ] {
+                let value = value.map_err(|e| BindError::invalid("result", e.to_string()))?;
+                if !value.is_null() {
+                    out.insert(key.into(), value);
+                }
+            }
+            Ok(Value::Object(out))
+        }
+        Err(e) => Ok(serde_json::json!({
+            "status": e.status(),
+            "error": e.class_name(),
+            "message": e.to_string(),
+        })),
+    }
 }
 
 fn run_status(s: &str) -> Result<RunStatus, BindError> {
@@ -625,6 +674,81 @@ impl JsWorld {
                     out[place] = answer.map_err(world_err).and_then(|r| to_json(&r));
                 }
                 Ok(Settled(out))
+            })
+        })
+    }
+
+    /// `createBatch(runId, events, params?) → Promise<string>`: `events.createBatch` of a
+    /// slot run; `events` is `[{event, occurredAt?, computeInstanceId?}]` (JSON text or
+    /// array); resolves with `{results: [...]}` as JSON text, one `BatchEventItemResult`
+    /// per event (`runlog_world::World::create_batch`). Rejects as a whole for a batch the
+    /// reference refuses.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn create_batch(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        events: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = string_arg(run, "runId")?;
+            let text = Arg::new(events, "events").json_text()?;
+            let params = create_params(&opt_json(params, "params")?)?;
+            self.json_call(&env, move |w| {
+                let requests = batch_requests(&text)?;
+                let answers = w
+                    .world
+                    .create_batch(&run, requests, &params)
+                    .map_err(world_err)?;
+                let results = answers
+                    .into_iter()
+                    .map(batch_item)
+                    .collect::<Result<Vec<_>, _>>()?;
+                to_json(&serde_json::json!({ "results": results }))
+            })
+        })
+    }
+
+    /// `runsGetMany(runIds, params?) → Promise<string>`: `(run | null)[]` in input order.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn runs_get_many(
+        &self,
+        env: Env,
+        runs: Unknown<'_>,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let text = Arg::new(runs, "runIds").json_text()?;
+            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+            self.json_call(&env, move |w| {
+                let ids: Vec<String> = serde_json::from_str(&text)
+                    .map_err(|e| BindError::invalid("runIds", e.to_string()))?;
+                to_json(&w.world.get_runs(&ids, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `runsWaitForTerminalStatus(runId, timeoutMs, params?) → Promise<string>`: the run
+    /// once terminal, or as it is after `timeoutMs` (waits on the run's log).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn runs_wait_for_terminal_status(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        timeout_ms: u32,
+        params: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = string_arg(run, "runId")?;
+            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+            let timeout = std::time::Duration::from_millis(u64::from(timeout_ms));
+            self.json_call(&env, move |w| {
+                to_json(
+                    &w.world
+                        .wait_for_terminal_run(&run, timeout, resolve)
+                        .map_err(world_err)?,
+                )
             })
         })
     }

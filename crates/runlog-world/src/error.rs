@@ -117,14 +117,14 @@ pub enum WorldError {
     },
 
     /// The run (or the request creating it) has a spec version newer than this World's
-    /// ([`crate::SPEC_VERSION_CURRENT`]). `RunNotSupportedError`, 400.
+    /// ([`crate::SPEC_VERSION_MAX_SUPPORTED`]). `RunNotSupportedError`, 400.
     #[error("run {run_id:?} has spec version {found}; this World supports up to {supported}")]
     RunNotSupported {
         /// The run.
         run_id: String,
         /// Its spec version.
         found: u32,
-        /// [`crate::SPEC_VERSION_CURRENT`].
+        /// [`crate::SPEC_VERSION_MAX_SUPPORTED`].
         supported: u32,
     },
 

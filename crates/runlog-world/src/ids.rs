@@ -40,6 +40,47 @@ pub fn event_id_string(ulid: Ulid) -> String {
     format!("{EVENT_ID_PREFIX}{ulid}")
 }
 
+/// Digits of a slot event id's body (`evnt_` + the seq zero-padded to 26 decimal digits).
+const SLOT_BODY_LEN: usize = 26;
+/// Leading zeros every slot body has (a ULID's first 10 characters are its time, never
+/// all zero, so the two schemes never collide).
+const SLOT_BODY_ZEROS: usize = 10;
+
+/// Whether the runs of spec version `spec` name their events by slot (spec 6 "slot
+/// identity" and later): the event id is derived from the seq, never stored.
+pub fn uses_slot_ids(spec: Option<u32>) -> bool {
+    spec.is_some_and(|v| v >= crate::model::SPEC_VERSION_SLOT_IDENTITY)
+}
+
+/// The slot event id of `seq`: `evnt_` + `seq` zero-padded to 26 decimal digits
+/// (`slotToEventId` of `@workflow/world` 5.0.0-beta.37).
+pub fn slot_event_id(seq: u64) -> String {
+    format!("{EVENT_ID_PREFIX}{seq:0SLOT_BODY_LEN$}")
+}
+
+/// The seq named by a slot event id, or `None` when `id` is no slot id (the reference's
+/// `eventIdToSlot`: the body after the first `_` is 26 digits, the first 10 of them `0`,
+/// and the number is at least 1 and a safe integer).
+pub fn parse_slot_event_id(id: &str) -> Option<u64> {
+    let (_, body) = id.split_once('_')?;
+    let slot_like = body.len() == SLOT_BODY_LEN
+        && body.bytes().all(|b| b.is_ascii_digit())
+        && body.bytes().take(SLOT_BODY_ZEROS).all(|b| b == b'0');
+    let seq: u64 = body.parse().ok().filter(|_| slot_like)?;
+    // Number.MAX_SAFE_INTEGER
+    (1..=(1u64 << 53) - 1).contains(&seq).then_some(seq)
+}
+
+/// The event id a reader sees for the event at `seq` stored with `ulid`, on a run of spec
+/// version `spec`: the slot id from spec 6 on, else `evnt_<ULID>`.
+pub fn event_id_for(spec: Option<u32>, ulid: Ulid, seq: u64) -> String {
+    if uses_slot_ids(spec) {
+        slot_event_id(seq)
+    } else {
+        event_id_string(ulid)
+    }
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()

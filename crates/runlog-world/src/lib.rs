@@ -1,5 +1,6 @@
-//! The World layer: the storage half of the Workflow SDK's `World` interface (spec version 5)
-//! on any [`runlog::RunLog`] backend. Every state change is an event of the run's log; runs,
+//! The World layer: the storage half of the Workflow SDK's `World` interface (spec versions
+//! 2–7; runs of spec ≥ 6 are slot runs, `docs/WORLD.md` §7) on any [`runlog::RunLog`]
+//! backend. Every state change is an event of the run's log; runs,
 //! steps, hooks, waits and attributes are a fold over that log, and every rule is checked
 //! against the run's state at seq N and appended fenced at N (`docs/WORLD.md`).
 #![deny(missing_docs)]
@@ -8,6 +9,7 @@
 pub mod streams;
 
 mod attrs;
+mod batch;
 mod cursor;
 mod data;
 mod error;
@@ -26,20 +28,22 @@ pub use attrs::{
     ATTRIBUTE_KEY_LEN_MAX, ATTRIBUTE_VALUE_LEN_BYTES_MAX, ATTRIBUTES_PER_RUN_MAX,
     RESERVED_ATTRIBUTE_PREFIX,
 };
+pub use batch::BATCH_EVENTS_MAX;
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};
 pub use ids::{
-    CORRELATION_ID_LEN_MAX, EVENT_ID_PREFIX, RUN_ID_PREFIX, event_id_string, mint_run_id,
-    mint_ulid, parse_event_id, parse_run_id,
+    CORRELATION_ID_LEN_MAX, EVENT_ID_PREFIX, RUN_ID_PREFIX, event_id_for, event_id_string,
+    mint_run_id, mint_ulid, parse_event_id, parse_run_id, parse_slot_event_id, slot_event_id,
+    uses_slot_ids,
 };
 pub use json::{RawJson, format_iso_ms, parse_iso_ms};
 pub use logs::{LogKind, STREAM_OWNER_PREFIX, log_kind};
 pub use model::{
     CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, Hook,
     ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, RunStatus, SPEC_VERSION_CURRENT,
-    SPEC_VERSION_EVENT_SOURCING, SortOrder, Step, StepStatus, StorageFault, Wait, WaitStatus,
-    WorkflowRun,
+    SPEC_VERSION_EVENT_SOURCING, SPEC_VERSION_MAX_SUPPORTED, SPEC_VERSION_SLOT_IDENTITY, SortOrder,
+    Step, StepStatus, StorageFault, Wait, WaitStatus, WorkflowRun,
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use streams::{StreamError, Streams};

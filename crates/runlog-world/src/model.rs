@@ -15,6 +15,12 @@ use crate::json::{RawJson, iso_ms, iso_ms_opt};
 
 /// The spec version this World implements (`SPEC_VERSION_CURRENT` of `@workflow/world`).
 pub const SPEC_VERSION_CURRENT: u32 = 5;
+/// The first spec version whose event ids are slots (`SPEC_VERSION_SUPPORTS_SLOT_IDENTITY`).
+pub const SPEC_VERSION_SLOT_IDENTITY: u32 = 6;
+/// The newest spec version this World serves (`SPEC_VERSION_SUPPORTS_SEALED_LOG`): spec 7
+/// holds by construction, since a seq is assigned at the commit that fills it (no hole,
+/// never a `noop`).
+pub const SPEC_VERSION_MAX_SUPPORTED: u32 = 7;
 /// The first event-sourced spec version; older runs are legacy.
 pub const SPEC_VERSION_EVENT_SOURCING: u32 = 2;
 
@@ -235,6 +241,11 @@ pub struct CreateEventParams {
     pub since_cursor: Option<String>,
     /// On `run_started`: do not preload the run's events into the result.
     pub skip_preload: bool,
+    /// `eventCount`: the writer's highest loaded slot. Never a reason to reject: when the
+    /// request commits past `event_count + 1`, the result carries the events at
+    /// `event_count + 1 …` below it (`events`, `cursor: null`, `hasMore` when truncated),
+    /// unless a `sinceCursor` delta is returned instead.
+    pub event_count: Option<u64>,
 }
 
 /// `EventResult`: the stored event and the entity it created or changed, as of that event.

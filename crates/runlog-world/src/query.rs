@@ -437,8 +437,10 @@ impl<B: RunLog> World<B> {
     /// `events.get`.
     ///
     /// # Errors
-    /// [`WorldError::EventNotFound`] (an id that is no `evnt_<ULID>` too);
-    /// [`WorldError::RunNotFound`]; storage errors.
+    /// [`WorldError::EventNotFound`] (an id that is neither a slot id nor `evnt_<ULID>`
+    /// too, and an id of the other scheme than the run's); [`WorldError::RunNotFound`];
+    /// storage errors. Slot runs (spec ≥ 6) are addressed by slot id, older runs by
+    /// `evnt_<ULID>`.
     pub fn get_event(
         &self,
         run_id: &str,
@@ -450,12 +452,25 @@ impl<B: RunLog> World<B> {
             run_id: run_id.to_string(),
             event_id: event_id.to_string(),
         };
-        // An id that is no `evnt_<ULID>` names no event: not found, as for a run id.
-        let id = parse_event_id(event_id).map_err(|_| not_found())?;
+        // An id that is neither a slot id nor `evnt_<ULID>` names no event: not found, as
+        // for a run id.
+        let slot = crate::ids::parse_slot_event_id(event_id);
+        let ulid = match slot {
+            Some(_) => None,
+            None => Some(parse_event_id(event_id).map_err(|_| not_found())?),
+        };
         let entry = self.entry(&run);
         let (seq, spec) = {
             let state = self.load(&entry, &run)?;
-            (state.event_seq(id), state.spec_version())
+            let spec = state.spec_version();
+            // A run answers to the scheme it was created under only: slots from spec 6
+            // (the seq itself, dense up to the last commit), `evnt_<ULID>` before.
+            let seq = match (crate::ids::uses_slot_ids(spec), slot, ulid) {
+                (true, Some(seq), _) => Some(seq).filter(|&s| s <= state.seq()),
+                (false, _, Some(id)) => state.event_seq(id),
+                _ => None,
+            };
+            (seq, spec)
         };
         let seq = seq.ok_or_else(not_found)?;
         let page = self.backend.read(&run, seq - 1, 1)?;

@@ -22,7 +22,7 @@ use crate::ids::{
 use crate::json::{Members, RawJson};
 use crate::model::{
     CreateEventParams, EventRequest, EventResult, EventType, RunStatus, SPEC_VERSION_CURRENT,
-    SPEC_VERSION_EVENT_SOURCING,
+    SPEC_VERSION_EVENT_SOURCING, SPEC_VERSION_MAX_SUPPORTED,
 };
 use crate::world::WorldConfig;
 
@@ -89,10 +89,14 @@ impl Checked {
                 (id, id.timestamp_ms())
             }
         };
+        // Step outcomes have taken `sinceCursor` since spec 5 (a bad one is refused); on
+        // slot runs any write may carry one (spec 6), and one this World cannot read is
+        // simply not answered there.
         let since_seq = match (&params.since_cursor, ty) {
             (Some(c), EventType::StepCompleted | EventType::StepFailed) => {
                 Some(cursor::decode_seq(c, "sinceCursor")?)
             }
+            (Some(c), _) => cursor::decode_seq(c, "sinceCursor").ok(),
             _ => None,
         };
         let checked = Checked {
@@ -188,13 +192,13 @@ fn unstorable(id: &str, ty: EventType, req: &EventRequest, invalid: WorldError) 
 }
 
 /// Rejects spec versions this World does not write: newer than
-/// [`SPEC_VERSION_CURRENT`], or legacy (missing or below 2).
+/// [`SPEC_VERSION_MAX_SUPPORTED`], or legacy (missing or below 2).
 pub(crate) fn check_spec(run_id: &str, spec: Option<u32>) -> Result<(), WorldError> {
     match spec {
-        Some(v) if v > SPEC_VERSION_CURRENT => Err(WorldError::RunNotSupported {
+        Some(v) if v > SPEC_VERSION_MAX_SUPPORTED => Err(WorldError::RunNotSupported {
             run_id: run_id.to_string(),
             found: v,
-            supported: SPEC_VERSION_CURRENT,
+            supported: SPEC_VERSION_MAX_SUPPORTED,
         }),
         Some(v) if v >= SPEC_VERSION_EVENT_SOURCING => Ok(()),
         found => Err(WorldError::LegacySpecVersion {

@@ -93,7 +93,7 @@ struct RunCache {
     tick: u64,
 }
 
-/// The storage half of the Workflow SDK's `World` (spec 5) on a runlog backend: runs,
+/// The storage half of the Workflow SDK's `World` (spec 2–7) on a runlog backend: runs,
 /// steps, hooks, waits and attributes materialized from per-run event logs, every rule
 /// checked atomically with the append. `Send + Sync`; share it across threads by
 /// reference or `Arc`. Any number of Worlds, in any number of processes, may share one
@@ -357,6 +357,9 @@ impl<B: RunLog> World<B> {
                 .first()
                 .map(|e| stored_event(&req.run, spec, e, params.resolve_data))
                 .transpose()?;
+            if params.since_cursor.is_none() {
+                self.report_skipped(req, params, spec, &mut result)?;
+            }
         }
         Ok(result)
     }
@@ -400,14 +403,20 @@ impl<B: RunLog> World<B> {
             .as_ref()
             .and_then(|r| r.spec_version)
             .or(result.event.as_ref().and_then(|e| e.spec_version));
-        let (after, limit, resolve) = match (req.ty, req.since_seq) {
-            (EventType::RunStarted, _) if !params.skip_preload => {
-                (0, PRELOAD_EVENTS_MAX, ResolveData::All)
-            }
+        let slots = ids::uses_slot_ids(spec);
+        let (after, limit, resolve, delta) = match (req.ty, req.since_seq) {
             (EventType::StepCompleted | EventType::StepFailed, Some(since)) => {
-                (since, EVENTS_PAGE_DEFAULT, params.resolve_data)
+                (since, EVENTS_PAGE_DEFAULT, params.resolve_data, true)
             }
-            _ => return Ok(()),
+            // Spec 6: any write may ask for the delta, `hook_created` too (and so the
+            // `hook_conflict` committed in its place, which keeps the requested type).
+            (_, Some(since)) if slots && !req.ty.is_terminal_run() => {
+                (since, EVENTS_PAGE_DEFAULT, params.resolve_data, true)
+            }
+            (EventType::RunStarted, _) if !params.skip_preload => {
+                (0, PRELOAD_EVENTS_MAX, ResolveData::All, false)
+            }
+            _ => return self.report_skipped(req, params, spec, result),
         };
         let page = self.backend.read(&req.run, after, limit)?;
         let events = page
@@ -418,6 +427,47 @@ impl<B: RunLog> World<B> {
         result.cursor = events.last().map(|e| crate::cursor::encode_seq(e.seq));
         result.events = Some(events);
         result.has_more = Some(page.has_more);
+        if delta {
+            // The delta wins over the skipped-event report: it is a superset and the
+            // only one of the two that moves the caller's cursor.
+            return Ok(());
+        }
+        self.report_skipped(req, params, spec, result)
+    }
+
+    /// Bump-and-report (spec 6 `eventCount`): the request was decided against the current
+    /// state and committed at the next seq; when that seq is past `eventCount + 1`, the
+    /// result carries the events at `eventCount + 1 …` below it, exactly (seq is commit
+    /// order), at most [`PRELOAD_EVENTS_MAX`], with `cursor: null` (the report does not move
+    /// the caller's read position) and `hasMore` when truncated.
+    pub(crate) fn report_skipped(
+        &self,
+        req: &Checked,
+        params: &CreateEventParams,
+        spec: Option<u32>,
+        result: &mut EventResult,
+    ) -> Result<(), WorldError> {
+        let (Some(asked), Some(committed)) = (
+            params.event_count.filter(|&n| n >= 1),
+            result.event.as_ref().map(|e| e.seq),
+        ) else {
+            return Ok(());
+        };
+        if committed <= asked + 1 {
+            return Ok(());
+        }
+        let span = committed - asked - 1;
+        let limit = usize::try_from(span).map_or(PRELOAD_EVENTS_MAX, |n| n.min(PRELOAD_EVENTS_MAX));
+        let page = self.backend.read(&req.run, asked, limit)?;
+        let events = page
+            .events
+            .iter()
+            .filter(|e| e.seq < committed)
+            .map(|e| stored_event(&req.run, spec, e, params.resolve_data))
+            .collect::<Result<Vec<_>, _>>()?;
+        result.has_more = Some((events.len() as u64) < span);
+        result.cursor = None;
+        result.events = Some(events);
         Ok(())
     }
 
@@ -565,7 +615,7 @@ pub(crate) fn result_of(
     };
     let event = Event {
         run_id: req.run.to_string(),
-        event_id: ids::event_id_string(primary.event_id),
+        event_id: ids::event_id_for(state.spec_version(), primary.event_id, seq),
         event_type: primary.ty,
         correlation_id: primary.corr.clone(),
         event_data: strip(primary.ty, primary.data.clone(), params.resolve_data),
@@ -700,7 +750,7 @@ pub(crate) fn owned_event(v: &EventView<'_>, resolve: ResolveData) -> Result<Eve
         .transpose()?;
     Ok(Event {
         run_id: v.run_id.to_string(),
-        event_id: ids::event_id_string(v.event_id),
+        event_id: ids::event_id_for(v.spec_version, v.event_id, v.seq),
         event_type: v.event_type,
         correlation_id: v.correlation_id.map(str::to_owned),
         event_data: strip(v.event_type, data, resolve),

@@ -353,3 +353,100 @@ fn the_token_rebuild_claims_a_damaged_runs_readable_hooks_and_reports_the_run() 
     let r = hook_created(&w, &other, "hook_other", "tok-kept").unwrap();
     assert_eq!(r.event.unwrap().event_type, EventType::HookConflict);
 }
+
+/// Creates and starts a run stamped with spec version `spec` (7: a slot run).
+fn running_run_at(w: &TestWorld, spec: u32) -> String {
+    let run = runlog_world::mint_run_id();
+    let created = runlog_world::EventRequest::new(EventType::RunCreated)
+        .spec_version(spec)
+        .data(run_created_data("workflow//./wf//main"))
+        .unwrap();
+    w.create_event(Some(&run), created, &params()).unwrap();
+    ev(w, &run, EventType::RunStarted, None, None).unwrap();
+    run
+}
+
+#[test]
+fn slot_runs_damaged_are_listed_with_their_fault_by_every_store_wide_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = open(dir.path());
+    let intact = running_run_at(&w, 7);
+    step_created(&w, &intact, "step_intact").unwrap();
+    hook_created(&w, &intact, "hook_intact", "tok-slot-intact").unwrap();
+    // Damaged at seq 4 (a slot run: its events are named by seq), its hook at seq 3 before.
+    let damaged = running_run_at(&w, 7);
+    hook_created(&w, &damaged, "hook_before", "tok-slot-before").unwrap();
+    marked_step(&w, &damaged, "s_mark", "DAMAGE_SLOT");
+    step_created(&w, &damaged, "s_after").unwrap();
+    drop(w);
+    flip(dir.path(), &damaged, "DAMAGE_SLOT");
+    let w = open(dir.path());
+
+    // runs.list: listed as its readable part, with its fault.
+    let page = w.list_runs(&ListRunsParams::default()).unwrap();
+    let d = page.data.iter().find(|r| r.run_id == damaged).unwrap();
+    assert_eq!((d.status, d.spec_version), (RunStatus::Running, Some(7)));
+    let fault = d
+        .storage_error
+        .as_ref()
+        .expect("the damaged slot run's fault");
+    assert_eq!((fault.code.as_str(), fault.readable_seq), ("CORRUPT", 3));
+    let i = page.data.iter().find(|r| r.run_id == intact).unwrap();
+    assert_eq!(i.storage_error, None);
+    assert_eq!(
+        list(&w, None, Some(RunStatus::Completed)),
+        std::slice::from_ref(&damaged)
+    );
+    // runs.getMany of it fails with its fault, as runs.get does; never `null`.
+    let many = w.get_runs(std::slice::from_ref(&damaged), ResolveData::None);
+    assert!(
+        matches!(
+            many,
+            Err(WorldError::Storage(runlog::Error::Corrupt { .. }))
+        ),
+        "{many:?}"
+    );
+
+    // hooks.list store-wide: both hooks, the damaged run's with its fault.
+    let hooks = w
+        .list_hooks(None, &Pagination::default(), ResolveData::All)
+        .unwrap();
+    let mut got: Vec<(&str, bool)> = hooks
+        .data
+        .iter()
+        .map(|h| (h.hook_id.as_str(), h.storage_error.is_some()))
+        .collect();
+    got.sort();
+    assert_eq!(got, [("hook_before", true), ("hook_intact", false)]);
+
+    // The store-wide correlation lookup: the intact slot run's step, by slot id.
+    let p = Pagination::default();
+    let found = w
+        .list_events_by_correlation_id("step_intact", None, &p, ResolveData::All)
+        .unwrap();
+    let ids: Vec<&str> = found.data.iter().map(|e| e.event_id.as_str()).collect();
+    assert_eq!(ids, [runlog_world::slot_event_id(3)]);
+    assert!(matches!(
+        w.list_events_by_correlation_id("step_nowhere", None, &p, ResolveData::All),
+        Err(WorldError::Unreadable { runs, .. }) if runs.len() == 1 && runs[0].run_id == damaged
+    ));
+
+    // events.get on slot runs: an id of the other scheme or of no scheme names no event.
+    let ok = w
+        .get_event(&intact, &runlog_world::slot_event_id(3), ResolveData::All)
+        .unwrap();
+    assert_eq!(ok.event_type, EventType::StepCreated);
+    for bad in [
+        "evnt_x".to_string(),
+        "nonsense".to_string(),
+        format!("evnt_{}", runlog_world::mint_ulid()),
+        runlog_world::slot_event_id(99),
+    ] {
+        let e = w.get_event(&intact, &bad, ResolveData::All).unwrap_err();
+        assert!(
+            matches!(e, WorldError::EventNotFound { .. }),
+            "{bad}: {e:?}"
+        );
+        assert_eq!(e.status(), 404, "{bad}");
+    }
+}

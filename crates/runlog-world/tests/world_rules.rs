@@ -131,11 +131,11 @@ fn run_created_of_a_newer_spec_version_is_run_not_supported() {
     let run = runlog_world::mint_run_id();
     let r = w.create_event(
         Some(&run),
-        req(EventType::RunCreated, None, Some(&run_created_data("wf"))).spec_version(6),
+        req(EventType::RunCreated, None, Some(&run_created_data("wf"))).spec_version(8),
         &params(),
     );
     let e = assert_class(r, "RunNotSupportedError", 400);
-    assert!(e.to_string().contains('6'));
+    assert!(e.to_string().contains('8'));
 }
 
 #[test]
@@ -1147,11 +1147,11 @@ fn requests_that_break_the_schema_are_rejected_400_before_anything_is_written() 
 #[test]
 fn writes_to_a_run_of_a_newer_spec_version_are_run_not_supported() {
     let (_d, w) = world();
-    // A run stamped spec 6 in its metadata (written by a newer World).
+    // A run stamped spec 8 in its metadata (written by a newer World; this one serves 2–7).
     let run = runlog_world::mint_run_id();
     let id = runlog::RunId::new(&run).unwrap();
     w.backend()
-        .create_run_with_meta(&id, br#"{"source":"world","spec_version":6}"#)
+        .create_run_with_meta(&id, br#"{"source":"world","spec_version":8}"#)
         .unwrap();
     w.backend()
         .append_facts(
@@ -1161,7 +1161,7 @@ fn writes_to_a_run_of_a_newer_spec_version_are_run_not_supported() {
         .unwrap();
     assert_eq!(
         w.get_run(&run, ResolveData::All).unwrap().spec_version,
-        Some(6)
+        Some(8)
     );
     assert_class(
         ev(&w, &run, EventType::RunStarted, None, None),

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use runlog_world::{EventType, Pagination, ResolveData, WorldError};
+use runlog_world::{EventRequest, EventType, Pagination, ResolveData, WorldError};
 
 const CANNOT_EXIST: [&str; 5] = [
     "my-run-id",
@@ -78,4 +78,40 @@ fn a_write_about_a_run_that_cannot_exist_is_not_found_and_one_that_would_store_i
     }
     // Nothing was written: the store holds no run at all.
     assert!(w.backend().list_runs(None, 100).unwrap().runs.is_empty());
+}
+
+#[test]
+fn the_beta55_members_answer_not_found_for_a_run_id_that_cannot_exist() {
+    let (_d, w) = world();
+    for id in CANNOT_EXIST {
+        // A slot id or a ULID event id of such a run: the run is what is not found.
+        not_found(
+            w.get_event(id, &runlog_world::slot_event_id(1), ResolveData::All),
+            id,
+        );
+        not_found(
+            w.wait_for_terminal_run(id, std::time::Duration::ZERO, ResolveData::None),
+            id,
+        );
+        let wait = EventRequest::new(EventType::WaitCreated)
+            .correlation_id("wait_1")
+            .data(r#"{"resumeAt":"2030-01-01T00:00:00.000Z"}"#)
+            .unwrap();
+        not_found(w.create_batch(id, vec![wait], &params()), id);
+    }
+    // getMany: `null` for each, in input order, beside a run that exists.
+    let run = create_run(&w);
+    let ids: Vec<String> = CANNOT_EXIST
+        .iter()
+        .map(|s| s.to_string())
+        .chain([run.clone()])
+        .collect();
+    let got = w.get_runs(&ids, ResolveData::None).unwrap();
+    let found: Vec<Option<&str>> = got
+        .iter()
+        .map(|r| r.as_ref().map(|r| r.run_id.as_str()))
+        .collect();
+    let mut expected = vec![None; CANNOT_EXIST.len()];
+    expected.push(Some(run.as_str()));
+    assert_eq!(found, expected);
 }

@@ -16,8 +16,15 @@
 //   runsWithExtraTerminal   runs holding more than one terminal event
 //   entitiesCreatedTwice    steps, hooks and waits whose creation event is stored more than once
 //   runsWithoutTerminal     runs left without a terminal event (should be 0: every writer tries one)
+//   runsWithSlotGaps        runs whose event ids are not the slots 1…n in order (spec ≥ 6 only)
+//
+// --app <dir> runs the storm through the line of the app in <dir> (its @workflow/world
+// decides; examples/sdk-5.0.0-beta.55 after `node examples/run.mjs 5.0.0-beta.55 local`):
+// the World is created with that directory as cwd, runs are stamped with its specVersion,
+// and `--world local` is the app's own world-local.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,22 +33,26 @@ const self = fileURLToPath(import.meta.url);
 const packageDir = path.resolve(path.dirname(self), '..');
 
 function args() {
-  const out = { world: 'both', processes: 2, writers: 8, runs: 30, child: false, dataDir: undefined, at: 0, seed: 1 };
+  const out = { world: 'both', processes: 2, writers: 8, runs: 30, child: false, dataDir: undefined, at: 0, seed: 1, app: undefined };
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i++) {
     const k = a[i].replace(/^--/, '');
     if (k === 'child') out.child = true;
     else out[k] = ['processes', 'writers', 'runs', 'at', 'seed'].includes(k) ? Number(a[++i]) : a[++i];
   }
+  if (out.app) out.app = path.resolve(out.app);
   return out;
 }
 
-async function openWorld(kind, dataDir) {
+async function openWorld(kind, dataDir, app) {
+  if (app) process.chdir(app);
   if (kind === 'runlog') {
     const { createWorld } = await import(path.join(packageDir, 'index.js'));
     return createWorld({ dataDir, recoverActiveRuns: false });
   }
-  const { createWorld } = await import('@workflow/world-local');
+  const { createWorld } = app
+    ? createRequire(path.join(process.cwd(), 'package.json'))('@workflow/world-local')
+    : await import('@workflow/world-local');
   const w = createWorld({ dataDir, recoverActiveRuns: false });
   await w.start?.();
   return w;
@@ -69,7 +80,7 @@ function mulberry32(seed) {
 const bytes = (s) => new TextEncoder().encode(s);
 const TERMINAL = ['run_completed', 'run_failed', 'run_cancelled'];
 
-function requests(runId, rnd) {
+function requests(runId, rnd, spec) {
   const terminal = TERMINAL[Math.floor(rnd() * 3)];
   const data = {
     run_completed: { output: bytes('done') },
@@ -77,17 +88,18 @@ function requests(runId, rnd) {
     run_cancelled: undefined,
   }[terminal];
   return [
-    { eventType: terminal, specVersion: 5, ...(data && { eventData: data }) },
-    { eventType: 'step_created', correlationId: 'step_a', specVersion: 5, eventData: { stepName: 'step//storm//a', input: bytes('a') } },
-    { eventType: 'step_created', correlationId: 'step_b', specVersion: 5, eventData: { stepName: 'step//storm//b', input: bytes('b') } },
-    { eventType: 'step_started', correlationId: 'step_c', specVersion: 5, eventData: { stepName: 'step//storm//c', input: bytes('c') } },
-    { eventType: 'hook_created', correlationId: 'hook_a', specVersion: 5, eventData: { token: `tok_${runId}`, metadata: bytes('m') } },
-    { eventType: 'wait_created', correlationId: 'wait_a', specVersion: 5, eventData: { resumeAt: new Date(Date.now() + 3_600_000) } },
+    { eventType: terminal, specVersion: spec, ...(data && { eventData: data }) },
+    { eventType: 'step_created', correlationId: 'step_a', specVersion: spec, eventData: { stepName: 'step//storm//a', input: bytes('a') } },
+    { eventType: 'step_created', correlationId: 'step_b', specVersion: spec, eventData: { stepName: 'step//storm//b', input: bytes('b') } },
+    { eventType: 'step_started', correlationId: 'step_c', specVersion: spec, eventData: { stepName: 'step//storm//c', input: bytes('c') } },
+    { eventType: 'hook_created', correlationId: 'hook_a', specVersion: spec, eventData: { token: `tok_${runId}`, metadata: bytes('m') } },
+    { eventType: 'wait_created', correlationId: 'wait_a', specVersion: spec, eventData: { resumeAt: new Date(Date.now() + 3_600_000) } },
   ];
 }
 
 async function child(o) {
-  const world = await openWorld(o.world, o.dataDir);
+  const world = await openWorld(o.world, o.dataDir, o.app);
+  const spec = world.specVersion ?? 5;
   const runIds = JSON.parse(process.env.STORM_RUN_IDS);
   const outcomes = {};
   let attempts = 0;
@@ -99,7 +111,7 @@ async function child(o) {
       const rnd = mulberry32(o.seed * 1000 + wi + 1);
       for (const runId of shuffle(runIds, rnd)) {
         await Promise.all(
-          shuffle(requests(runId, rnd), rnd).map(async (req) => {
+          shuffle(requests(runId, rnd, spec), rnd).map(async (req) => {
             attempts++;
             let k;
             try {
@@ -134,7 +146,7 @@ function runChild(o, dataDir, runIds, seed, at) {
   return new Promise((resolve, reject) => {
     const c = spawn(
       process.execPath,
-      [self, '--child', '--world', o.world, '--dataDir', dataDir, '--writers', String(o.writers), '--seed', String(seed), '--at', String(at)],
+      [self, '--child', '--world', o.world, '--dataDir', dataDir, '--writers', String(o.writers), '--seed', String(seed), '--at', String(at), ...(o.app ? ['--app', o.app] : [])],
       { env: { ...process.env, STORM_RUN_IDS: JSON.stringify(runIds) }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let out = '';
@@ -146,15 +158,16 @@ function runChild(o, dataDir, runIds, seed, at) {
 async function storm(o) {
   const dataDir = mkdtempSync(path.join(tmpdir(), `storm-${o.world}-`));
   try {
-    const world = await openWorld(o.world, dataDir);
+    const world = await openWorld(o.world, dataDir, o.app);
+    const spec = world.specVersion ?? 5;
     const runIds = [];
     for (let i = 0; i < o.runs; i++) {
       const { run } = await world.events.create(null, {
         eventType: 'run_created',
-        specVersion: 5,
+        specVersion: spec,
         eventData: { deploymentId: 'dpl_storm', workflowName: 'workflow//storm//wf', input: bytes(`run ${i}`) },
       });
-      await world.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+      await world.events.create(run.runId, { eventType: 'run_started', specVersion: spec });
       runIds.push(run.runId);
     }
     await world.close?.();
@@ -163,7 +176,8 @@ async function storm(o) {
     const children = await Promise.all(Array.from({ length: o.processes }, (_, p) => runChild(o, dataDir, runIds, p + 1, at)));
     const wallMs = performance.now() - t0 - 1500;
 
-    const reader = await openWorld(o.world, dataDir);
+    const reader = await openWorld(o.world, dataDir, o.app);
+    let runsWithSlotGaps = 0;
     let runsWithExtraTerminal = 0;
     let runsWithoutTerminal = 0;
     let extraTerminalEvents = 0;
@@ -172,6 +186,7 @@ async function storm(o) {
     for (const runId of runIds) {
       const evs = await allEvents(reader, runId);
       events += evs.length;
+      if (spec >= 6 && evs.some((e, i) => e.eventId !== `evnt_${String(i + 1).padStart(26, '0')}`)) runsWithSlotGaps++;
       const terminal = evs.filter((e) => TERMINAL.includes(e.eventType)).length;
       if (terminal > 1) runsWithExtraTerminal++;
       if (terminal === 0) runsWithoutTerminal++;
@@ -189,7 +204,8 @@ async function storm(o) {
     const outcomes = {};
     for (const c of children) for (const [k, n] of Object.entries(c.outcomes)) outcomes[k] = (outcomes[k] ?? 0) + n;
     return {
-      world: o.world === 'runlog' ? 'world-runlog' : '@workflow/world-local@5.0.0-beta.29',
+      world: o.world === 'runlog' ? 'world-runlog' : `@workflow/world-local@${o.app ? 'app' : '5.0.0-beta.29'}`,
+      specVersion: spec,
       processes: o.processes,
       writers: o.writers,
       runs: o.runs,
@@ -199,6 +215,7 @@ async function storm(o) {
       extraTerminalEvents,
       entitiesCreatedTwice,
       runsWithoutTerminal,
+      ...(spec >= 6 && { runsWithSlotGaps }),
       outcomes,
       stormMs: Math.round(wallMs),
     };
@@ -215,5 +232,5 @@ if (o.child) {
   const results = [];
   for (const world of kinds) results.push(await storm({ ...o, world }));
   console.log(JSON.stringify({ results }, null, 2));
-  if (results.some((r) => r.world === 'world-runlog' && (r.runsWithExtraTerminal > 0 || r.entitiesCreatedTwice > 0))) process.exitCode = 1;
+  if (results.some((r) => r.world === 'world-runlog' && (r.runsWithExtraTerminal > 0 || r.entitiesCreatedTwice > 0 || r.runsWithSlotGaps > 0))) process.exitCode = 1;
 }

@@ -44,6 +44,25 @@ const KINDS = Object.freeze({
     return at < 0 ? null : [`${field}[${at}]`, 'must be a string or a Uint8Array'];
   },
   optionalInteger: (v, field) => (v === undefined || Number.isSafeInteger(v) ? null : [field, 'must be an integer']),
+  /** `runs.getMany`'s ids. */
+  strings: (v, field) => {
+    if (!Array.isArray(v)) return [field, 'must be an array of strings'];
+    const at = v.findIndex((x) => typeof x !== 'string');
+    return at < 0 ? null : [`${field}[${at}]`, 'must be a string'];
+  },
+  /** `events.createBatch`'s items. */
+  objects: (v, field) => {
+    if (!Array.isArray(v)) return [field, 'must be an array of objects'];
+    const at = v.findIndex((x) => !isObject(x));
+    return at < 0 ? null : [`${field}[${at}]`, 'must be an object'];
+  },
+  /** `runs.list`'s `params.status` on the beta.55 line: one status or an array of them. */
+  optionalStatuses: (v, field) => {
+    if (v === undefined || typeof v === 'string') return null;
+    if (!Array.isArray(v)) return [field, 'must be a string or an array of strings'];
+    const at = v.findIndex((x) => typeof x !== 'string');
+    return at < 0 ? null : [`${field}[${at}]`, 'must be a string'];
+  },
 });
 
 /**
@@ -82,6 +101,23 @@ export const SIGNATURES = Object.freeze({
   },
 });
 
+/**
+ * The members the 5.0.0-beta.55 line adds to storage (src/line-beta55.js puts them on a
+ * World of that line only), checked the same way as `SIGNATURES`. `runs.list` is there
+ * because its `params.status` may be an array on that line (checked by `checkArg` with
+ * kind `optionalStatuses` before the list runs).
+ */
+export const BETA55_SIGNATURES = Object.freeze({
+  runs: {
+    list: [['params', 'optionalObject']],
+    getMany: [['runIds', 'strings'], ['params', 'optionalObject']],
+    waitForTerminalStatus: [['runId', 'string'], ['params', 'optionalObject']],
+  },
+  events: {
+    createBatch: [['runId', 'string'], ['events', 'objects'], ['params', 'optionalObject']],
+  },
+});
+
 /** The INVALID_INPUT error for `value` as an argument `field` of `kind`, or `null`. */
 export function checkArg(field, kind, value) {
   const bad = KINDS[kind](value, field);
@@ -99,11 +135,12 @@ function checkArgs(signature, args) {
 
 /**
  * `f` (a storage method returning a promise) with its arguments checked against the
- * signature of `namespace.method` first: a bad one rejects with `WorkflowWorldError` 400
- * (code INVALID_INPUT, the addon-shaped error as `cause`) and `f` is not called.
+ * signature of `namespace.method` in `signatures` (`SIGNATURES`, or `BETA55_SIGNATURES`)
+ * first: a bad one rejects with `WorkflowWorldError` 400 (code INVALID_INPUT, the
+ * addon-shaped error as `cause`) and `f` is not called.
  */
-export function checked(namespace, method, f) {
-  const signature = SIGNATURES[namespace][method];
+export function checked(namespace, method, f, signatures = SIGNATURES) {
+  const signature = signatures[namespace][method];
   return (...args) => {
     const err = checkArgs(signature, args);
     return err === null ? f(...args) : Promise.reject(toWorkflowError(err));

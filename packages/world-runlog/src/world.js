@@ -2,12 +2,15 @@
 // queue is @workflow/world-local's (the published local queue: HTTP delivery to the app's
 // /.well-known/workflow/v1/flow, delaySeconds, idempotency keys, redelivery), that of the
 // SDK line the app runs (src/line.js): on workflow 4.x it declares spec 3 and borrows
-// world-local 4.x's queue, on 5.0.0-beta.35 spec 5 and world-local 5.0.0-beta.29's. Both
+// world-local 4.x's queue, on 5.0.0-beta.35 spec 5 and world-local 5.0.0-beta.29's, on
+// 5.0.0-beta.55 spec 7 (6 with WORKFLOW_SEALED_LOG=0), world-local 5.0.0-beta.46's queue and
+// the line's own members (src/line-beta55.js). Both
 // stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
 // over the same Rust streams.
 import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
-import { detectLine } from './line.js';
+import { extendForBeta55 } from './line-beta55.js';
+import { detectLine, LINES } from './line.js';
 import { Store } from './native.js';
 import { recoverActiveRuns } from './recovery.js';
 import { createStorage } from './storage.js';
@@ -26,6 +29,9 @@ export function createWorld(options = {}) {
   const line = detectLine();
   // world-local creates no file until its own start() or storage are used; this World
   // calls neither, so its data directory is never touched.
+  // The app's runtime line (src/line.js) decides the queue (each line's world-local speaks
+  // its own payloads), the spec version and, on 5.0.0-beta.55, the surface
+  // (src/line-beta55.js).
   const local = line.createLocalWorld({ recoverActiveRuns: false, port: config.port, baseUrl: config.baseUrl });
   const queue = Object.fromEntries(QUEUE_MEMBERS.filter((k) => k in local).map((k) => [k, local[k]]));
   // Where nothing says where the app is, the CLI's default for the local World (src/base-url.js).
@@ -103,10 +109,12 @@ export function createWorld(options = {}) {
       if (config.recoverActiveRuns && storage.available) {
         // Through the World's own `queue` member, so that a wrapper (or a test) replacing it
         // is used.
+        // `self.runs`: on the beta.55 line its `list` takes the status array that line's
+        // reenqueueActiveRuns asks for.
         const enqueue = (name, payload, opts) => self.queue(name, payload, opts);
         starting = true;
         try {
-          recovery = await recoverActiveRuns(storage.runs, enqueue, line.reenqueueActiveRuns, 'world-runlog');
+          recovery = await recoverActiveRuns(self.runs, enqueue, line.reenqueueActiveRuns, 'world-runlog');
         } finally {
           starting = false;
         }
@@ -143,11 +151,12 @@ export function createWorld(options = {}) {
       get readOnly() {
         return readOnly;
       },
-      line: { source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
+      line: { name: line.name, source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
     },
   };
+  if (line.name === LINES.BETA55) extendForBeta55(self, { line, openWorld });
   return self;
 }
 

@@ -276,9 +276,14 @@ describe('the SDK line, from the app', () => {
     expect(line.createLocalWorld({}).fake).toBe(true);
   });
 
-  test('a line newer than runlog serves declares at most spec 5', () => {
+  test('the spec per line: 5.0.0-beta.37 (the beta.55 line) declares 7, a spec runlog serves (no longer capped at 5)', () => {
     fakeApp(tmp.dir, '5.0.0-beta.37', 7);
-    expect(detectLine(tmp.dir).specVersion).toBe(5);
+    expect(detectLine(tmp.dir)).toMatchObject({ name: '5.0.0-beta.55', source: 'app', specVersion: 7 });
+  });
+
+  test('a line newer than runlog serves declares at most spec 7', () => {
+    fakeApp(tmp.dir, '5.0.0-beta.60', 9);
+    expect(detectLine(tmp.dir)).toMatchObject({ name: '5.0.0-beta.55', specVersion: 7 });
   });
 
   test("an app's @workflow/world that cannot be required (top-level await): this package's own, and why", () => {
@@ -318,7 +323,7 @@ describe('the SDK line, from the app', () => {
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({
       spec: 3,
-      line: { source: 'app', worldVersion: '4.5.0', worldLocalVersion: '4.5.0', specVersion: 3 },
+      line: { name: '4.x', source: 'app', worldVersion: '4.5.0', worldLocalVersion: '4.5.0', specVersion: 3 },
       messageId: 'msg_fake',
       deployment: 'dpl_fake',
     });
