@@ -20,6 +20,19 @@ fn open(fs: &SimFs) -> Store {
     Store::open_with_fs(Arc::new(fs.clone()), ROOT, Config::default()).unwrap()
 }
 
+/// A fresh simulated file system (seed `seed`) holding run `run` with one committed event,
+/// `one`, and the store that wrote it.
+fn one_committed(seed: u64, run: &str) -> (SimFs, RunId, Store) {
+    let fs = SimFs::new(seed);
+    let run = RunId::new(run).unwrap();
+    let store = open(&fs);
+    store.create_run(&run).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("k", "one")])
+        .unwrap();
+    (fs, run, store)
+}
+
 fn payloads(store: &Store, run: &RunId) -> Vec<String> {
     let page = store.read(run, 0, 100).unwrap();
     for (i, e) in page.events.iter().enumerate() {
@@ -91,18 +104,11 @@ fn marker_for(len: usize) -> Vec<u8> {
 #[test]
 fn a_failed_fdatasync_is_cut_back_and_never_adopted() {
     for crash_seed in [None, Some(1), Some(2), Some(3)] {
-        let fs = SimFs::new(7);
-        let run = RunId::new("r").unwrap();
-        {
-            let store = open(&fs);
-            store.create_run(&run).unwrap();
-            store
-                .append_facts(&run, vec![NewEvent::new("k", "one")])
-                .unwrap();
-            fs.inject(Fault::once(Trigger::Sync(fs.sync_count()), FaultKind::Eio));
-            let failed = store.append_facts(&run, vec![NewEvent::new("k", "two")]);
-            assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
-        }
+        let (fs, run, store) = one_committed(7, "r");
+        fs.inject(Fault::once(Trigger::Sync(fs.sync_count()), FaultKind::Eio));
+        let failed = store.append_facts(&run, vec![NewEvent::new("k", "two")]);
+        assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
+        drop(store);
         if let Some(seed) = crash_seed {
             fs.crash(seed);
         }
@@ -119,13 +125,7 @@ fn a_failed_fdatasync_is_cut_back_and_never_adopted() {
 
 #[test]
 fn a_failed_write_is_cut_back_and_the_run_stays_writable() {
-    let fs = SimFs::new(9);
-    let run = RunId::new("w").unwrap();
-    let store = open(&fs);
-    store.create_run(&run).unwrap();
-    store
-        .append_facts(&run, vec![NewEvent::new("k", "one")])
-        .unwrap();
+    let (fs, run, store) = one_committed(9, "w");
     fs.inject(Fault::once(Trigger::Op(fs.op_count()), FaultKind::Eio));
     assert!(
         store
@@ -140,13 +140,7 @@ fn a_failed_write_is_cut_back_and_the_run_stays_writable() {
 
 #[test]
 fn after_a_failed_fdatasync_whose_cut_back_succeeds_the_same_handle_appends_at_the_same_seq() {
-    let fs = SimFs::new(21);
-    let run = RunId::new("r").unwrap();
-    let store = open(&fs);
-    store.create_run(&run).unwrap();
-    store
-        .append_facts(&run, vec![NewEvent::new("k", "one")])
-        .unwrap();
+    let (fs, run, store) = one_committed(21, "r");
     let failed = group("cut back");
     fail_call(&fs, CallKind::SyncData, fs.call_count(CallKind::SyncData));
     let err = store.append_facts(&run, facts(&failed)).unwrap_err();
@@ -177,13 +171,7 @@ fn after_a_failed_fdatasync_whose_cut_back_succeeds_the_same_handle_appends_at_t
 #[test]
 fn a_failed_cut_back_poisons_the_handle_with_context_and_the_next_opener_honours_the_marker() {
     for cut in [Cut::Truncate, Cut::Sync] {
-        let fs = SimFs::new(22);
-        let run = RunId::new("r").unwrap();
-        let store = open(&fs);
-        store.create_run(&run).unwrap();
-        store
-            .append_facts(&run, vec![NewEvent::new("k", "one")])
-            .unwrap();
+        let (fs, run, store) = one_committed(22, "r");
         let committed = file(&fs, SEGMENT).unwrap().len();
         let failed = group("poison");
         fail_group_and_cut(&fs, cut, false);
@@ -224,13 +212,7 @@ fn a_failed_cut_back_poisons_the_handle_with_context_and_the_next_opener_honours
 
 #[test]
 fn a_writer_refuses_to_write_while_it_cannot_apply_a_cut_marker() {
-    let fs = SimFs::new(23);
-    let run = RunId::new("r").unwrap();
-    let store = open(&fs);
-    store.create_run(&run).unwrap();
-    store
-        .append_facts(&run, vec![NewEvent::new("k", "one")])
-        .unwrap();
+    let (fs, run, store) = one_committed(23, "r");
     let failed = group("refused");
     fail_group_and_cut(&fs, Cut::Truncate, false);
     assert!(store.append_facts(&run, facts(&failed)).is_err());
@@ -270,12 +252,7 @@ fn store_with_history(fs: &SimFs, run: &RunId) -> Store {
 #[test]
 fn a_handle_that_checked_the_tail_before_the_failure_honours_the_marker_at_its_next_commit() {
     for cut in [Cut::Sync, Cut::Truncate] {
-        let fs = SimFs::new(24);
-        let run = RunId::new("r").unwrap();
-        let a = open(&fs);
-        a.create_run(&run).unwrap();
-        a.append_facts(&run, vec![NewEvent::new("k", "one")])
-            .unwrap();
+        let (fs, run, a) = one_committed(24, "r");
         let b = store_with_history(&fs, &run);
         fail_group_and_cut(&fs, cut, false);
         assert!(a.append_facts(&run, facts(&group("early"))).is_err());
@@ -300,12 +277,7 @@ fn a_handle_that_checked_the_tail_before_the_failure_honours_the_marker_at_its_n
 /// it is removed).
 #[test]
 fn a_marker_whose_removal_was_lost_cuts_nothing_committed_after_it() {
-    let fs = SimFs::new(25);
-    let run = RunId::new("r").unwrap();
-    let a = open(&fs);
-    a.create_run(&run).unwrap();
-    a.append_facts(&run, vec![NewEvent::new("k", "one")])
-        .unwrap();
+    let (fs, run, a) = one_committed(25, "r");
     let b = store_with_history(&fs, &run);
     let d = store_with_history(&fs, &run);
     fail_group_and_cut(&fs, Cut::Truncate, false);
@@ -335,12 +307,7 @@ fn a_marker_whose_removal_was_lost_cuts_nothing_committed_after_it() {
 #[test]
 fn a_marker_is_removed_only_after_its_cut_is_durable() {
     for seed in 0..32 {
-        let fs = SimFs::new(26);
-        let run = RunId::new("r").unwrap();
-        let a = open(&fs);
-        a.create_run(&run).unwrap();
-        a.append_facts(&run, vec![NewEvent::new("k", "one")])
-            .unwrap();
+        let (fs, run, a) = one_committed(26, "r");
         let failed = group("cached cut");
         fail_group_and_cut(&fs, Cut::Sync, false);
         assert!(a.append_facts(&run, facts(&failed)).is_err());

@@ -18,13 +18,10 @@ use std::time::Duration;
 
 use common::*;
 use parking_lot::{Condvar, Mutex};
-use runlog::{
-    Appended, EventRef, NewEvent, ReadPage, Result as LogResult, RunId, RunInfo, RunLog, RunPage,
-    Seq, Store, VerifyReport,
-};
+use runlog::{Result as LogResult, RunId, RunLog, Seq, Store};
 use runlog_world::{EventType, HOOK_TOKENS_RUN, World, WorldConfig, WorldError};
 
-/// What the [`Faulty`] backend does to the next `hook_created` appended to its run.
+/// What [`Faulty`] does to the next `hook_created` appended to its run.
 enum Fault {
     /// Fails with EIO, writing nothing.
     Eio,
@@ -34,9 +31,8 @@ enum Fault {
     Hold(Arc<(Mutex<bool>, Condvar)>),
 }
 
-/// A store that applies a [`Fault`] to the next `hook_created` appended to one run.
+/// Applies a [`Fault`] to the next `hook_created` appended to one run.
 struct Faulty {
-    inner: Arc<Store>,
     next: Mutex<Option<(RunId, Fault)>>,
 }
 
@@ -45,32 +41,24 @@ fn eio() -> runlog::Error {
     runlog::Error::io("syncing", "injected", std::io::Error::from_raw_os_error(5))
 }
 
-impl RunLog for Faulty {
-    fn create_run(&self, run: &RunId, meta: &[u8]) -> LogResult<()> {
-        self.inner.create_run(run, meta)
-    }
-    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> LogResult<Vec<Appended>> {
-        self.inner.append_facts(run, events)
-    }
-    fn append_decisions(
-        &self,
-        run: &RunId,
-        expected: Seq,
-        events: Vec<NewEvent>,
-    ) -> LogResult<Vec<Seq>> {
-        let hook_created = events.first().is_some_and(|e| e.kind == "hook_created");
+impl Interposer for Faulty {
+    fn append_decisions(&self, inner: &dyn RunLog, call: Decisions<'_>) -> LogResult<Vec<Seq>> {
+        let hook_created = call
+            .events
+            .first()
+            .is_some_and(|e| e.kind == "hook_created");
         let fault = {
             let mut next = self.next.lock();
             match next.as_ref() {
-                Some((r, _)) if r == run && hook_created => next.take().map(|(_, f)| f),
+                Some((r, _)) if r == call.run && hook_created => next.take().map(|(_, f)| f),
                 _ => None,
             }
         };
         match fault {
-            None => self.inner.append_decisions(run, expected, events),
+            None => call.pass(inner),
             Some(Fault::Eio) => Err(eio()),
             Some(Fault::CommitThenEio) => {
-                self.inner.append_decisions(run, expected, events)?;
+                call.pass(inner)?;
                 Err(eio())
             }
             Some(Fault::Hold(gate)) => {
@@ -80,44 +68,14 @@ impl RunLog for Faulty {
                     cv.wait(&mut open);
                 }
                 drop(open);
-                self.inner.append_decisions(run, expected, events)
+                call.pass(inner)
             }
         }
     }
-    fn read(&self, run: &RunId, after: Seq, limit: usize) -> LogResult<ReadPage> {
-        self.inner.read(run, after, limit)
-    }
-    fn read_each(
-        &self,
-        run: &RunId,
-        after: Seq,
-        limit: usize,
-        f: &mut dyn FnMut(EventRef<'_>),
-    ) -> LogResult<(Seq, bool)> {
-        self.inner.read_each(run, after, limit, f)
-    }
-    fn last_seq(&self, run: &RunId) -> LogResult<Seq> {
-        self.inner.last_seq(run)
-    }
-    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> LogResult<Seq> {
-        self.inner.wait(run, after, timeout)
-    }
-    fn run_info(&self, run: &RunId) -> LogResult<RunInfo> {
-        self.inner.run_info(run)
-    }
-    fn run_meta(&self, run: &RunId) -> LogResult<Vec<u8>> {
-        self.inner.run_meta(run)
-    }
-    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> LogResult<RunPage> {
-        self.inner.list_runs(after, limit)
-    }
-    fn delete_run(&self, run: &RunId) -> LogResult<()> {
-        self.inner.delete_run(run)
-    }
-    fn verify_run(&self, run: &RunId) -> LogResult<VerifyReport> {
-        self.inner.verify_run(run)
-    }
 }
+
+/// A store whose appends go through a [`Faulty`].
+type FaultyStore = Interposed<Arc<Store>, Faulty>;
 
 /// Grace of the Worlds below: short, so that the tests wait little.
 const GRACE_MS: u64 = 150;
@@ -178,16 +136,22 @@ fn claims_of(store: &Store, token: &str) -> Vec<(String, String)> {
 }
 
 /// Two running runs on a fresh store, and a World on a [`Faulty`] view of it.
-fn setup() -> (tempfile::TempDir, Arc<Store>, World<Faulty>, String, String) {
+fn setup() -> (
+    tempfile::TempDir,
+    Arc<Store>,
+    World<FaultyStore>,
+    String,
+    String,
+) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path(), runlog::Config::default()).unwrap());
     let seed = World::new(store.clone(), WorldConfig::default());
     let (a, b) = (running_run(&seed), running_run(&seed));
     drop(seed);
-    let backend = Faulty {
-        inner: store.clone(),
+    let faulty = Faulty {
         next: Mutex::new(None),
     };
+    let backend = Interposed::new(store.clone(), faulty);
     (dir, store, World::new(backend, config()), a, b)
 }
 
@@ -195,7 +159,7 @@ fn setup() -> (tempfile::TempDir, Arc<Store>, World<Faulty>, String, String) {
 fn a_hook_created_rejected_after_its_claim_never_blocks_another_run_and_a_lost_reply_keeps_its_token()
  {
     let (_d, store, w, a, b) = setup();
-    *w.backend().next.lock() = Some((RunId::new(&a).unwrap(), Fault::Eio));
+    *w.backend().hooks.next.lock() = Some((RunId::new(&a).unwrap(), Fault::Eio));
     let rejected = hook_on(&w, &a, "hook_a", "tok").unwrap_err();
     assert_eq!(rejected.status(), 500, "{rejected}");
     // The state the issue found: A's claim is in the claims log, A holds no such hook.
@@ -237,7 +201,7 @@ fn a_hook_created_rejected_after_its_claim_never_blocks_another_run_and_a_lost_r
     // A reply lost after the commit: the claimant's hook is in its log, so it keeps the
     // token and the other run conflicts.
     let (c, d) = (running_run_on(&w), running_run_on(&w));
-    *w.backend().next.lock() = Some((RunId::new(&c).unwrap(), Fault::CommitThenEio));
+    *w.backend().hooks.next.lock() = Some((RunId::new(&c).unwrap(), Fault::CommitThenEio));
     assert!(hook_on(&w, &c, "hook_c", "tok2").is_err());
     let lost = hook_on(&w, &d, "hook_d", "tok2").unwrap();
     assert_eq!(lost.event.unwrap().event_type, EventType::HookConflict);
@@ -267,7 +231,7 @@ fn a_claimant_still_in_flight_after_the_grace_loses_the_token_and_its_append_nev
     let (_d, store, w, a, b) = setup();
     let w = Arc::new(w);
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
-    *w.backend().next.lock() = Some((RunId::new(&a).unwrap(), Fault::Hold(gate.clone())));
+    *w.backend().hooks.next.lock() = Some((RunId::new(&a).unwrap(), Fault::Hold(gate.clone())));
     let claimant = {
         let (w, a) = (w.clone(), a.clone());
         std::thread::spawn(move || hook_on(&w, &a, "hook_a", "tok"))

@@ -9,14 +9,10 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
 
-use common::{params, req, run_created_data};
+use common::{Decisions, Interposed, Interposer, params, req, run_created_data};
 use parking_lot::Mutex;
-use runlog::{
-    Appended, Config, EventRef, NewEvent, ReadPage, RunId, RunInfo, RunLog, RunPage, Seq, Store,
-    VerifyReport,
-};
+use runlog::{Config, NewEvent, Result as LogResult, RunId, RunLog, Seq, Store};
 use runlog_world::{EventType, World, WorldConfig, WorldError};
 use ulid::Ulid;
 
@@ -24,10 +20,9 @@ use ulid::Ulid;
 /// moves on, as it would for any foreign writer).
 const INTERLOPER_KIND: &str = "interloper";
 
-/// A store whose `append_decisions` to the contested run is always preceded by another
-/// writer's fact, so the decision's fence is always stale by one event.
+/// The other writer: every `append_decisions` to the contested run is preceded by its fact,
+/// so the decision's fence is always stale by one event.
 struct Interloper {
-    inner: Arc<Store>,
     contested: Mutex<Option<RunId>>,
     racing: AtomicBool,
     /// Fenced appends the World made to the contested run while racing.
@@ -49,76 +44,35 @@ impl Interloper {
     }
 }
 
-impl RunLog for Interloper {
-    fn create_run(&self, run: &RunId, meta: &[u8]) -> runlog::Result<()> {
-        self.inner.create_run(run, meta)
-    }
-    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> runlog::Result<Vec<Appended>> {
-        self.inner.append_facts(run, events)
-    }
-    fn append_decisions(
-        &self,
-        run: &RunId,
-        expected: Seq,
-        events: Vec<NewEvent>,
-    ) -> runlog::Result<Vec<Seq>> {
-        if self.races(run) {
+impl Interposer for Interloper {
+    fn append_decisions(&self, inner: &dyn RunLog, call: Decisions<'_>) -> LogResult<Vec<Seq>> {
+        if self.races(call.run) {
             let n = self.fenced_appends.fetch_add(1, Ordering::SeqCst);
             // An event id of its own (time 1 ms, random part n): one minted by runlog, the
             // successor of the run's last id, could meet the id the World minted for its
             // request in the same millisecond, and the World's re-mint is an attempt
             // without an append.
             let fact = NewEvent::new(INTERLOPER_KIND, "{}").event_id(Ulid::from_parts(1, n.into()));
-            self.inner.append_facts(run, vec![fact])?;
+            inner.append_facts(call.run, vec![fact])?;
         }
-        self.inner.append_decisions(run, expected, events)
-    }
-    fn read(&self, run: &RunId, after: Seq, limit: usize) -> runlog::Result<ReadPage> {
-        self.inner.read(run, after, limit)
-    }
-    fn read_each(
-        &self,
-        run: &RunId,
-        after: Seq,
-        limit: usize,
-        f: &mut dyn FnMut(EventRef<'_>),
-    ) -> runlog::Result<(Seq, bool)> {
-        self.inner.read_each(run, after, limit, f)
-    }
-    fn last_seq(&self, run: &RunId) -> runlog::Result<Seq> {
-        self.inner.last_seq(run)
-    }
-    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> runlog::Result<Seq> {
-        self.inner.wait(run, after, timeout)
-    }
-    fn run_info(&self, run: &RunId) -> runlog::Result<RunInfo> {
-        self.inner.run_info(run)
-    }
-    fn run_meta(&self, run: &RunId) -> runlog::Result<Vec<u8>> {
-        self.inner.run_meta(run)
-    }
-    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> runlog::Result<RunPage> {
-        self.inner.list_runs(after, limit)
-    }
-    fn delete_run(&self, run: &RunId) -> runlog::Result<()> {
-        self.inner.delete_run(run)
-    }
-    fn verify_run(&self, run: &RunId) -> runlog::Result<VerifyReport> {
-        self.inner.verify_run(run)
+        call.pass(inner)
     }
 }
 
+/// The contested store: a [`Store`] whose appends go through an [`Interloper`].
+type Contested = Interposed<Arc<Store>, Interloper>;
+
 /// A World with the default config (100 fenced attempts) on an `Interloper` store, and a
 /// started run on it.
-fn contested_world() -> (tempfile::TempDir, World<Interloper>, String) {
+fn contested_world() -> (tempfile::TempDir, World<Contested>, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::open(dir.path(), Config::default()).expect("open store");
-    let backend = Interloper {
-        inner: Arc::new(store),
+    let interloper = Interloper {
         contested: Mutex::new(None),
         racing: AtomicBool::new(false),
         fenced_appends: AtomicU32::new(0),
     };
+    let backend = Interposed::new(Arc::new(store), interloper);
     let w = World::new(backend, WorldConfig::default());
     assert_eq!(WorldConfig::default().fence_retries_max, 100);
     let run = runlog_world::mint_run_id();
@@ -135,7 +89,7 @@ fn contested_world() -> (tempfile::TempDir, World<Interloper>, String) {
 }
 
 /// The kinds stored in `run`, in seq order.
-fn kinds(w: &World<Interloper>, run: &str) -> Vec<String> {
+fn kinds(w: &World<Contested>, run: &str) -> Vec<String> {
     let id = RunId::new(run).expect("run id");
     let page = w.backend().inner.read(&id, 0, 1000).expect("read");
     assert!(!page.has_more);
@@ -161,7 +115,7 @@ fn create_event_losing_its_fence_100_times_is_busy_503_and_writes_nothing() {
     let before = kinds(&w, &run);
     assert_eq!(before, ["run_created", "run_started"]);
 
-    w.backend().contest(&run);
+    w.backend().hooks.contest(&run);
     let step = r#"{"stepName":"step//./wf//add","input":[1]}"#;
     let err = w
         .create_event(
@@ -170,10 +124,10 @@ fn create_event_losing_its_fence_100_times_is_busy_503_and_writes_nothing() {
             &params(),
         )
         .expect_err("every fence lost");
-    w.backend().stop();
+    w.backend().hooks.stop();
 
     assert_busy(&err, &run);
-    assert_eq!(w.backend().fenced_appends.load(Ordering::SeqCst), 100);
+    assert_eq!(w.backend().hooks.fenced_appends.load(Ordering::SeqCst), 100);
     // The log holds the other writer's 100 facts and nothing of the request.
     let after = kinds(&w, &run);
     assert_eq!(after.len(), 2 + 100);
@@ -193,7 +147,7 @@ fn create_event_losing_its_fence_100_times_is_busy_503_and_writes_nothing() {
 #[test]
 fn a_group_commit_losing_its_fence_100_times_answers_every_member_busy_503() {
     let (_d, w, run) = contested_world();
-    w.backend().contest(&run);
+    w.backend().hooks.contest(&run);
     // Queued together, these three meet in one group commit: one fenced batch per attempt.
     let requests = ["step_a", "step_b", "step_c"]
         .map(|s| {
@@ -206,13 +160,13 @@ fn a_group_commit_losing_its_fence_100_times_answers_every_member_busy_503() {
         })
         .to_vec();
     let answers = w.create_events(requests);
-    w.backend().stop();
+    w.backend().hooks.stop();
 
     assert_eq!(answers.len(), 3);
     for answer in &answers {
         assert_busy(answer.as_ref().expect_err("every fence lost"), &run);
     }
-    assert_eq!(w.backend().fenced_appends.load(Ordering::SeqCst), 100);
+    assert_eq!(w.backend().hooks.fenced_appends.load(Ordering::SeqCst), 100);
     let after = kinds(&w, &run);
     assert_eq!(after.len(), 2 + 100);
     assert!(after[2..].iter().all(|k| k == INTERLOPER_KIND), "{after:?}");

@@ -11,10 +11,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use common::*;
-use runlog::{
-    Appended, Config, EventRef, NewEvent, ReadPage, Result as LogResult, RunId, RunInfo, RunLog,
-    RunPage, Seq, Store, VerifyReport,
-};
+use runlog::{Config, Result as LogResult, RunId, RunLog, Seq, Store};
 use runlog_world::{EventType, StepStatus, World, WorldConfig, WorldError};
 
 #[test]
@@ -132,34 +129,22 @@ fn grouped_requests_keep_every_rule_in_queue_order() {
     }
 }
 
-/// What the second `append_decisions` of a [`SlowThenFaulty`] store does.
+/// What the second `append_decisions` through a [`SlowThenFaulty`] does.
 #[derive(Clone, Copy)]
 enum Fault {
     Panic,
     Eio,
 }
 
-/// A store whose first `append_decisions` sleeps 400 ms (so that requests queue behind it
-/// and form one group) and whose second one panics or fails with EIO, writing nothing.
+/// The first `append_decisions` through it sleeps 400 ms (so that requests queue behind it
+/// and form one group) and the second one panics or fails with EIO, writing nothing.
 struct SlowThenFaulty {
-    inner: Arc<Store>,
     appends: AtomicU32,
     fault: Fault,
 }
 
-impl RunLog for SlowThenFaulty {
-    fn create_run(&self, run: &RunId, meta: &[u8]) -> LogResult<()> {
-        self.inner.create_run(run, meta)
-    }
-    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> LogResult<Vec<Appended>> {
-        self.inner.append_facts(run, events)
-    }
-    fn append_decisions(
-        &self,
-        run: &RunId,
-        expected: Seq,
-        events: Vec<NewEvent>,
-    ) -> LogResult<Vec<Seq>> {
+impl Interposer for SlowThenFaulty {
+    fn append_decisions(&self, inner: &dyn RunLog, call: Decisions<'_>) -> LogResult<Vec<Seq>> {
         match (self.appends.fetch_add(1, Ordering::SeqCst), self.fault) {
             (0, _) => std::thread::sleep(Duration::from_millis(400)),
             (1, Fault::Panic) => panic!("injected: the backend panicked inside a group commit"),
@@ -172,40 +157,7 @@ impl RunLog for SlowThenFaulty {
             }
             _ => {}
         }
-        self.inner.append_decisions(run, expected, events)
-    }
-    fn read(&self, run: &RunId, after: Seq, limit: usize) -> LogResult<ReadPage> {
-        self.inner.read(run, after, limit)
-    }
-    fn read_each(
-        &self,
-        run: &RunId,
-        after: Seq,
-        limit: usize,
-        f: &mut dyn FnMut(EventRef<'_>),
-    ) -> LogResult<(Seq, bool)> {
-        self.inner.read_each(run, after, limit, f)
-    }
-    fn last_seq(&self, run: &RunId) -> LogResult<Seq> {
-        self.inner.last_seq(run)
-    }
-    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> LogResult<Seq> {
-        self.inner.wait(run, after, timeout)
-    }
-    fn run_info(&self, run: &RunId) -> LogResult<RunInfo> {
-        self.inner.run_info(run)
-    }
-    fn run_meta(&self, run: &RunId) -> LogResult<Vec<u8>> {
-        self.inner.run_meta(run)
-    }
-    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> LogResult<RunPage> {
-        self.inner.list_runs(after, limit)
-    }
-    fn delete_run(&self, run: &RunId) -> LogResult<()> {
-        self.inner.delete_run(run)
-    }
-    fn verify_run(&self, run: &RunId) -> LogResult<VerifyReport> {
-        self.inner.verify_run(run)
+        call.pass(inner)
     }
 }
 
@@ -217,18 +169,18 @@ fn group_behind_a_slow_append(
     fault: Fault,
 ) -> (
     String,
-    Arc<World<SlowThenFaulty>>,
+    Arc<World<Interposed<Arc<Store>, SlowThenFaulty>>>,
     Vec<std::thread::Result<Result<runlog_world::EventResult, WorldError>>>,
 ) {
     // The run is created and started directly, so the World's first append is the slow one.
     let seed = World::new(store.clone(), WorldConfig::default());
     let run = running_run(&seed);
     drop(seed);
-    let backend = SlowThenFaulty {
-        inner: store.clone(),
+    let slow = SlowThenFaulty {
         appends: AtomicU32::new(0),
         fault,
     };
+    let backend = Interposed::new(store.clone(), slow);
     let w = Arc::new(World::new(backend, WorldConfig::default()));
     let (tx, rx) = mpsc::channel();
     let first = {

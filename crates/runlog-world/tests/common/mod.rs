@@ -1,8 +1,13 @@
 //! Shared by the World tests: a World on a fresh store, request builders with realistic
 //! payloads (binary values in the reference's `{"__type":"Uint8Array","data":...}` shape),
-//! and assertions on the SDK error class and status.
+//! assertions on the SDK error class and status, and [`Interposed`], a backend whose appends a
+//! test intercepts.
 // Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
+
+mod interposed;
+#[allow(unused_imports)] // as `dead_code` above
+pub use interposed::{Decisions, Facts, Interposed, Interposer};
 
 use std::process::Command;
 use std::sync::Arc;
