@@ -4,14 +4,10 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::*;
 use parking_lot::Mutex;
-use runlog::{
-    Appended, Config, EventRef, NewEvent, ReadPage, RunId, RunInfo, RunLog, RunPage, Seq, Store,
-    VerifyReport,
-};
+use runlog::{Config, RunId, RunLog, Seq, Store};
 use runlog_world::{EventRequest, EventType, StepStatus, World, WorldConfig, slot_event_id};
 
 fn running_run_at(w: &TestWorld, spec: u32) -> String {
@@ -186,64 +182,23 @@ fn batch_after_a_terminal_event_answers_each_event_with_the_terminal_runs_refusa
 /// What another writer does once, just before the next fenced append reaches the store.
 type Intrusion = Box<dyn FnOnce() + Send>;
 
-/// A store that lets another writer commit right before the next fenced append (a lost
-/// race, as another process would cause it).
+/// Lets another writer commit right before the next fenced append (a lost race, as another
+/// process would cause it).
 struct Racing {
-    inner: Arc<Store>,
     before_next_append: Mutex<Option<Intrusion>>,
 }
 
-impl RunLog for Racing {
-    fn create_run(&self, run: &RunId, meta: &[u8]) -> runlog::Result<()> {
-        self.inner.create_run(run, meta)
-    }
-    fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> runlog::Result<Vec<Appended>> {
-        self.inner.append_facts(run, events)
-    }
+impl Interposer for Racing {
     fn append_decisions(
         &self,
-        run: &RunId,
-        expected: Seq,
-        events: Vec<NewEvent>,
+        inner: &dyn RunLog,
+        call: Decisions<'_>,
     ) -> runlog::Result<Vec<Seq>> {
         let intrusion = self.before_next_append.lock().take();
         if let Some(intrude) = intrusion {
             intrude();
         }
-        self.inner.append_decisions(run, expected, events)
-    }
-    fn read(&self, run: &RunId, after: Seq, limit: usize) -> runlog::Result<ReadPage> {
-        self.inner.read(run, after, limit)
-    }
-    fn read_each(
-        &self,
-        run: &RunId,
-        after: Seq,
-        limit: usize,
-        f: &mut dyn FnMut(EventRef<'_>),
-    ) -> runlog::Result<(Seq, bool)> {
-        self.inner.read_each(run, after, limit, f)
-    }
-    fn last_seq(&self, run: &RunId) -> runlog::Result<Seq> {
-        self.inner.last_seq(run)
-    }
-    fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> runlog::Result<Seq> {
-        self.inner.wait(run, after, timeout)
-    }
-    fn run_info(&self, run: &RunId) -> runlog::Result<RunInfo> {
-        self.inner.run_info(run)
-    }
-    fn run_meta(&self, run: &RunId) -> runlog::Result<Vec<u8>> {
-        self.inner.run_meta(run)
-    }
-    fn list_runs(&self, after: Option<&RunId>, limit: usize) -> runlog::Result<RunPage> {
-        self.inner.list_runs(after, limit)
-    }
-    fn delete_run(&self, run: &RunId) -> runlog::Result<()> {
-        self.inner.delete_run(run)
-    }
-    fn verify_run(&self, run: &RunId) -> runlog::Result<VerifyReport> {
-        self.inner.verify_run(run)
+        call.pass(inner)
     }
 }
 
@@ -252,10 +207,12 @@ fn batch_that_loses_its_fence_leaves_nothing_and_is_decided_again_after_the_winn
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path(), Config::default()).unwrap());
     let racing = World::new(
-        Racing {
-            inner: store.clone(),
-            before_next_append: Mutex::new(None),
-        },
+        Interposed::new(
+            store.clone(),
+            Racing {
+                before_next_append: Mutex::new(None),
+            },
+        ),
         WorldConfig::default(),
     );
     // The other writer: another World on the same store (its own caches and locks, as in
@@ -268,7 +225,7 @@ fn batch_that_loses_its_fence_leaves_nothing_and_is_decided_again_after_the_winn
             step_created(&other, &run, "step_2").expect("the other writer's step");
         })
     };
-    *racing.backend().before_next_append.lock() = Some(intruder);
+    *racing.backend().hooks.before_next_append.lock() = Some(intruder);
     let answers = racing
         .create_batch(
             &run,
