@@ -188,25 +188,13 @@ fn two_processes_racing_terminal_and_creation_events_commit_each_at_most_once() 
                 .unwrap()
         })
         .collect();
-    let mut acked = Vec::new();
-    for mut child in children {
-        let out = child.stdout.take().unwrap();
-        for line in std::io::BufReader::new(out).lines() {
-            let line = line.unwrap();
-            // The harness prints "test child_entry ... " before the first line.
-            if let Some(rest) = line.find("ACK ").map(|at| &line[at + 4..]) {
-                let mut parts = rest.split(' ');
-                let (run, op, id) = (
-                    parts.next().unwrap(),
-                    parts.next().unwrap(),
-                    parts.next().unwrap(),
-                );
-                let op = OPS.iter().find(|o| **o == op).unwrap();
-                acked.push((run.to_string(), *op, id.to_string()));
-            }
-        }
-        assert!(child.wait().unwrap().success());
-    }
+    let acked: Vec<(String, &str, String)> = acked_lines(children)
+        .into_iter()
+        .map(|p| {
+            let op = OPS.iter().find(|o| **o == p[1]).unwrap();
+            (p[0].clone(), *op, p[2].clone())
+        })
+        .collect();
     let per_op: BTreeMap<&str, usize> = acked.iter().fold(BTreeMap::new(), |mut m, (_, op, _)| {
         *m.entry(*op).or_default() += 1;
         m

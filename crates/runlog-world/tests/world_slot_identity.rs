@@ -5,7 +5,6 @@
 //! `hook_conflict`.
 mod common;
 
-use std::io::BufRead;
 use std::process::Stdio;
 use std::sync::Arc;
 
@@ -143,22 +142,10 @@ fn slot_ids_are_dense_and_stable_across_threads_and_processes() {
                 .unwrap()
         })
         .collect();
-    let mut acked = Vec::new();
-    for mut child in children {
-        let out = child.stdout.take().unwrap();
-        for line in std::io::BufReader::new(out).lines() {
-            let line = line.unwrap();
-            if let Some(rest) = line.find("ACK ").map(|at| &line[at + 4..]) {
-                let parts: Vec<&str> = rest.split(' ').collect();
-                acked.push((
-                    parts[0].to_string(),
-                    parts[1].to_string(),
-                    parts[2].to_string(),
-                ));
-            }
-        }
-        assert!(child.wait().unwrap().success());
-    }
+    let acked: Vec<(String, String, String)> = acked_lines(children)
+        .into_iter()
+        .map(|p| (p[0].clone(), p[1].clone(), p[2].clone()))
+        .collect();
     // 2 processes × 4 threads × 20 steps × 4 runs.
     assert_eq!(acked.len(), 2 * 4 * 20 * 4);
     let fresh = open(dir.path());

@@ -9,7 +9,8 @@ mod interposed;
 #[allow(unused_imports)] // as `dead_code` above
 pub use interposed::{Decisions, Facts, Interposed, Interposer};
 
-use std::process::Command;
+use std::io::BufRead;
+use std::process::{Child, Command};
 use std::sync::Arc;
 
 use runlog::{Config, Store};
@@ -237,4 +238,22 @@ pub fn child_command() -> Command {
         "--test-threads=1",
     ]);
     cmd
+}
+
+/// The `ACK a b c` lines the children print (their words after `ACK`, in each child's
+/// order, child after child), once every child has exited successfully. A line may start
+/// with the harness's "test child_entry ... " before the `ACK`.
+pub fn acked_lines(children: Vec<Child>) -> Vec<Vec<String>> {
+    let mut acked = Vec::new();
+    for mut child in children {
+        let out = child.stdout.take().expect("the child's stdout is piped");
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line.unwrap();
+            if let Some(rest) = line.find("ACK ").map(|at| &line[at + 4..]) {
+                acked.push(rest.split(' ').map(str::to_string).collect());
+            }
+        }
+        assert!(child.wait().unwrap().success());
+    }
+    acked
 }
