@@ -3,7 +3,7 @@
 // summary per mode:
 //
 //   node examples/run.mjs <line> <world> [--mode dev|prod|both] [--no-install] [--keep-data]
-//                         [--env NAME=VALUE]... [--target-world <module>] [--pack]
+//                         [--env NAME=VALUE]... [--target-world <module>] [--pack] [--app-dir DIR]
 //     line:  4.8.9 | 5.0.0-beta.35 | 5.0.0-beta.55   (the directory examples/sdk-<line>)
 //     world: local  (the line's own @workflow/world-local: WORKFLOW_TARGET_WORLD unset)
 //            runlog (packages/world-runlog installed into the app as a user would,
@@ -14,6 +14,9 @@
 // than a symlink to packages/world-runlog). RUNLOG_NODE_ADDON is never passed on (but by --env).
 // --env adds a variable to the build and the server (a probe, e.g. RUNLOG_NODE_ADDON=…);
 // --target-world overrides WORKFLOW_TARGET_WORLD (a probe: a wrapper module in the app).
+// --app-dir builds and runs the line's app in DIR instead of examples/sdk-<line> (its
+// package.json and package-lock.json are copied in when DIR has none), so that several
+// runs of one line can go on at once, each in its own directory.
 //
 // Per mode: `npm install` (the app's package-lock.json), then the server on a free loopback
 // port (dev: `nitro dev`; prod: `nitro build` + `node .output/server/index.mjs`), POST
@@ -48,14 +51,14 @@ const WORLDS = ['local', 'runlog'];
 function usage(msg) {
   if (msg) console.error(msg);
   console.error(
-    'usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data] [--env NAME=VALUE]... [--target-world <module>]',
+    'usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data] [--env NAME=VALUE]... [--target-world <module>] [--pack] [--app-dir DIR]',
   );
   console.error(`  lines: ${LINES.join(', ')}`);
   process.exit(2);
 }
 
 const args = process.argv.slice(2);
-const VALUE_FLAGS = ['--mode', '--env', '--target-world'];
+const VALUE_FLAGS = ['--mode', '--env', '--target-world', '--app-dir'];
 const positional = args.filter((a, i) => !a.startsWith('--') && !VALUE_FLAGS.includes(args[i - 1]));
 const values = (flag) => args.flatMap((a, i) => (a === flag && i + 1 < args.length ? [args[i + 1]] : []));
 const extraEnv = Object.fromEntries(
@@ -76,7 +79,15 @@ const modes = modeArg === 'both' ? ['dev', 'prod'] : [modeArg];
 const install = !args.includes('--no-install');
 const keepData = args.includes('--keep-data');
 
-const app = path.join(here, `sdk-${line}`);
+const lineDir = path.join(here, `sdk-${line}`);
+const appDirArg = values('--app-dir').at(-1);
+const app = appDirArg ? path.resolve(appDirArg) : lineDir;
+if (app !== lineDir) {
+  mkdirSync(app, { recursive: true });
+  for (const f of ['package.json', 'package-lock.json']) {
+    if (!existsSync(path.join(app, f))) cpSync(path.join(lineDir, f), path.join(app, f));
+  }
+}
 const logs = path.join(app, '.logs');
 mkdirSync(logs, { recursive: true });
 // The app's code is one copy for every line (examples/app); each line's directory holds only
