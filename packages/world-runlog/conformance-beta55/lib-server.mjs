@@ -1,7 +1,7 @@
 // Starts the built app (`node .output/server/index.mjs`) on a free loopback port with a
 // fresh data directory, for one World, and stops it (its process group) again.
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,6 +43,7 @@ export async function startApp(world, logFile, keptDataDir) {
   else if (world !== 'local') throw new Error(`unknown world ${world} (local | runlog)`);
   const port = await freePort();
   Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', NITRO_PORT: String(port), NITRO_HOST: '127.0.0.1' });
+  mkdirSync(path.dirname(logFile), { recursive: true });
   const out = createWriteStream(logFile);
   await new Promise((r) => out.once('open', r));
   const child = spawn('node', ['.output/server/index.mjs'], { cwd: appDir, env, detached: true, stdio: ['ignore', out, out] });
