@@ -91,6 +91,30 @@ const keepData = args.includes('--keep-data');
 const restartMidSleep = args.includes('--restart-mid-sleep');
 const RUNLOG_BIN = path.join(repo, 'target', 'release', 'runlog');
 
+// Where a line's own local World cannot pass the restart test, and why (from its dist/). The
+// test still runs there; failing the way `seen` matches (what the app's plugin logged of
+// world.start() after the restart), it is reported as `restart.knownFailure` and
+// `checks.restartFailsAsKnown`, not as a failure of the run; passing, as
+// `restart.knownFailureNotSeen`. world-local's start() (4.4.1, 5.0.0-beta.29, 5.0.0-beta.46)
+// begins with initDataDir, which parses the package's own version, read from
+// ../package.json beside its module: where the app's bundler inlined world-local (Nitro's
+// production build on every line, and its dev server on the 5.0 lines) there is none, the
+// version is 'bundled', parseVersion throws, and no active run is re-enqueued. runlog's
+// start() does not call world-local's (it borrows only its queue).
+const WORLD_LOCAL_INLINED = {
+  seen: /Invalid version string: "bundled"/,
+  reason:
+    "world-local's start() throws where the bundler inlined it (`Invalid version string: \"bundled\"`: " +
+    'initDataDir cannot read its own package.json), so the run asleep at the kill is never re-enqueued',
+};
+const RESTART_KNOWN_FAILURES = {
+  '4.8.9 local prod': WORLD_LOCAL_INLINED,
+  '5.0.0-beta.35 local dev': WORLD_LOCAL_INLINED,
+  '5.0.0-beta.35 local prod': WORLD_LOCAL_INLINED,
+  '5.0.0-beta.55 local dev': WORLD_LOCAL_INLINED,
+  '5.0.0-beta.55 local prod': WORLD_LOCAL_INLINED,
+};
+
 const lineDir = path.join(here, `sdk-${line}`);
 const appDirArg = values('--app-dir').at(-1);
 const app = appDirArg ? path.resolve(appDirArg) : lineDir;
@@ -288,6 +312,7 @@ function untilHealthy(server, mode, logFile) {
 }
 
 const TERMINAL_EVENTS = ['run_completed', 'run_failed', 'run_cancelled'];
+const RESTART_MARKER = "==== run.mjs: SIGKILL to the server's process group";
 const isTerminalStatus = (s) => ['completed', 'failed', 'cancelled'].includes(s);
 
 /** The run's event types in log order, read through the app's World (GET /api/events). */
@@ -320,18 +345,30 @@ async function restartMidSleepTest(mode, env, logFile, server, setServer, result
   result.killedAfterMs = ms(t0);
   result.eventsAtKill = atKill;
   result.asleepAtKill = before.includes('wait_created') && atKill.includes('wait_created') && !atKill.includes('wait_completed');
-  appendFileSync(logFile, `\n==== run.mjs: SIGKILL to the server's process group while run ${runId} sleeps; starting it again ====\n`);
+  appendFileSync(logFile, `\n${RESTART_MARKER} while run ${runId} sleeps; starting it again ====\n`);
 
   const tRestart = now();
   const next = await startServer(mode, env, logFile, server.port);
   setServer(next);
   await untilHealthy(next, mode, logFile);
   result.serverReadyAgainMs = ms(tRestart);
-  const final = await until('the sleepy run to end after the restart', 90_000, async () => {
-    const r = await http(next.base, 'GET', `/api/run?id=${runId}`);
-    const v = r.status === 200 ? r.json() : undefined;
-    return v && isTerminalStatus(v.status) ? v : undefined;
-  });
+  // The app's plugin logs whether world.start() failed: then nothing will recover the run.
+  const startFailed = () => {
+    const m = /\[example\] world\.start\(\) failed: (.*)/.exec(readFileSync(logFile, 'utf8').split(RESTART_MARKER).at(-1));
+    if (m) result.startFailure = m[1].slice(0, 300);
+    return m ? `world.start() failed after the restart: ${m[1].slice(0, 300)}` : undefined;
+  };
+  const final = await until(
+    'the sleepy run to end after the restart',
+    90_000,
+    async () => {
+      const r = await http(next.base, 'GET', `/api/run?id=${runId}`);
+      const v = r.status === 200 ? r.json() : undefined;
+      return v && isTerminalStatus(v.status) ? v : undefined;
+    },
+    250,
+    startFailed,
+  );
   result.completedAfterRestartMs = ms(tRestart);
   result.status = final.status;
   result.returnValue = final.returnValue ?? null;
@@ -447,9 +484,18 @@ async function runMode(mode, installTimings) {
       summary.phase = 'restart';
       const tRestart = now();
       summary.restart = {};
-      const checks = await restartMidSleepTest(mode, env, logFile, server, (s) => (server = s), summary.restart);
+      const known = RESTART_KNOWN_FAILURES[`${line} ${world} ${mode}`];
+      try {
+        const checks = await restartMidSleepTest(mode, env, logFile, server, (s) => (server = s), summary.restart);
+        Object.assign(summary.checks, checks);
+        if (known) summary.restart.knownFailureNotSeen = known.reason;
+      } catch (err) {
+        if (!known?.seen.test(summary.restart.startFailure ?? '')) throw err;
+        summary.restart.failure = String(err?.message ?? err);
+        summary.restart.knownFailure = known.reason;
+        summary.checks.restartFailsAsKnown = true;
+      }
       timings.restartTestMs = ms(tRestart);
-      Object.assign(summary.checks, checks);
       delete summary.phase;
     }
     summary.ok = Object.values(summary.checks).every(Boolean);
