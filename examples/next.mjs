@@ -221,16 +221,29 @@ async function startServer(mode, env, logFile) {
   const child = spawn('npx', ['next', ...nextArgs], { cwd: app, env: serverEnv, detached: true, stdio: ['ignore', out, out] });
   let exited = null;
   child.on('exit', (code, signal) => (exited = { code, signal }));
-  const stop = async () => {
-    if (exited) return;
+  // The whole process group, and until all of it is gone: npx exits before Next's server
+  // processes, which go on writing .next for a while, and the next mode removes .next.
+  // `next dev` is killed outright: on SIGTERM its shutdown spawns a detached telemetry
+  // flush (even with NEXT_TELEMETRY_DISABLED) outside the group, which loads next.config
+  // (withWorkflow) again and writes .next/cache while the next mode's build starts.
+  const groupAlive = () => {
     try {
-      process.kill(-child.pid, 'SIGTERM');
+      process.kill(-child.pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const stop = async () => {
+    try {
+      process.kill(-child.pid, mode === 'dev' ? 'SIGKILL' : 'SIGTERM');
     } catch {}
-    for (let i = 0; i < 50 && !exited; i++) await sleep(100);
-    if (!exited) {
+    for (let i = 0; i < 100 && groupAlive(); i++) await sleep(100);
+    if (groupAlive()) {
       try {
         process.kill(-child.pid, 'SIGKILL');
       } catch {}
+      for (let i = 0; i < 50 && groupAlive(); i++) await sleep(100);
     }
   };
   return { base: `http://127.0.0.1:${port}`, stop, exited: () => exited };
