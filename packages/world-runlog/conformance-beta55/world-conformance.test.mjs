@@ -175,6 +175,25 @@ test('steps given an AbortSignal still run in one flow invocation', async () => 
   assert.equal(await invocations(runId), 1);
 });
 
+test('two steps awaited together (Promise.all) both run and the run completes', async () => {
+  const runId = await invoke('pair', [1, 2]);
+  const run = await ended(runId, 'completed', 20_000);
+  assert.equal(run.returnValue, 6009);
+  const events = await checkLog(runId);
+  assert.equal(count(events, 'step_created'), 2);
+  assert.equal(count(events, 'step_completed'), 2);
+  assert.ok((await invocations(runId)) <= 3, `flow invocations of ${runId}: ${await invocations(runId)}`);
+});
+
+test('twenty steps awaited together run once each, results in order', async () => {
+  const runId = await invoke('fanOut', [20]);
+  const run = await ended(runId, 'completed', 30_000);
+  assert.deepEqual(run.returnValue, Array.from({ length: 20 }, (_, i) => i + 100));
+  const events = await checkLog(runId);
+  assert.equal(count(events, 'step_created'), 20);
+  assert.equal(count(events, 'step_completed'), 20);
+});
+
 test('step results are recorded once and replayed, never re-run (idempotency)', async () => {
   const runId = await invoke('draws', [5]);
   const run = await ended(runId);
@@ -392,7 +411,7 @@ test('the World declares spec 7 and every run of this suite is stamped 7 with a 
   // The World asked for is the one that ran: runlog has createBatch, world-local 5.0.0-beta.46 not.
   assert.equal(declared.createBatch, world === 'runlog');
   console.log(`[conformance-beta55] ${world}: createBatch ${declared.createBatch}, capabilities ${JSON.stringify(declared.capabilities)}`);
-  assert.equal(seen.size, 28, "runs checked by the tests before this one");
+  assert.equal(seen.size, 30, "runs checked by the tests before this one (every earlier test ran)");
   for (const [runId, { run, events }] of seen) {
     assert.equal(run.specVersion, 7, runId);
     assert.equal(count(events, 'noop'), 0, runId);

@@ -2,6 +2,7 @@
 import * as failures from "../../workflows/failures";
 import * as hooks from "../../workflows/hooks";
 import * as lineage from "../../workflows/lineage";
+import * as parallel from "../../workflows/parallel";
 import * as timing from "../../workflows/timing";
 import * as values from "../../workflows/values";
 
@@ -11,6 +12,7 @@ export const workflows: Record<string, (...args: any[]) => Promise<unknown>> = {
   ...failures,
   ...hooks,
   ...lineage,
+  ...parallel,
 };
 
 /** Flow-handler invocations per run id, counted by middleware/flow-invocations.ts. */
