@@ -335,16 +335,14 @@ async function restartMidSleepTest(mode, env, logFile, server, setServer, result
   if (started.status !== 200) throw new Error(`/api/start-sleepy ${started.status}: ${started.bytes.toString().slice(0, 600)}`);
   const { runId } = started.json();
   result.runId = runId;
-  const before = await until('the sleepy run to be asleep (wait_created)', 30_000, async () => {
-    const types = await eventTypes(server.base, runId);
-    return types.includes('wait_created') ? types : undefined;
-  }, 100);
+  const asleep = async () => ((await eventTypes(server.base, runId)).includes('wait_created') ? true : undefined);
+  await until('the sleepy run to be asleep (wait_created)', 30_000, asleep, 100);
   // The last look before the kill: the run is in its sleep (the wait created, not completed).
   const atKill = await eventTypes(server.base, runId);
   await server.kill();
   result.killedAfterMs = ms(t0);
   result.eventsAtKill = atKill;
-  result.asleepAtKill = before.includes('wait_created') && atKill.includes('wait_created') && !atKill.includes('wait_completed');
+  result.asleepAtKill = atKill.includes('wait_created') && !atKill.includes('wait_completed');
   appendFileSync(logFile, `\n${RESTART_MARKER} while run ${runId} sleeps; starting it again ====\n`);
 
   const tRestart = now();
@@ -388,13 +386,18 @@ async function restartMidSleepTest(mode, env, logFile, server, setServer, result
     restartOneWait: count('wait_created') === 1 && count('wait_completed') === 1,
   };
   if (world === 'runlog') {
-    const store = path.join(app, '.workflow-data', 'runlog');
-    if (!existsSync(RUNLOG_BIN)) throw new Error(`${RUNLOG_BIN} missing (cargo build --release -p runlog-cli)`);
-    const v = spawnSync(RUNLOG_BIN, ['--store', store, 'verify'], { encoding: 'utf8' });
-    result.verify = { status: v.status, output: `${v.stdout}${v.stderr}`.trim().split('\n').slice(-5) };
-    checks.restartVerifyClean = v.status === 0;
+    result.verify = verifyRunlogStore();
+    checks.restartVerifyClean = result.verify.status === 0;
   }
   return checks;
+}
+
+/** `runlog verify` on the app's runlog store: `{ status, output }` (its last lines). */
+function verifyRunlogStore() {
+  const store = path.join(app, '.workflow-data', 'runlog');
+  if (!existsSync(RUNLOG_BIN)) throw new Error(`${RUNLOG_BIN} missing (cargo build --release -p runlog-cli)`);
+  const v = spawnSync(RUNLOG_BIN, ['--store', store, 'verify'], { encoding: 'utf8' });
+  return { status: v.status, output: `${v.stdout}${v.stderr}`.trim().split('\n').slice(-5) };
 }
 
 async function runMode(mode, installTimings) {
@@ -439,12 +442,11 @@ async function runMode(mode, installTimings) {
     timings.hookResumedMs = ms(tRun);
 
     summary.phase = 'completion';
-    const terminal = isTerminalStatus;
     const final = await until('the demo run to end', 90_000, async () => {
       const r = await http(server.base, 'GET', `/api/run?id=${runId}`);
       const v = r.status === 200 ? r.json() : undefined;
       summary.lastStatus = v?.status ?? `HTTP ${r.status}`;
-      return v && terminal(v.status) ? v : undefined;
+      return v && isTerminalStatus(v.status) ? v : undefined;
     });
     timings.runMs = ms(tRun);
     summary.status = final.status;
@@ -453,7 +455,7 @@ async function runMode(mode, installTimings) {
     const doomedFinal = await until('the doomed run to end', 60_000, async () => {
       const r = await http(server.base, 'GET', `/api/run?id=${doomedRunId}`);
       const v = r.status === 200 ? r.json() : undefined;
-      return v && terminal(v.status) ? v : undefined;
+      return v && isTerminalStatus(v.status) ? v : undefined;
     });
     summary.doomedStatus = doomedFinal.status;
     summary.doomedError = doomedFinal.error ?? null;
