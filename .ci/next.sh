@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The examples' Next.js app (examples/next-app on Next 16.4.6 + workflow 5.0.0-beta.55, locked
-# in examples/next-sdk-5.0.0-beta.55) on the runlog World, driven by examples/next.mjs: first
+# The examples' Next.js app (examples/next-app on Next 16.4.6, a line's workflow locked in
+# examples/next-sdk-<line>) on the runlog World, driven by examples/next.mjs: first
 # on the line's own local World (the reference), then on runlog installed from tarballs as a
 # user installs the published pair (world-runlog and its addon's platform package); `next
 # dev`, then `next build` + `next start`, each. Every run must pass its checks (on runlog:
@@ -9,17 +9,21 @@
 # on the app's runlog data directory. No environment variable points at the addon. Exits
 # non-zero on any failure.
 #
-#   bash .ci/next.sh [line]     line: 5.0.0-beta.55 (default) | 4.8.9
+#   bash .ci/next.sh [line...]     lines: 5.0.0-beta.55 (the default) and 4.8.9
+#                                  (examples/next-sdk-4.8.9: @workflow/next 4.1.13)
 #
-# Time: see the "next.sh took" line it prints (the two `next build`s are most of it).
+# Time: the "next.sh took" line it prints; the two `next build`s of a line are most of it.
+# Here (2 cores shared with other work, load 10–19): 447 s for 5.0.0-beta.55 with its
+# node_modules already installed; a cold `npm install` of the app adds 100–145 s. 4.8.9's
+# runs took about as long (not timed through this script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset RUNLOG_NODE_ADDON
 t0=$SECONDS
-
-line="${1:-5.0.0-beta.55}"
-app="examples/next-sdk-$line"
-[ -f "$app/package-lock.json" ] || { echo "no Next app for line $line ($app)" >&2; exit 2; }
+lines=("${@:-5.0.0-beta.55}")
+for line in "${lines[@]}"; do
+  [ -f "examples/next-sdk-$line/package-lock.json" ] || { echo "no Next app for line $line (examples/next-sdk-$line)" >&2; exit 2; }
+done
 
 step() { printf '\n== %s ==\n' "$*"; }
 
@@ -50,22 +54,25 @@ brief() { node -e '
   }
 '; }
 
-step "next: $line on its own local World (the reference), next dev and next build + next start"
-node examples/next.mjs "$line" local > "$out/local.json" || { cat "$out/local.json"; exit 1; }
-brief < "$out/local.json"
-ref="$(shas < "$out/local.json" | sort -u)"
-echo "reference stream sha256: $ref"
-test "$(echo "$ref" | wc -l)" -eq 1
+for line in "${lines[@]}"; do
+  app="examples/next-sdk-$line"
+  step "next: $line on its own local World (the reference), next dev and next build + next start"
+  node examples/next.mjs "$line" local > "$out/local.json" || { cat "$out/local.json"; exit 1; }
+  brief < "$out/local.json"
+  ref="$(shas < "$out/local.json" | sort -u)"
+  echo "reference stream sha256: $ref"
+  test "$(echo "$ref" | wc -l)" -eq 1
 
-step "next: $line on runlog (tarballs), next dev and next build + next start"
-rm -rf "$app/.workflow-data"
-node examples/next.mjs "$line" runlog --keep-data > "$out/runlog.json" || { cat "$out/runlog.json"; exit 1; }
-brief < "$out/runlog.json"
-got="$(shas < "$out/runlog.json" | sort -u)"
-echo "runlog stream sha256: $got"
-test "$got" = "$ref" || { echo "stream bytes differ from the local World's" >&2; exit 1; }
-"$runlog_bin" --store "$app/.workflow-data/runlog" verify
-rm -rf "$app/.workflow-data"
+  step "next: $line on runlog (tarballs), next dev and next build + next start"
+  rm -rf "$app/.workflow-data"
+  node examples/next.mjs "$line" runlog --keep-data > "$out/runlog.json" || { cat "$out/runlog.json"; exit 1; }
+  brief < "$out/runlog.json"
+  got="$(shas < "$out/runlog.json" | sort -u)"
+  echo "runlog stream sha256: $got"
+  test "$got" = "$ref" || { echo "stream bytes differ from the local World's" >&2; exit 1; }
+  "$runlog_bin" --store "$app/.workflow-data/runlog" verify
+  rm -rf "$app/.workflow-data"
+done
 
 echo
 echo "next.sh took $((SECONDS - t0)) s"
