@@ -62,8 +62,7 @@ node -e '
   for (const o of objs) {
     const failed = Object.entries(o.checks ?? {}).filter(([, v]) => !v).map(([k]) => k);
     const n = Object.keys(o.checks ?? {}).length;
-    const extra = o.differences ? ` differences: ${JSON.stringify(o.differences)}` : "";
-    console.log(`${o.line} ${o.world ?? o.compare}: ${o.ok ? "ok" : "FAILED"} (${n - failed.length}/${n} checks${failed.length ? "; failed: " + failed.join(", ") : ""}${o.failure ? "; " + o.failure.slice(0, 300) : ""})${extra}`);
+    console.log(`${o.line} ${o.world ?? o.compare}: ${o.ok ? "ok" : "FAILED"} (${n - failed.length}/${n} checks${failed.length ? "; failed: " + failed.join(", ") : ""}${o.failure ? "; " + o.failure.slice(0, 300) : ""})`);
   }
   if (objs.length === 0) console.log("no summary printed");
 ' "$out"
