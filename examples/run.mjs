@@ -4,7 +4,7 @@
 //
 //   node examples/run.mjs <line> <world> [--mode dev|prod|both] [--no-install] [--keep-data]
 //                         [--env NAME=VALUE]... [--target-world <module>] [--pack] [--app-dir DIR]
-//                         [--restart-mid-sleep]
+//                         [--restart-mid-sleep [--restart-sleep-ms N]]
 //     line:  4.8.9 | 5.0.0-beta.35 | 5.0.0-beta.55   (the directory examples/sdk-<line>)
 //     world: local  (the line's own @workflow/world-local: WORKFLOW_TARGET_WORLD unset)
 //            runlog (packages/world-runlog installed into the app as a user would,
@@ -26,7 +26,10 @@
 // terminal; checked: completed with its result, one terminal event, one wait_created and
 // one wait_completed, and on runlog `runlog verify` clean on the app's store
 // (target/release/runlog, `cargo build --release -p runlog-cli`). Its result is the
-// summary's `restart`, its checks among `checks` (restart*).
+// summary's `restart`, its checks among `checks` (restart*). --restart-sleep-ms sets the
+// sleep (default 4000): `restart.sleepLeftAtRecoveryMs` estimates how much of it was left
+// when the restarted server answered (from when the wait_created was first seen, so at most
+// ~100 ms early); negative, the wake-up was already due when the run was recovered.
 //
 // Per mode: `npm install` (the app's package-lock.json), then the server on a free loopback
 // port (dev: `nitro dev`; prod: `nitro build` + `node .output/server/index.mjs`), POST
@@ -61,14 +64,14 @@ const WORLDS = ['local', 'runlog'];
 function usage(msg) {
   if (msg) console.error(msg);
   console.error(
-    'usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data] [--env NAME=VALUE]... [--target-world <module>] [--pack] [--app-dir DIR] [--restart-mid-sleep]',
+    'usage: node examples/run.mjs <line> <local|runlog> [--mode dev|prod|both] [--no-install] [--keep-data] [--env NAME=VALUE]... [--target-world <module>] [--pack] [--app-dir DIR] [--restart-mid-sleep [--restart-sleep-ms N]]',
   );
   console.error(`  lines: ${LINES.join(', ')}`);
   process.exit(2);
 }
 
 const args = process.argv.slice(2);
-const VALUE_FLAGS = ['--mode', '--env', '--target-world', '--app-dir'];
+const VALUE_FLAGS = ['--mode', '--env', '--target-world', '--app-dir', '--restart-sleep-ms'];
 const positional = args.filter((a, i) => !a.startsWith('--') && !VALUE_FLAGS.includes(args[i - 1]));
 const values = (flag) => args.flatMap((a, i) => (a === flag && i + 1 < args.length ? [args[i + 1]] : []));
 const extraEnv = Object.fromEntries(
@@ -89,6 +92,8 @@ const modes = modeArg === 'both' ? ['dev', 'prod'] : [modeArg];
 const install = !args.includes('--no-install');
 const keepData = args.includes('--keep-data');
 const restartMidSleep = args.includes('--restart-mid-sleep');
+const restartSleepMs = Number(values('--restart-sleep-ms').at(-1) ?? 4_000);
+if (!Number.isInteger(restartSleepMs) || restartSleepMs < 1_000) usage('--restart-sleep-ms wants a whole number of ms, at least 1000');
 const RUNLOG_BIN = path.join(repo, 'target', 'release', 'runlog');
 
 // Where a line's own local World cannot pass the restart test, and why (from its dist/). The
@@ -331,12 +336,14 @@ async function eventTypes(base, runId) {
  */
 async function restartMidSleepTest(mode, env, logFile, server, setServer, result) {
   const t0 = now();
-  const started = await http(server.base, 'POST', '/api/start-sleepy', { name: 'restart' });
+  const started = await http(server.base, 'POST', '/api/start-sleepy', { name: 'restart', sleepMs: restartSleepMs });
   if (started.status !== 200) throw new Error(`/api/start-sleepy ${started.status}: ${started.bytes.toString().slice(0, 600)}`);
   const { runId } = started.json();
   result.runId = runId;
   const asleep = async () => ((await eventTypes(server.base, runId)).includes('wait_created') ? true : undefined);
   await until('the sleepy run to be asleep (wait_created)', 30_000, asleep, 100);
+  const tAsleep = now();
+  result.sleepMs = restartSleepMs;
   // The last look before the kill: the run is in its sleep (the wait created, not completed).
   const atKill = await eventTypes(server.base, runId);
   await server.kill();
@@ -350,6 +357,7 @@ async function restartMidSleepTest(mode, env, logFile, server, setServer, result
   setServer(next);
   await untilHealthy(next, mode, logFile);
   result.serverReadyAgainMs = ms(tRestart);
+  result.sleepLeftAtRecoveryMs = restartSleepMs - ms(tAsleep);
   // The app's plugin logs whether world.start() failed: then nothing will recover the run.
   const startFailed = () => {
     const m = /\[example\] world\.start\(\) failed: (.*)/.exec(readFileSync(logFile, 'utf8').split(RESTART_MARKER).at(-1));

@@ -14,10 +14,11 @@ async function after(value: string) {
   return `${value}:after`;
 }
 
-export async function sleepy(name: string) {
+// `sleepMs`: how long it sleeps (4 s unless run.mjs --restart-sleep-ms says otherwise).
+export async function sleepy(name: string, sleepMs: number) {
   "use workflow";
   const b = await before(name);
-  await sleep("4s");
+  await sleep(sleepMs);
   const a = await after(b);
   return { before: b, after: a };
 }
