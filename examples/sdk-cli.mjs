@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The Workflow SDK's own CLI (`workflow inspect`, `workflow web`, package @workflow/cli and
 // @workflow/web of each line) on a runlog store, against the same commands on the line's
-// own local World. Prints one JSON summary per line and world, then one line with the
-// cross-world comparison, and exits 0 when every check passed.
+// own local World. Prints one JSON summary per line and world, then one per line with the
+// two worlds compared, and exits 0 when every check passed.
 //
 //   node examples/sdk-cli.mjs [--line L]... [--work DIR] [--web-node PATH] [--playwright DIR]
 //                             [--chromium PATH] [--no-web] [--reuse]
@@ -28,12 +28,13 @@
 // statuses, steps with attempts, every event (count and order), hooks, streams, sleeps.
 // Then `workflow web --noBrowser` is started with the web Node and driven in headless
 // Chromium through playwright-core: the runs list shows both runs with their statuses, the
-// demo run's page its steps, its Events tab every event of the World's list, its Streams
+// demo run's page its trace, its Events tab every event of the World's list, its Streams
 // tab the run's stream, the doomed run's page its failure; screenshots are kept in
 // <app>/.logs/web-<world>-*.png (paths in the summary). Last, the two worlds are compared:
 // the same steps, statuses and attempts, the same run output, as many events of each type
 // (not their order: a 4.x local World lists by event id, where run_started's sorts before
-// run_created's), the same hooks, streams and sleeps, the same web Events tab.
+// run_created's), the same hooks, streams, stream bytes and sleeps, the same web Events
+// tab, the same error shapes (a failed step's and a failed run's `error`).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
