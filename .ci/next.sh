@@ -12,10 +12,11 @@
 #   bash .ci/next.sh [line...]     lines: 5.0.0-beta.55 (the default) and 4.8.9
 #                                  (examples/next-sdk-4.8.9: @workflow/next 4.1.13)
 #
-# Time: the "next.sh took" line it prints; the two `next build`s of a line are most of it.
-# Here (2 cores shared with other work, load 10–19): 447 s for 5.0.0-beta.55 with its
-# node_modules already installed; a cold `npm install` of the app adds 100–145 s. 4.8.9's
-# runs took about as long (not timed through this script).
+# Time: the "next.sh took" line it prints; a line's two `next build`s and its cold `npm
+# install` are most of it. Measured here on 2 cores shared with other work: 447 s for
+# 5.0.0-beta.55 with its node_modules already installed (load 10–19); from a fresh clone,
+# both lines, 1535 s (load ~25: installs 149 s and 185 s, builds 162–184 s each), about
+# 12 minutes a line. On an idle machine it should be less; that is not measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset RUNLOG_NODE_ADDON
