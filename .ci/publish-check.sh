@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The Rust crates as crates.io would take them: the published crates (runlog, runlog-world,
+# runlog-pg, runlog-cli; runlog-conformance and runlog-node are `publish = false`) packaged
+# and verified together (`cargo publish --dry-run`, which builds each crate from its own
+# .crate file against the others through a local overlay registry), the core's package
+# checked to hold no test, bench or fuzz data, the licence files in every package, the docs
+# built with warnings as errors (all features, as docs.rs builds them, and the core's default
+# features), and the embedding example (examples/job_runner.rs) run and checked once
+# (its kill -9 test is tests/job_runner_survives_kill9.rs, run by cargo test).
+#   .ci/publish-check.sh
+# On a working tree with uncommitted changes it passes --allow-dirty (and says so). Exits
+# non-zero on any failure. About 2-4 minutes here with a warm target/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+step() { printf '\n== %s ==\n' "$*"; }
+fail() { echo "publish-check: $*" >&2; exit 1; }
+
+crates=(runlog runlog-world runlog-pg runlog-cli)
+pkg_args=()
+for c in "${crates[@]}"; do pkg_args+=(-p "$c"); done
+dirty=()
+if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
+  dirty=(--allow-dirty)
+  echo "note: uncommitted changes in the working tree: packaging with --allow-dirty"
+fi
+work="$(mktemp -d /tmp/runlog-publish-check.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+step "manifests: metadata of the published crates, publish = false on the others"
+cargo metadata --format-version 1 --no-deps | node -e '
+  const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const published = process.argv.slice(1);
+  let bad = 0;
+  for (const p of m.packages) {
+    const publishes = p.publish === null || p.publish.length > 0;
+    if (publishes !== published.includes(p.name)) { console.error(`${p.name}: publish is ${JSON.stringify(p.publish)}`); bad++; }
+    if (!publishes) continue;
+    for (const f of ["description", "license", "readme", "rust_version", "documentation"]) {
+      if (!p[f]) { console.error(`${p.name}: no ${f}`); bad++; }
+    }
+    if (p.keywords.length === 0 || p.categories.length === 0) { console.error(`${p.name}: no keywords or categories`); bad++; }
+    console.log(`${p.name} ${p.version}: rust-version ${p.rust_version}, ${p.license}, ${p.keywords.length} keywords, ${p.categories.join(" ")}`);
+  }
+  process.exit(bad ? 1 : 0);
+' "${crates[@]}"
+
+step "cargo package --list: what each crate ships"
+for c in "${crates[@]}"; do
+  cargo package -q -p "$c" --list "${dirty[@]}" 2>/dev/null > "$work/$c.list"
+  for f in LICENSE-MIT LICENSE-APACHE README.md Cargo.toml; do
+    grep -qx "$f" "$work/$c.list" || fail "$c's package has no $f"
+  done
+  echo "$c: $(wc -l < "$work/$c.list") files"
+done
+# The core: the library, its spec and contract, the example; no tests, fixtures, benches,
+# fuzz targets or JS trees.
+if grep -vE '^(src/.*\.rs|format/SPEC\.md|docs/INVARIANTS\.md|examples/job_runner\.rs|README\.md|LICENSE-(MIT|APACHE)|Cargo\.(toml|toml\.orig|lock)|\.cargo_vcs_info\.json)$' \
+  "$work/runlog.list"; then
+  fail "the runlog package holds the files above, which it should not ship"
+fi
+
+step "cargo publish --dry-run: ${crates[*]} (packaged, then each built from its .crate)"
+set +e
+cargo publish --dry-run "${pkg_args[@]}" "${dirty[@]}" > "$work/publish.log" 2>&1
+code=$?
+set -e
+grep -E '^\s*(Packaged|Verifying|Uploading|Compiling runlog|Finished)|^(error|warning)' "$work/publish.log" \
+  | grep -v 'File system loop' || true
+[ "$code" -eq 0 ] || { tail -40 "$work/publish.log"; fail "cargo publish --dry-run exited $code"; }
+for c in "${crates[@]}"; do
+  crate="target/package/$c-$(cargo metadata --format-version 1 --no-deps | node -e '
+    const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    process.stdout.write(m.packages.find((p) => p.name === process.argv[1]).version);' "$c").crate"
+  [ -f "$crate" ] || fail "$crate missing after the dry run"
+  echo "$crate: $(stat -c %s "$crate") bytes"
+done
+
+step "cargo doc, warnings as errors (all features; and the core with its default features)"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc -q -p runlog --no-deps
+echo "docs clean"
+
+step "the embedding example: examples/job_runner.rs, run then --check"
+store="$work/jobs.runlog"
+cargo run -q --example job_runner -- --store "$store" --jobs 3 --steps 3 --step-ms 5 | tail -1
+cargo run -q --example job_runner -- --store "$store" --jobs 3 --steps 3 --check
+
+echo
+echo "publish check passed: ${crates[*]}"
