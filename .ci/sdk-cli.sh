@@ -10,9 +10,9 @@
 #     Chromium; it downloads no browser).
 # Expects the addon built (bash crates/runlog-node/build.sh, as .ci/node.sh does). Exits
 # non-zero on any failure. The apps go to a temp directory (SDK_CLI_WORK to choose it),
-# one per line for both worlds, so nothing under examples/ is touched. Time: a cold
-# `npm install` of an app is about a minute, a production build 10–50 s; see
-# examples/README.md for measured runs.
+# one per line for both worlds, so nothing under examples/ is touched. Time: 29 min here
+# on 2 cores shared with other builds (load average 15–25); not timed on an idle machine
+# (examples/README.md, "SDK CLI and web UI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset RUNLOG_NODE_ADDON
