@@ -1,7 +1,7 @@
 // world-runlog: a Workflow SDK World on runlog.
 import type { World } from '@workflow/world';
 
-import type { StoreOptions, Store, RunlogNativeWorld, RunlogError } from './store.js';
+import type { StoreOptions, Store, RunlogNativeWorld, RunlogError, RunlogErrorCode } from './store.js';
 
 export * from './store.js';
 
@@ -108,7 +108,7 @@ export interface RunlogWorld extends World, RunlogStreamerV4 {
 export interface RunlogStorageFault {
   runId: string;
   /** The store's code: `CORRUPT`, `UNSUPPORTED_VERSION`, `IO`, `BUSY`, `POISONED`, ... */
-  code: string;
+  code: RunlogErrorCode;
   /** The store's message (run, segment file and byte offset for corruption). */
   message: string;
   /** The last seq read before the fault (0: nothing could be read). */
@@ -119,7 +119,7 @@ export interface RunlogStorageFault {
 
 /** The active runs `start()` did not re-enqueue because their logs cannot be read to their end. */
 export interface RunlogRecovery {
-  unrecovered: { runId: string; code: string; message: string; readableSeq: number }[];
+  unrecovered: { runId: string; code: RunlogErrorCode; message: string; readableSeq: number }[];
   /** `'read-only'`: the store is read-only, nothing was re-enqueued. */
   skipped?: 'read-only';
 }
@@ -174,5 +174,5 @@ export declare function isPostgresUrl(s: string): boolean;
 export declare const STORAGE_METHODS: Readonly<Record<'runs' | 'steps' | 'events' | 'hooks' | 'streams', readonly string[]>>;
 /** The storage methods the 5.0.0-beta.55 line adds or reshapes (on a World of that line only). */
 export declare const BETA55_METHODS: Readonly<Record<'runs' | 'events', readonly string[]>>;
-/** The Workflow SDK error class for a rejection of the addon (store codes, World classNames). */
+/** The Workflow SDK error class for a rejection of the addon (its className, else its code's status; docs/ERRORS.md). */
 export declare function toWorkflowError(err: unknown): unknown;

@@ -7,35 +7,13 @@
 // RunlogError (never a synchronous throw). `commitStats`, the one synchronous method with a
 // failure, throws UNSUPPORTED on a PostgreSQL store.
 
-/** A stable error code of the addon (see ERROR_CODES). */
-export type RunlogErrorCode =
-  | 'INVALID_INPUT'
-  | 'NOT_FOUND'
-  | 'EXISTS'
-  | 'FENCED'
-  | 'DUPLICATE'
-  | 'BUSY'
-  | 'CORRUPT'
-  | 'UNSUPPORTED_VERSION'
-  | 'NOT_A_STORE'
-  | 'READ_ONLY'
-  | 'DISK_FULL'
-  | 'POISONED'
-  | 'IO'
-  | 'PANICKED'
-  | 'CLOSED'
-  | 'OUT_OF_RANGE'
-  | 'INTERNAL'
-  | 'UNKNOWN'
-  | 'UNSUPPORTED'
-  // The World layer (Store#world()):
-  | 'CONFLICT'
-  | 'GONE'
-  | 'PRECONDITION_FAILED'
-  | 'TOO_EARLY'
-  | 'STREAM_CLOSED';
+// The codes and class names are generated from the error table (src/error-codes.d.ts,
+// docs/ERRORS.md).
+import type { RunlogErrorClassName, RunlogErrorCode } from './src/error-codes.js';
 
-/** A rejection of the addon: `code`, message, and the fields of the failure. */
+export type { RunlogErrorClassName, RunlogErrorCode };
+
+/** A rejection of the addon: `code`, `className`, `status`, message, and the fields of the failure. */
 export interface RunlogError extends Error {
   code: RunlogErrorCode;
   /** INVALID_INPUT: the argument (`runId`, `events[2].payload`, `options.lockTimeoutMs`). */
@@ -59,8 +37,9 @@ export interface RunlogError extends Error {
   path?: string;
   errno?: number;
   reason?: string;
-  /** World errors: the `@workflow/errors` class name and HTTP-like status. */
-  className?: string;
+  /** The `@workflow/errors` class the rejection stands for (every rejection of the addon carries one). */
+  className?: RunlogErrorClassName;
+  /** The code's HTTP-like status (docs/ERRORS.md); absent for CLOSED. */
   status?: number;
   /** TOO_EARLY: whole seconds to wait. */
   retryAfter?: number;
@@ -72,7 +51,7 @@ export interface RunlogError extends Error {
   cause?: unknown;
 }
 
-export declare const ERROR_CODES: Readonly<Record<RunlogErrorCode, string>>;
+export { ERROR_CODES } from './src/error-codes.js';
 export declare function isRunlogError(err: unknown, code?: RunlogErrorCode): err is RunlogError;
 
 /** Payload bytes: a Buffer or Uint8Array (copied), or a string (UTF-8). */

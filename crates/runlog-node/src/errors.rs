@@ -1,15 +1,24 @@
 //! [`BindError`]: what a rejected promise carries. Every error becomes a JavaScript `Error`
-//! with a stable string `code`, the message, and the fields of the `runlog::Error` variant
-//! (camelCase), e.g. `{code: 'FENCED', runId, expected, actual}`.
+//! with a stable string `code`, the message, the fields of the failure (camelCase, e.g.
+//! `{code: 'FENCED', runId, expected, actual}`), and from the one error table
+//! ([`runlog_world::error_table`]) the SDK class it stands for (`className`) and its
+//! HTTP-like `status` (none for `CLOSED`).
 //!
-//! The codes are a contract of the binding (the README of `packages/world-runlog` lists
-//! them); each `runlog::Error` variant is mapped explicitly in [`BindError::from_store`].
+//! The codes are a contract of the binding; `packages/world-runlog/src/error-codes.js`,
+//! its `.d.ts` and `docs/ERRORS.md` are generated from the table (`error_files.rs`).
 
 use std::any::Any;
 use std::ptr;
 
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::sys;
+use napi_derive::napi;
+use runlog_world::error_table::{
+    Code, ERROR_KINDS, ErrorKind, KindCode, Surface, error_kind, store_kind,
+};
+
+#[cfg(test)]
+mod files;
 
 /// A field of an error object.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,10 +27,11 @@ pub(crate) enum Prop {
     Num(f64),
 }
 
-/// An error on its way to JavaScript: code, message, fields.
+/// An error on its way to JavaScript: code, message, fields (`className` and `status`
+/// first).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct BindError {
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     pub props: Vec<(&'static str, Prop)>,
 }
@@ -29,13 +39,55 @@ pub(crate) struct BindError {
 /// Largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
 pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
+/// The binding's own row `name` of the error table, checked when the crate is built.
+macro_rules! binding {
+    ($name:literal) => {
+        const { error_kind(Surface::Binding, $name) }
+    };
+}
+
 impl BindError {
-    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> BindError {
-        BindError {
+    /// An error of `code` standing for SDK class `class_name`: its fields start with
+    /// `className` and the code's `status` (none for `CLOSED`).
+    pub(crate) fn with_code(
+        code: Code,
+        class_name: &'static str,
+        message: impl Into<String>,
+    ) -> BindError {
+        let b = BindError {
             code,
             message: message.into(),
             props: Vec::new(),
         }
+        .str("className", class_name);
+        match code.status() {
+            Some(status) => b.num("status", status.into()),
+            None => b,
+        }
+    }
+
+    /// An error of the table's row `kind` (of a fixed code).
+    pub(crate) fn of(kind: &'static ErrorKind, message: impl Into<String>) -> BindError {
+        let code = match kind.code {
+            KindCode::Is(c) => c,
+            KindCode::OfFirstFault => Code::Unknown,
+        };
+        BindError::with_code(code, kind.class_name, message)
+    }
+
+    /// `INTERNAL`: a Node-API call, or the serialization of a result, failed.
+    pub(crate) fn internal(message: impl Into<String>) -> BindError {
+        BindError::of(binding!("Internal"), message)
+    }
+
+    /// `INVALID_INPUT` without a field: reading an argument failed (a getter threw).
+    pub(crate) fn unreadable_input(message: impl Into<String>) -> BindError {
+        BindError::of(binding!("InvalidInput"), message)
+    }
+
+    /// `UNSUPPORTED`: `op` does not exist on this backend.
+    pub(crate) fn unsupported(op: &'static str, message: impl Into<String>) -> BindError {
+        BindError::of(binding!("Unsupported"), message).str("op", op)
     }
 
     fn with(mut self, key: &'static str, value: Prop) -> BindError {
@@ -66,13 +118,17 @@ impl BindError {
     /// `INVALID_INPUT` for argument `field` (`runId`, `events[3].payload`, `options.x`).
     pub(crate) fn invalid(field: impl Into<String>, reason: impl AsRef<str>) -> BindError {
         let field = field.into();
-        BindError::new("INVALID_INPUT", format!("{field}: {}", reason.as_ref())).str("field", field)
+        BindError::of(
+            binding!("InvalidInput"),
+            format!("{field}: {}", reason.as_ref()),
+        )
+        .str("field", field)
     }
 
     /// `CLOSED`: the store was closed by `close()`.
     pub(crate) fn closed() -> BindError {
-        BindError::new(
-            "CLOSED",
+        BindError::of(
+            binding!("Closed"),
             "the store is closed (Store.close() was called); open it again",
         )
     }
@@ -84,8 +140,8 @@ impl BindError {
             .map(|s| (*s).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "non-string panic payload".to_owned());
-        BindError::new(
-            "PANICKED",
+        BindError::of(
+            binding!("Panicked"),
             format!("runlog binding panicked: {detail} (caught; the process goes on)"),
         )
         .str("detail", detail)
@@ -93,8 +149,8 @@ impl BindError {
 
     /// `OUT_OF_RANGE`: a value the store returned does not fit a JavaScript number exactly.
     pub(crate) fn out_of_range(what: &str, value: u64) -> BindError {
-        BindError::new(
-            "OUT_OF_RANGE",
+        BindError::of(
+            binding!("OutOfRange"),
             format!("{what} {value} exceeds Number.MAX_SAFE_INTEGER"),
         )
         .num("value", value)
@@ -102,47 +158,53 @@ impl BindError {
 
     /// `IO`: no worker thread could be started.
     pub(crate) fn thread_spawn(lane: &str, e: &std::io::Error) -> BindError {
-        BindError::new("IO", format!("cannot start a {lane} thread: {e}"))
-            .str("op", "spawning a thread")
+        BindError::of(
+            binding!("ThreadSpawn"),
+            format!("cannot start a {lane} thread: {e}"),
+        )
+        .str("op", "spawning a thread")
     }
 
-    /// The code and fields of every `runlog::Error` variant; the message is the error's
-    /// followed by each cause it does not already say (as the CLI prints it): on PostgreSQL
-    /// the client's error says only "db error", and the server's reason is its cause.
+    /// The code, class and fields of every `runlog::Error` variant (its row of the error
+    /// table, [`store_kind`]); the message is the error's followed by each cause it does not
+    /// already say (as the CLI prints it): on PostgreSQL the client's error says only "db
+    /// error", and the server's reason is its cause.
     pub(crate) fn from_store(e: runlog::Error) -> BindError {
         use runlog::Error as E;
-        let message = e.message_with_causes();
-        let b = |code| BindError::new(code, message.clone());
+        let b = BindError::of(store_kind(&e), e.message_with_causes());
         match e {
-            E::InvalidRunId { id, reason } => b("INVALID_INPUT")
+            E::InvalidRunId { id, reason } => b
                 .str("field", "runId")
                 .str("runId", id)
                 .str("reason", reason),
-            E::InvalidEvent { field, reason } => b("INVALID_INPUT")
-                .str("field", js_field(field))
-                .str("reason", reason),
-            E::InvalidConfig(reason) => b("INVALID_INPUT")
-                .str("field", "options")
-                .str("reason", reason),
-            E::RunNotFound { run } => b("NOT_FOUND").str("runId", run),
-            E::RunExists { run } => b("EXISTS").str("runId", run),
+            E::InvalidEvent { field, reason } => {
+                b.str("field", js_field(field)).str("reason", reason)
+            }
+            E::InvalidConfig(reason) => b.str("field", "options").str("reason", reason),
+            E::RunIdCaseConflict {
+                requested,
+                existing,
+            } => b
+                .str("field", "runId")
+                .str("runId", requested)
+                .str("existing", existing),
+            E::RunNotFound { run } | E::RunExists { run } => b.str("runId", run),
             E::Fenced {
                 run,
                 expected,
                 actual,
-            } => b("FENCED")
+            } => b
                 .str("runId", run)
                 .num("expected", expected)
                 .num("actual", actual),
-            E::DuplicateDecision { run, key, seq } => b("DUPLICATE")
-                .str("runId", run)
-                .str("key", key)
-                .num("seq", seq),
+            E::DuplicateDecision { run, key, seq } => {
+                b.str("runId", run).str("key", key).num("seq", seq)
+            }
             E::Busy {
                 run,
                 holder,
                 waited_ms,
-            } => b("BUSY")
+            } => b
                 .str("runId", run)
                 .str("holder", holder)
                 .num("waitedMs", waited_ms),
@@ -151,7 +213,7 @@ impl BindError {
                 segment,
                 offset,
                 detail,
-            } => b("CORRUPT")
+            } => b
                 .str("runId", run)
                 .str("segment", segment)
                 .num("offset", offset)
@@ -160,39 +222,34 @@ impl BindError {
                 path,
                 found,
                 supported,
-            } => b("UNSUPPORTED_VERSION")
+            } => b
                 .str("path", path.display().to_string())
                 .num("found", found.into())
                 .num("supported", supported.into()),
-            E::NotAStore { path, detail } => b("NOT_A_STORE")
+            E::NotAStore { path, detail } => b
                 .str("path", path.display().to_string())
                 .str("detail", detail),
-            E::DiskFull { op, path } => b("DISK_FULL")
-                .str("op", op)
-                .str("path", path.display().to_string()),
-            E::Poisoned { run, cause } => b("POISONED").str("runId", run).str("cause", cause),
-            E::Panicked { run, detail } => b("PANICKED").str("runId", run).str("detail", detail),
-            E::ReadOnly { op, path } => b("READ_ONLY")
-                .str("op", op)
-                .str("path", path.display().to_string()),
+            E::DiskFull { op, path } => b.str("op", op).str("path", path.display().to_string()),
+            E::ReadOnly { op, path } => b.str("op", op).str("path", path.display().to_string()),
+            E::Poisoned { run, cause } => b.str("runId", run).str("cause", cause),
+            E::Panicked { run, detail } => b.str("runId", run).str("detail", detail),
             E::Io { op, path, source } => {
-                let err = b("IO")
-                    .str("op", op)
-                    .str("path", path.display().to_string());
+                let err = b.str("op", op).str("path", path.display().to_string());
                 match source.raw_os_error() {
                     Some(errno) => err.with("errno", Prop::Num(errno.into())),
                     None => err,
                 }
             }
             // `runlog::Error` is non_exhaustive: a variant added later is still an error with
-            // a code, never a crash; the mapping above is updated with it.
-            _ => b("UNKNOWN"),
+            // a code (`UNKNOWN`, its row of the table), never a crash.
+            _ => b,
         }
     }
 
-    /// Builds the JavaScript `Error`. Runs on the JavaScript thread.
+    /// Builds the JavaScript `Error`: `code`, message and the fields. Runs on the JavaScript
+    /// thread.
     pub(crate) fn to_js(&self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        let code = unsafe { <&str as ToNapiValue>::to_napi_value(env, self.code)? };
+        let code = unsafe { <&str as ToNapiValue>::to_napi_value(env, self.code.as_str())? };
         let msg = unsafe { <&str as ToNapiValue>::to_napi_value(env, &self.message)? };
         let mut raw = ptr::null_mut();
         let status = unsafe { sys::napi_create_error(env, code, msg, &mut raw) };
@@ -214,6 +271,47 @@ impl From<runlog::Error> for BindError {
     fn from(e: runlog::Error) -> BindError {
         BindError::from_store(e)
     }
+}
+
+/// `errorTable() → string`: the error table as JSON, `{codes: [{code, status, retryable,
+/// meaning}], kinds: [{surface, name, code, className, when}]}` (`status` null for
+/// `CLOSED`, `code` null for a kind that takes its fault's): what this build of the addon
+/// rejects with, for the test that compares it with the generated `src/error-codes.js`.
+#[napi(js_name = "errorTable")]
+pub fn error_table() -> String {
+    error_table_json().to_string()
+}
+
+pub(crate) fn error_table_json() -> serde_json::Value {
+    use serde_json::json;
+    let codes: Vec<_> = Code::ALL
+        .iter()
+        .map(|c| {
+            json!({
+                "code": c.as_str(),
+                "status": c.status(),
+                "retryable": c.retryable(),
+                "meaning": c.meaning(),
+            })
+        })
+        .collect();
+    let kinds: Vec<_> = ERROR_KINDS
+        .iter()
+        .map(|k| {
+            let code = match k.code {
+                KindCode::Is(c) => Some(c.as_str()),
+                KindCode::OfFirstFault => None,
+            };
+            json!({
+                "surface": k.surface.as_str(),
+                "name": k.name,
+                "code": code,
+                "className": k.class_name,
+                "when": k.when,
+            })
+        })
+        .collect();
+    json!({ "codes": codes, "kinds": kinds })
 }
 
 /// The JavaScript name of a core event field (`correlation_id` → `correlationId`).
@@ -243,7 +341,7 @@ mod tests {
             expected: 3,
             actual: 5,
         });
-        assert_eq!(e.code, "FENCED");
+        assert_eq!(e.code, Code::Fenced);
         assert_eq!(prop(&e, "runId"), Some(&Prop::Str("r1".into())));
         assert_eq!(prop(&e, "expected"), Some(&Prop::Num(3.0)));
         assert_eq!(prop(&e, "actual"), Some(&Prop::Num(5.0)));
@@ -270,6 +368,13 @@ mod tests {
                 "INVALID_INPUT",
             ),
             (E::InvalidConfig("x".into()), "INVALID_INPUT"),
+            (
+                E::RunIdCaseConflict {
+                    requested: "Run".into(),
+                    existing: "run".into(),
+                },
+                "INVALID_INPUT",
+            ),
             (E::RunNotFound { run: "r".into() }, "NOT_FOUND"),
             (E::RunExists { run: "r".into() }, "EXISTS"),
             (
@@ -344,7 +449,7 @@ mod tests {
         for (err, code) in cases {
             let shown = err.to_string();
             let b = BindError::from(err);
-            assert_eq!(b.code, code, "{shown}");
+            assert_eq!(b.code.as_str(), code, "{shown}");
             assert_eq!(b.message, shown);
         }
     }
@@ -374,7 +479,7 @@ mod tests {
             path: PathBuf::from("postgres"),
             source: io::Error::other(Terse(io::Error::other(reason))),
         });
-        assert_eq!(e.code, "IO");
+        assert_eq!(e.code, Code::Io);
         assert_eq!(
             e.message,
             format!("I/O error while migrating postgres: db error: {reason}")
@@ -410,9 +515,66 @@ mod tests {
     #[test]
     fn panic_payloads_become_details() {
         let e = BindError::panicked(&"boom");
-        assert_eq!(e.code, "PANICKED");
+        assert_eq!(e.code, Code::Panicked);
         assert_eq!(prop(&e, "detail"), Some(&Prop::Str("boom".into())));
         let e = BindError::panicked(&String::from("owned"));
         assert_eq!(prop(&e, "detail"), Some(&Prop::Str("owned".into())));
+    }
+
+    #[test]
+    fn store_rejections_carry_the_class_and_status_of_their_row() {
+        let cases: Vec<(runlog::Error, &str, Option<u16>)> = vec![
+            (
+                runlog::Error::RunNotFound { run: "r".into() },
+                "WorkflowRunNotFoundError",
+                Some(404),
+            ),
+            (
+                runlog::Error::RunExists { run: "r".into() },
+                "EntityConflictError",
+                Some(409),
+            ),
+            (
+                runlog::Error::InvalidEvent {
+                    field: "payload",
+                    reason: "too big".into(),
+                },
+                "WorkflowWorldError",
+                Some(400),
+            ),
+            (
+                runlog::Error::ReadOnly {
+                    op: "append".into(),
+                    path: PathBuf::from("/s"),
+                },
+                "WorkflowWorldError",
+                Some(403),
+            ),
+        ];
+        for (err, class, status) in cases {
+            let b = BindError::from(err);
+            assert_eq!(
+                prop(&b, "className"),
+                Some(&Prop::Str(class.into())),
+                "{b:?}"
+            );
+            let status = status.map(|s| Prop::Num(s.into()));
+            assert_eq!(prop(&b, "status"), status.as_ref(), "{b:?}");
+        }
+        let closed = BindError::closed();
+        assert_eq!((closed.code, prop(&closed, "status")), (Code::Closed, None));
+    }
+
+    /// Without its row this variant was `UNKNOWN` 500: it is bad input (use the existing id).
+    #[test]
+    fn a_run_id_case_conflict_is_invalid_input_naming_both_ids() {
+        let e = BindError::from(runlog::Error::RunIdCaseConflict {
+            requested: "Run".into(),
+            existing: "run".into(),
+        });
+        assert_eq!((e.code, e.code.status()), (Code::InvalidInput, Some(400)));
+        assert_eq!(prop(&e, "field"), Some(&Prop::Str("runId".into())));
+        assert_eq!(prop(&e, "runId"), Some(&Prop::Str("Run".into())));
+        assert_eq!(prop(&e, "existing"), Some(&Prop::Str("run".into())));
     }
 }

@@ -479,7 +479,7 @@ fn walk_page_json(page: &Page<Event>) -> Result<PageWire, BindError> {
 }
 
 fn internal(e: serde_json::Error) -> BindError {
-    BindError::new("INTERNAL", format!("cannot serialize an event page: {e}"))
+    BindError::internal(format!("cannot serialize an event page: {e}"))
 }
 
 /// `s` as a JSON string: copied as is when nothing in it needs an escape.

@@ -49,7 +49,7 @@ pub(crate) fn spawn<T: IntoJs>(
 ) -> Result<Raw, BindError> {
     let (deferred, promise) = env
         .create_deferred::<Raw, Resolver>()
-        .map_err(|e| BindError::new("INTERNAL", format!("cannot create a promise: {e}")))?;
+        .map_err(|e| BindError::internal(format!("cannot create a promise: {e}")))?;
     let promise = promise.value().value;
     lane.execute(Box::new(move |ready| {
         let out = match ready {
@@ -119,15 +119,13 @@ fn check(env: sys::napi_env, status: sys::napi_status) -> Result<(), BindError> 
         let mut exc = ptr::null_mut();
         unsafe { sys::napi_get_and_clear_last_exception(env, &mut exc) };
         let text = coerce_to_string(env, exc).unwrap_or_else(|| "an exception".to_owned());
-        return Err(BindError::new(
-            "INVALID_INPUT",
-            format!("reading an argument threw: {text}"),
-        ));
+        return Err(BindError::unreadable_input(format!(
+            "reading an argument threw: {text}"
+        )));
     }
-    Err(BindError::new(
-        "INTERNAL",
-        format!("napi call failed with status {status}"),
-    ))
+    Err(BindError::internal(format!(
+        "napi call failed with status {status}"
+    )))
 }
 
 fn coerce_to_string(env: sys::napi_env, v: sys::napi_value) -> Option<String> {
@@ -354,7 +352,7 @@ impl Arg {
     pub(crate) fn get(&self, key: &str) -> Result<Arg, BindError> {
         let name = format!("{}.{key}", self.name);
         let key = unsafe { <&str as ToNapiValue>::to_napi_value(self.env, key) }
-            .map_err(|e| BindError::new("INTERNAL", e.to_string()))?;
+            .map_err(|e| BindError::internal(e.to_string()))?;
         let mut out = ptr::null_mut();
         check(self.env, unsafe {
             sys::napi_get_property(self.env, self.raw, key, &mut out)

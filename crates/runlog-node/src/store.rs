@@ -544,11 +544,10 @@ impl JsStore {
     #[napi(ts_return_type = "CommitStats")]
     pub fn commit_stats(&self, env: Env) -> napi::Result<Raw> {
         if self.shared.backend != "file" {
-            let e = BindError::new(
-                "UNSUPPORTED",
+            let e = BindError::unsupported(
+                "commitStats",
                 "commitStats: group commit counters are the file store's; this store is on PostgreSQL",
-            )
-            .with_str("op", "commitStats");
+            );
             return throw(&env, &e);
         }
         let snapshot = match self.shared.store.lock().as_ref() {

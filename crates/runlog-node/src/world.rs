@@ -203,48 +203,20 @@ impl IntoJs for Json {
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, BindError> {
     serde_json::to_string(v)
-        .map_err(|e| BindError::new("INTERNAL", format!("cannot serialize a result: {e}")))
+        .map_err(|e| BindError::internal(format!("cannot serialize a result: {e}")))
 }
 
-/// The `code` of a World error: what it means, in the binding's vocabulary.
+/// The `code` of a World error (the error table's).
 fn world_code(e: &WorldError) -> &'static str {
-    match e.status() {
-        400 => "INVALID_INPUT",
-        404 => "NOT_FOUND",
-        409 => "CONFLICT",
-        410 => "GONE",
-        412 => "PRECONDITION_FAILED",
-        425 => "TOO_EARLY",
-        503 => "BUSY",
-        _ => "INTERNAL",
-    }
+    e.code().as_str()
 }
 
-/// The binding's `code` of a [`runlog_world::StorageFault`] (the names it gives store
-/// errors).
-fn fault_code(code: &str) -> &'static str {
-    const CODES: [&str; 10] = [
-        "CORRUPT",
-        "UNSUPPORTED_VERSION",
-        "NOT_A_STORE",
-        "BUSY",
-        "DISK_FULL",
-        "POISONED",
-        "PANICKED",
-        "READ_ONLY",
-        "IO",
-        "NOT_FOUND",
-    ];
-    CODES.into_iter().find(|c| *c == code).unwrap_or("UNKNOWN")
-}
-
-/// A `WorldError` as a rejection: `code`, `className`, `status` and the error's fields. A
-/// store-wide answer that lies in unreadable runs (`WorldError::Unreadable`) carries the
-/// code of the first run's fault, `runId` (that run) and `runIds` (every such run, joined
-/// by `,`).
+/// A `WorldError` as a rejection: its code, class and status (the error table,
+/// `runlog_world::error_table`), `retryAfter` and the error's fields. A store-wide answer
+/// that lies in unreadable runs (`WorldError::Unreadable`) carries the code of the first
+/// run's fault, `runId` (that run) and `runIds` (every such run, joined by `,`).
 pub(crate) fn from_world(e: WorldError) -> BindError {
-    let class = e.class_name();
-    let status = e.status();
+    let (code, class) = (e.code(), e.class_name());
     let retry = e.retry_after_s();
     let message = e.to_string();
     let mut b = match e {
@@ -252,15 +224,12 @@ pub(crate) fn from_world(e: WorldError) -> BindError {
         WorldError::Unreadable { ref runs, .. } => {
             let first = runs.first();
             let ids: Vec<&str> = runs.iter().map(|f| f.run_id.as_str()).collect();
-            BindError::new(fault_code(first.map_or("", |f| &f.code)), message)
+            BindError::with_code(code, class, message)
                 .with_str("runId", first.map_or("", |f| &f.run_id))
                 .with_str("runIds", ids.join(","))
         }
-        ref other => BindError::new(world_code(other), message),
+        _ => BindError::with_code(code, class, message),
     };
-    b = b
-        .with_str("className", class)
-        .with_num("status", u64::from(status));
     if let Some(s) = retry {
         b = b.with_num("retryAfter", s);
     }
@@ -302,7 +271,7 @@ fn world_fields(b: BindError, e: &WorldError) -> BindError {
 }
 
 fn world_err(e: WorldError) -> BindError {
-    let fields = world_fields(BindError::new("X", ""), &e);
+    let fields = world_fields(BindError::internal(""), &e);
     let mut b = from_world(e);
     for (k, v) in fields.props {
         if !b.props.iter().any(|(key, _)| *key == k) {
@@ -312,36 +281,17 @@ fn world_err(e: WorldError) -> BindError {
     b
 }
 
-/// A `StreamError` as a rejection (`className` `WorkflowWorldError` with a status).
+/// A `StreamError` as a rejection: its code, class and status (the error table).
 fn stream_err(e: StreamError) -> BindError {
+    let (code, class) = (e.code(), e.class_name());
     let message = e.to_string();
-    let (b, status) = match e {
-        StreamError::InvalidName { .. }
-        | StreamError::InvalidLimit { .. }
-        | StreamError::InvalidCursor { .. } => (BindError::new("INVALID_INPUT", message), 400),
-        StreamError::Closed { run, name } => (
-            BindError::new("STREAM_CLOSED", message)
-                .with_str("runId", run)
-                .with_str("name", name),
-            409,
-        ),
-        StreamError::Contended { .. } => (BindError::new("BUSY", message), 503),
-        StreamError::Collision { .. } => (BindError::new("CONFLICT", message), 409),
-        StreamError::Malformed { .. } => (BindError::new("CORRUPT", message), 500),
-        StreamError::Store(inner) => {
-            let status = match &inner {
-                runlog::Error::Busy { .. } => 503,
-                runlog::Error::DiskFull { .. } => 507,
-                runlog::Error::InvalidEvent { .. } => 400,
-                runlog::Error::ReadOnly { .. } => 403,
-                _ => 500,
-            };
-            (BindError::from_store(inner), status)
-        }
-        _ => (BindError::new("UNKNOWN", message), 500),
-    };
-    b.with_str("className", "WorkflowWorldError")
-        .with_num("status", status)
+    match e {
+        StreamError::Store(inner) => BindError::from_store(inner),
+        StreamError::Closed { run, name } => BindError::with_code(code, class, message)
+            .with_str("runId", run)
+            .with_str("name", name),
+        _ => BindError::with_code(code, class, message),
+    }
 }
 
 fn parse_json(text: &str, field: &str) -> Result<Value, BindError> {
@@ -587,11 +537,7 @@ fn string_arg(v: Unknown<'_>, name: &str) -> Result<String, BindError> {
 /// exists (as the reference's local store allows). Any other id is `INVALID_INPUT` (400).
 fn stream_run(v: Unknown<'_>) -> Result<RunId, BindError> {
     let s = Arg::new(v, "runId").string()?;
-    RunId::new(&s).map_err(|e| {
-        BindError::from_store(e)
-            .with_str("className", "WorkflowWorldError")
-            .with_num("status", 400)
-    })
+    RunId::new(&s).map_err(BindError::from_store)
 }
 
 /// A chunk list `[{index, data}]`.
@@ -1258,7 +1204,7 @@ mod tests {
             step_id: "step_1".into(),
             retry_after_s: 7,
         });
-        assert_eq!(e.code, "TOO_EARLY");
+        assert_eq!(e.code.as_str(), "TOO_EARLY");
         assert_eq!(
             prop(&e, "className"),
             Some(&Prop::Str("TooEarlyError".into()))
@@ -1302,7 +1248,7 @@ mod tests {
         ];
         for (err, code, status) in cases {
             let b = world_err(err);
-            assert_eq!(b.code, code);
+            assert_eq!(b.code.as_str(), code);
             assert_eq!(prop(&b, "status"), Some(&Prop::Num(status)));
         }
     }
@@ -1321,7 +1267,7 @@ mod tests {
             what: "hooks.list",
             runs: vec![fault("wrun_1", "CORRUPT"), fault("wrun_2", "IO")],
         });
-        assert_eq!(e.code, "CORRUPT");
+        assert_eq!(e.code.as_str(), "CORRUPT");
         assert_eq!(
             prop(&e, "className"),
             Some(&Prop::Str("WorkflowWorldError".into()))
@@ -1340,7 +1286,7 @@ mod tests {
             4096,
             "crc",
         )));
-        assert_eq!(e.code, "CORRUPT");
+        assert_eq!(e.code.as_str(), "CORRUPT");
         assert_eq!(prop(&e, "status"), Some(&Prop::Num(500.0)));
         assert_eq!(
             prop(&e, "className"),
@@ -1350,7 +1296,7 @@ mod tests {
             run: "wrun_1".into(),
             name: "s".into(),
         });
-        assert_eq!(s.code, "STREAM_CLOSED");
+        assert_eq!(s.code.as_str(), "STREAM_CLOSED");
         assert_eq!(prop(&s, "status"), Some(&Prop::Num(409.0)));
     }
 }

@@ -6,11 +6,12 @@ use crate::model::StorageFault;
 /// Everything a World call can fail with.
 ///
 /// [`WorldError::class_name`] is the `name` of the `@workflow/errors` class the SDK runtime
-/// dispatches on (`EntityConflictError`, `RunExpiredError`, ...); [`WorldError::status`] the
-/// HTTP status a remote World would answer with (the mapping of `@workflow/world-vercel`'s
-/// `errorForResponse`: 404, 409, 410, 412, 425; 400 for bad input; 5xx for storage
-/// trouble, which the runtime treats as retryable). `#[non_exhaustive]`: match with a
-/// wildcard arm.
+/// dispatches on (`EntityConflictError`, `RunExpiredError`, ...); [`WorldError::code`] the
+/// stable code and [`WorldError::status`] the HTTP status a remote World would answer with
+/// (the mapping of `@workflow/world-vercel`'s `errorForResponse`: 404, 409, 410, 412, 425;
+/// 400 for bad input; 5xx for storage trouble, which the runtime treats as retryable).
+/// All three come from the one error table, [`crate::error_table`]. `#[non_exhaustive]`:
+/// match with a wildcard arm.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorldError {
@@ -174,7 +175,7 @@ pub enum WorldError {
 
     /// The group commit that took this request stopped before answering it (its leader
     /// panicked): whether its event was written is unknown; read the run to learn it.
-    /// `WorkflowWorldError`, 500.
+    /// `WorkflowWorldError`, 500, code `ABORTED`.
     #[error(
         "run {run_id:?}: the group commit holding this request was aborted; read the run to learn whether it was written"
     )]
@@ -184,7 +185,8 @@ pub enum WorldError {
     },
 
     /// A stored event could not be read as a World event (its payload is not JSON): the
-    /// run was written by something other than a World. `WorkflowWorldError`, 500.
+    /// run was written by something other than a World. `WorkflowWorldError`, 500, code
+    /// `CORRUPT`.
     #[error("run {run_id:?}: event at seq {seq} is not a World event: {reason}")]
     InvalidStoredEvent {
         /// The run.
@@ -201,7 +203,8 @@ pub enum WorldError {
     /// finds nothing in what can be read while some run cannot be read to its end, or finds
     /// events in such a run. Rather than a silently incomplete answer, the read fails naming
     /// every such run with its fault (the other store-wide reads list a damaged run with its
-    /// [`StorageFault`] instead). `WorkflowWorldError`, 500.
+    /// [`StorageFault`] instead). `WorkflowWorldError` with the code and status of the
+    /// first such run's fault (`CORRUPT` 500, `BUSY` 503, ...).
     #[error("{what}: the answer may lie in runs that cannot be read: {}", faults_text(.runs))]
     Unreadable {
         /// The read (`hooks.list`, `events.listByCorrelationId`).
@@ -210,10 +213,12 @@ pub enum WorldError {
         runs: Vec<StorageFault>,
     },
 
-    /// A storage fault, unchanged: corruption, an environment error, a busy run lock, a full
-    /// disk. Never mapped to "not found". `WorkflowWorldError`, 503 for a busy lock, 507 for
-    /// a full disk, 403 for a write on a read-only store (`runlog::Store::open_read_only`:
-    /// no retry can succeed), 500 otherwise.
+    /// A store error, unchanged: corruption, an environment error, a busy run lock, a full
+    /// disk, bad input the store refused. Its code, class and status are the store error's
+    /// own ([`crate::error_table::store_kind`]): 400 for bad input (a payload above the
+    /// store's limit), 404 `WorkflowRunNotFoundError` for a missing log, 503 for a busy lock,
+    /// 507 for a full disk, 403 for a write on a read-only store
+    /// (`runlog::Store::open_read_only`: no retry can succeed), 500 for corruption and I/O.
     #[error("storage: {0}")]
     Storage(#[from] runlog::Error),
 }
@@ -232,53 +237,6 @@ fn faults_text(runs: &[StorageFault]) -> String {
 }
 
 impl WorldError {
-    /// The `name` of the SDK error class (`@workflow/errors`) this error stands for.
-    pub fn class_name(&self) -> &'static str {
-        match self {
-            WorldError::RunNotFound { .. } => "WorkflowRunNotFoundError",
-            WorldError::HookNotFound { .. } => "HookNotFoundError",
-            WorldError::EntityConflict { .. } | WorldError::DuplicateEventId { .. } => {
-                "EntityConflictError"
-            }
-            WorldError::RunExpired { .. } => "RunExpiredError",
-            WorldError::TooEarly { .. } => "TooEarlyError",
-            WorldError::PreconditionFailed { .. } => "PreconditionFailedError",
-            WorldError::RunNotSupported { .. } => "RunNotSupportedError",
-            WorldError::AttributeValidation { .. } => "AttributeValidationError",
-            _ => "WorkflowWorldError",
-        }
-    }
-
-    /// The HTTP-like status: 400, 404, 409, 410, 412, 425, 403 for a write on a read-only
-    /// store, or 5xx for the other storage faults.
-    pub fn status(&self) -> u16 {
-        match self {
-            WorldError::RunNotFound { .. }
-            | WorldError::StepNotFound { .. }
-            | WorldError::HookNotFound { .. }
-            | WorldError::WaitNotFound { .. }
-            | WorldError::EventNotFound { .. } => 404,
-            WorldError::EntityConflict { .. } | WorldError::DuplicateEventId { .. } => 409,
-            WorldError::RunExpired { .. } => 410,
-            WorldError::PreconditionFailed { .. } => 412,
-            WorldError::TooEarly { .. } => 425,
-            WorldError::RunNotSupported { .. }
-            | WorldError::LegacySpecVersion { .. }
-            | WorldError::InvalidRequest { .. }
-            | WorldError::AttributeValidation { .. } => 400,
-            WorldError::Busy { .. } => 503,
-            WorldError::InvalidStoredEvent { .. }
-            | WorldError::GroupAborted { .. }
-            | WorldError::Unreadable { .. } => 500,
-            WorldError::Storage(e) => match e {
-                runlog::Error::Busy { .. } => 503,
-                runlog::Error::DiskFull { .. } => 507,
-                runlog::Error::ReadOnly { .. } => 403,
-                _ => 500,
-            },
-        }
-    }
-
     /// `retryAfter` in seconds, for [`WorldError::TooEarly`].
     pub fn retry_after_s(&self) -> Option<u64> {
         match self {

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod error_table;
 pub mod streams;
 
 mod attrs;

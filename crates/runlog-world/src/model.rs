@@ -453,9 +453,8 @@ pub struct WorkflowRun {
 pub struct StorageFault {
     /// The run.
     pub run_id: String,
-    /// The store's error code, as the Node binding names it: `CORRUPT`,
-    /// `UNSUPPORTED_VERSION`, `IO`, `BUSY`, `POISONED`, `DISK_FULL`, `READ_ONLY`,
-    /// `NOT_A_STORE`, `UNKNOWN`.
+    /// The store error's code ([`crate::error_table::store_code`]): `CORRUPT`,
+    /// `UNSUPPORTED_VERSION`, `IO`, `BUSY`, `POISONED`, `DISK_FULL`, `NOT_FOUND`, ...
     pub code: String,
     /// The store's message (run, segment file and byte offset for corruption).
     pub message: String,
@@ -480,30 +479,12 @@ impl StorageFault {
         };
         StorageFault {
             run_id: run_id.to_string(),
-            code: store_code(e).to_string(),
+            code: crate::error_table::store_code(e).as_str().to_string(),
             message: e.message_with_causes(),
             readable_seq,
             segment,
             offset,
         }
-    }
-}
-
-/// The Node binding's `code` of a store error (`crates/runlog-node/src/errors.rs`).
-fn store_code(e: &runlog::Error) -> &'static str {
-    use runlog::Error as E;
-    match e {
-        E::Corrupt { .. } => "CORRUPT",
-        E::UnsupportedVersion { .. } => "UNSUPPORTED_VERSION",
-        E::NotAStore { .. } => "NOT_A_STORE",
-        E::Busy { .. } => "BUSY",
-        E::DiskFull { .. } => "DISK_FULL",
-        E::Poisoned { .. } => "POISONED",
-        E::Panicked { .. } => "PANICKED",
-        E::ReadOnly { .. } => "READ_ONLY",
-        E::Io { .. } => "IO",
-        E::RunNotFound { .. } => "NOT_FOUND",
-        _ => "UNKNOWN",
     }
 }
 
