@@ -863,10 +863,10 @@ mod tests {
     fn generic_revive(v: Value, date_key: bool) -> Value {
         match v {
             Value::Object(map) => {
-                if map.get("__type") == Some(&json!("Uint8Array")) {
-                    if let Some(Value::String(d)) = map.get("data") {
-                        return json!({ "$bytes": d });
-                    }
+                if map.get("__type") == Some(&json!("Uint8Array"))
+                    && let Some(Value::String(d)) = map.get("data")
+                {
+                    return json!({ "$bytes": d });
                 }
                 Value::Object(
                     map.into_iter()

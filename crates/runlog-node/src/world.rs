@@ -897,10 +897,10 @@ impl JsWorld {
             let p = pagination(&v, "params")?;
             let resolve = resolve_data(&v, "params")?;
             self.world_call(&env, move |w| {
-                if resolve == ResolveData::All {
-                    if let Some(page) = events_list_json(&w.world, &run, &p).map_err(world_err)? {
-                        return Ok(page);
-                    }
+                if resolve == ResolveData::All
+                    && let Some(page) = events_list_json(&w.world, &run, &p).map_err(world_err)?
+                {
+                    return Ok(page);
                 }
                 events_page_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
             })
