@@ -65,7 +65,11 @@ for line in 4.8.9 5.0.0-beta.35 5.0.0-beta.55; do
     got="$(shas < "$out/ex-$line-runlog.json" | sort -u)"
     echo "runlog stream sha256: $got"
     test "$got" = "$ref" || { echo "stream bytes differ from the local World's" >&2; exit 1; }
+    installed=directory; [ -z "$how" ] || installed=tarball
+    ci_result="\"source\":\".ci/examples.sh\",\"line\":\"$line\",\"world\":\"runlog\",\"install\":\"$installed\",\"ok\":true"
+    node scripts/ci-results.mjs record "{$ci_result,\"feature\":\"stream bytes equal the local World's\",\"detail\":\"sha256 $got\"}"
     "$runlog_bin" --store "$app/.workflow-data/runlog" verify
+    node scripts/ci-results.mjs record "{$ci_result,\"feature\":\"runlog verify clean\"}"
     rm -rf "$app/.workflow-data"
   done
 done

@@ -31,13 +31,19 @@ step "PostgreSQL 15"
 pg_ensure
 
 step "package tests on PostgreSQL (postgres.test.mjs; world-storage.test.mjs with RUNLOG_TEST_BACKEND=postgres)"
-npm_vitest "postgres.test.mjs" "$pkg" test test/postgres.test.mjs
-RUNLOG_TEST_BACKEND=postgres \
-  npm_vitest "world-storage.test.mjs on RUNLOG_TEST_BACKEND=postgres" "$pkg" test test/world-storage.test.mjs
+# scripts/ci-results-vitest.mjs records each run's pass count for the README's compatibility
+# table (when .ci/run set RUNLOG_CI_RESULTS; it prints nothing).
+ci_reporter="--reporter=$PWD/scripts/ci-results-vitest.mjs"
+ci_as='{"source":".ci/node-pg.sh","line":"5.0.0-beta.35","world":"runlog","feature":"PostgreSQL: package tests"'
+RUNLOG_CI_RECORD_AS="$ci_as,\"detail\":\"test/postgres.test.mjs\"}" \
+  npm_vitest "postgres.test.mjs" "$pkg" test test/postgres.test.mjs "$ci_reporter"
+RUNLOG_TEST_BACKEND=postgres RUNLOG_CI_RECORD_AS="$ci_as,\"detail\":\"test/world-storage.test.mjs\"}" \
+  npm_vitest "world-storage.test.mjs on RUNLOG_TEST_BACKEND=postgres" "$pkg" test test/world-storage.test.mjs "$ci_reporter"
 
 step "SDK conformance suite against the runlog World on PostgreSQL (npm run conformance:pg, 12 tests)"
 start_s=$SECONDS
-npm_vitest "npm run conformance:pg" "$pkg" conformance:pg
+RUNLOG_CI_RECORD_AS='{"source":".ci/node-pg.sh","line":"5.0.0-beta.35","world":"runlog","feature":"PostgreSQL: SDK conformance suite","detail":"@workflow/world-testing 5.0.0-beta.35"}' \
+  npm_vitest "npm run conformance:pg" "$pkg" conformance:pg "$ci_reporter"
 echo "conformance on PostgreSQL: $((SECONDS - start_s)) s"
 
 echo

@@ -45,7 +45,10 @@ npm_vitest "npm test" packages/world-runlog test
 (cd packages/world-runlog && npm run typecheck)
 
 step "SDK conformance suite against the runlog World (npm run conformance, 12 tests)"
-npm_vitest "npm run conformance" packages/world-runlog conformance
+# scripts/ci-results-vitest.mjs records the pass count for the README's compatibility table
+# (when .ci/run set RUNLOG_CI_RESULTS; it prints nothing).
+RUNLOG_CI_RECORD_AS='{"source":".ci/node.sh","line":"5.0.0-beta.35","world":"runlog","feature":"SDK conformance suite (passed/tests)","detail":"@workflow/world-testing 5.0.0-beta.35"}' \
+  npm_vitest "npm run conformance" packages/world-runlog conformance --reporter="$PWD/scripts/ci-results-vitest.mjs"
 
 echo
 echo "node CI passed"

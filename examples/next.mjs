@@ -39,6 +39,8 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { record } from '../scripts/ci-results.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..');
 const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
@@ -409,11 +411,28 @@ function installedVersions() {
   };
 }
 
+/** One mode's summary as a result for the compatibility table (scripts/ci-results.mjs). */
+function recordSummary(mode, summary) {
+  const failed = Object.entries(summary.checks ?? {}).filter(([, v]) => !v).map(([k]) => k);
+  const detail = summary.failure ?? (failed.length ? `failed checks: ${failed.join(', ')}` : undefined);
+  record({
+    source: 'examples/next.mjs',
+    line,
+    world,
+    feature: 'Next.js (next dev; next build + next start)',
+    mode,
+    ...(world === 'runlog' && { install: 'tarball' }),
+    ok: summary.ok,
+    ...(!summary.ok && { detail }),
+  });
+}
+
 let installMs;
 try {
   installMs = installApp();
 } catch (err) {
   console.log(JSON.stringify({ app: 'next', line, world, ok: false, failure: `install: ${err.message}` }, null, 2));
+  for (const mode of modes) recordSummary(mode, { ok: false, failure: `install: ${err.message}` });
   process.exit(1);
 }
 let allOk = true;
@@ -421,5 +440,6 @@ for (const [i, mode] of modes.entries()) {
   const summary = await runMode(mode, i === 0 ? installMs : 0);
   allOk &&= summary.ok;
   console.log(JSON.stringify(summary, null, 2));
+  recordSummary(mode, summary);
 }
 process.exit(allOk ? 0 : 1);

@@ -45,6 +45,8 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { record } from '../scripts/ci-results.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..');
 const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
@@ -540,17 +542,46 @@ function installedVersions() {
   };
 }
 
+const APP_CHECKS = ['completed', 'retriedOnce', 'fatalCaught', 'hookPayload', 'doomedFailed', 'threeStreamLines'];
+
+/**
+ * One mode's summary as results for the compatibility table (scripts/ci-results.mjs; written
+ * only when RUNLOG_CI_RESULTS is set): the app's checks, the mode's server, the tarball
+ * install, and the restart test when it ran (world-local's known failure recorded as one).
+ */
+function recordSummary(summary) {
+  const { mode } = summary;
+  const base = { source: 'examples/run.mjs', line, world, mode, ...(world === 'runlog' && { install: pack ? 'tarball' : 'directory' }) };
+  const failed = APP_CHECKS.filter((k) => !summary.checks?.[k]);
+  const appOk = summary.checks !== undefined && failed.length === 0;
+  const detail = summary.failure ?? (failed.length ? `failed checks: ${failed.join(', ')}` : undefined);
+  const rec = (feature, ok, why) => record({ ...base, feature, ok, ...(!ok && why && { detail: why }) });
+  rec('steps+sleep+hook+stream+retry+FatalError', appOk, detail);
+  rec(mode === 'dev' ? 'dev server' : 'production build', appOk, detail);
+  if (world === 'runlog' && pack) rec('tarball install', appOk, detail);
+  if (!restartMidSleep) return;
+  const r = summary.restart;
+  // The reason's first clause: the rest (the message matched, the consequence) is in the summary.
+  if (r?.knownFailure) return rec('restart mid-sleep', false, `known failure: ${r.knownFailure.split(' (')[0]}`);
+  const restartChecks = Object.entries(summary.checks ?? {}).filter(([k]) => k.startsWith('restart'));
+  const restartOk = r !== undefined && summary.failure === undefined && restartChecks.length > 0 && restartChecks.every(([, v]) => v);
+  const why = summary.failure ?? `failed checks: ${restartChecks.filter(([, v]) => !v).map(([k]) => k).join(', ')}`;
+  rec('restart mid-sleep', restartOk, r === undefined ? `not reached: ${why}` : why);
+}
+
 let allOk = true;
 let installTimings;
 try {
   installTimings = installApp();
 } catch (err) {
   console.log(JSON.stringify({ line, world, ok: false, failure: `install: ${err.message}` }, null, 2));
+  for (const mode of modes) recordSummary({ mode, failure: `install: ${err.message}` });
   process.exit(1);
 }
 for (const [i, mode] of modes.entries()) {
   const summary = await runMode(mode, i === 0 ? installTimings : { installMs: 0 });
   allOk &&= summary.ok;
   console.log(JSON.stringify(summary, null, 2));
+  recordSummary(summary);
 }
 process.exit(allOk ? 0 : 1);

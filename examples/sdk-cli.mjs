@@ -43,6 +43,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { record } from '../scripts/ci-results.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const LINES = ['4.8.9', '5.0.0-beta.35', '5.0.0-beta.55'];
 // Local first: its run empties the app's data directory (runApp).
@@ -104,7 +106,8 @@ function runApp(line, world, app) {
   const r = spawnSync(
     process.execPath,
     [path.join(here, 'run.mjs'), line, world, '--mode', 'prod', '--keep-data', '--app-dir', app],
-    { encoding: 'utf8', env: worldEnv('local'), maxBuffer: 64 << 20 },
+    // Its results are this script's (recordLineWorld), not run.mjs's: RUNLOG_CI_RESULTS dropped.
+    { encoding: 'utf8', env: { ...worldEnv('local'), RUNLOG_CI_RESULTS: '' }, maxBuffer: 64 << 20 },
   );
   let summary;
   try {
@@ -604,6 +607,23 @@ function compare(line, local, runlog) {
   return out;
 }
 
+/**
+ * A line and world's summary as results for the compatibility table (scripts/ci-results.mjs):
+ * `workflow inspect` (the cli* checks) and, when the web UI was driven, `workflow web` (web*).
+ */
+function recordLineWorld(s) {
+  const base = { source: 'examples/sdk-cli.mjs', line: s.line, world: s.world };
+  const rec = (feature, prefix) => {
+    const checks = Object.entries(s.checks).filter(([k]) => k.startsWith(prefix));
+    const failed = checks.filter(([, v]) => !v).map(([k]) => k);
+    const ok = s.failure === undefined && checks.length > 0 && failed.length === 0;
+    const detail = s.failure ?? (failed.length ? `failed checks: ${failed.join(', ')}` : `no ${prefix}* checks ran`);
+    record({ ...base, feature, ok, ...(!ok && { detail }) });
+  };
+  rec('workflow inspect', 'cli');
+  if (web) rec('workflow web (Chromium)', 'web');
+}
+
 let allOk = true;
 mkdirSync(work, { recursive: true });
 for (const line of lines) {
@@ -614,6 +634,7 @@ for (const line of lines) {
     allOk &&= s.ok;
     const { view, ...printed } = s;
     console.log(JSON.stringify(printed, null, 2));
+    recordLineWorld(s);
   }
   const cmp = compare(line, results.local, results.runlog);
   allOk &&= cmp.ok;

@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
+import { LINES, record } from '../../../scripts/ci-results.mjs';
 import { appDir } from './lib-server.mjs';
 
 const repo = path.resolve(appDir, '..', '..', '..');
@@ -47,6 +48,30 @@ if (!args.includes('--no-build') || !existsSync(path.join(appDir, '.output', 'se
   sh('npx', ['nitro', 'build'], buildEnv);
 }
 
+// The suite's tests behind rows of the compatibility table (scripts/ci-results.mjs): what the
+// spec ≥ 6 line adds, by the start of the test's name.
+const SLOT_TESTS = [
+  ['slot ids from seq (8 concurrent runs)', 'eight runs started at once'],
+  ['eventCount bump-and-report, sinceCursor delta', 'eventCount: a stale write'],
+  ["createBatch (a suspension's events together)", 'a suspension holding two waits'],
+  ['spec 7, sealed log', 'the World declares spec 7'],
+];
+
+/** One World's pass as results for the compatibility table: the pass count, then SLOT_TESTS. */
+function recordResult(r, out) {
+  const base = { source: 'packages/world-runlog/conformance-beta55/run.mjs', line: LINES.at(-1), world: r.world };
+  const passed = r.exit === 0 && r.fail === 0 && r.pass === r.tests && r.tests > 0 && (r.verify ?? 'clean') === 'clean';
+  const counted = Number.isInteger(r.pass) && Number.isInteger(r.tests) ? { pass: r.pass, tests: r.tests } : {};
+  const why = `exit ${r.exit}, ${r.fail} failed${r.verify && r.verify !== 'clean' ? `, runlog verify ${r.verify}` : ''}`;
+  record({ ...base, feature: 'SDK conformance suite (passed/tests)', ok: passed, ...counted, detail: passed ? 'conformance-beta55' : why });
+  // The spec reporter's line per test: "✔ <name> (<ms>ms)" or "✖ <name> (<ms>ms)".
+  const outcome = (start) => out.match(new RegExp(`^\\s*([✔✖]) ${start}`, 'm'))?.[1];
+  for (const [feature, start] of SLOT_TESTS) {
+    const mark = outcome(start);
+    record({ ...base, feature, ok: mark === '✔', ...(mark !== '✔' && { detail: mark ? 'its test failed' : 'its test did not report' }) });
+  }
+}
+
 const results = [];
 for (const world of worlds) {
   if (world === 'runlog' && !args.includes('--no-install')) {
@@ -66,6 +91,7 @@ for (const world of worlds) {
   }
   rmSync(dataDir, { recursive: true, force: true });
   results.push(result);
+  recordResult(result, out);
 }
 let ok = true;
 for (const r of results) {

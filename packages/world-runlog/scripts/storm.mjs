@@ -34,6 +34,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { appLine, record } from '../../../scripts/ci-results.mjs';
+
 const self = fileURLToPath(import.meta.url);
 const packageDir = path.resolve(path.dirname(self), '..');
 
@@ -248,6 +250,34 @@ async function storm(o) {
   }
 }
 
+/**
+ * The storm's counts as results for the compatibility table (scripts/ci-results.mjs), when it
+ * ran through an app's line (--app): one per World for the terminal events and, on spec ≥ 6,
+ * for dense slot ids.
+ */
+function recordStorm(kinds, results) {
+  const line = o.app ? appLine(o.app) : null;
+  if (!line) return;
+  for (const [i, r] of results.entries()) {
+    const base = { source: 'packages/world-runlog/scripts/storm.mjs', line, world: kinds[i] };
+    const shape = `${r.processes} processes x ${r.writers} writers on ${r.runs} runs`;
+    const extra = r.runsWithExtraTerminal;
+    record({
+      ...base,
+      feature: 'storm: 0 runs with two terminal events',
+      ok: extra === 0,
+      detail: extra === 0 ? shape : `${extra} of ${r.runs} runs with extra terminal events (${shape})`,
+    });
+    if (r.runsWithSlotGaps === undefined) continue;
+    record({
+      ...base,
+      feature: 'storm: dense slot ids',
+      ok: r.runsWithSlotGaps === 0,
+      detail: r.runsWithSlotGaps === 0 ? shape : `${r.runsWithSlotGaps} of ${r.runs} runs with slot gaps (${shape})`,
+    });
+  }
+}
+
 const o = args();
 if (o.child) {
   await child(o);
@@ -257,4 +287,5 @@ if (o.child) {
   for (const world of kinds) results.push(await storm({ ...o, world }));
   console.log(JSON.stringify({ results }, null, 2));
   if (results.some((r, i) => kinds[i] === 'runlog' && !runlogClean(r))) process.exitCode = 1;
+  recordStorm(kinds, results);
 }

@@ -1,0 +1,203 @@
+#!/usr/bin/env node
+// The compatibility table of packages/world-runlog/README.md (rows: features; columns: the
+// SDK lines), generated from what CI ran (the results.jsonl of scripts/ci-results.mjs):
+//
+//   node scripts/compat-table.mjs [--results FILE] [--readme FILE] [--from TEXT]   # writes the table
+//   node scripts/compat-table.mjs --check [--results FILE] [--readme FILE]         # compares, exit 1 on a difference
+//
+// --results defaults to $RUNLOG_CI_RESULTS/results.jsonl; --readme to the package README. The
+// table goes between the README's `<!-- compat:begin -->` and `<!-- compat:end -->` lines,
+// nothing else is touched; --from says in its "generated" line where the results came from
+// (default: the results file and the repository's HEAD).
+//
+// A cell, for a feature on a line: `✓` when CI ran it on runlog and every result passed
+// (`✓ 12/12` with a test count), `✗ <which: why>` when one failed, `not run` when .ci/run
+// runs it there (FEATURES of scripts/ci-results.mjs) and no result says so, `–` when CI does
+// not run it on that line. The line's own local World is noted after a `;` where its result
+// differs from runlog's (or where it was expected and not run).
+//
+// --check renders the table from the results and compares it with the README's, cell by
+// cell; it exits 1 naming each differing cell, and each cell CI should have run and did not
+// (on either World), even where the README says the same.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { FEATURES, LINES, readResults, resultsPath } from './ci-results.mjs';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const BEGIN = '<!-- compat:begin -->';
+export const END = '<!-- compat:end -->';
+const DETAIL_CHARS_MAX = 140;
+
+function fail(code, message) {
+  const err = new Error(message);
+  err.code = code;
+  return err;
+}
+
+/** A detail fit for one table cell: one line, no `|`, at most DETAIL_CHARS_MAX characters. */
+function cellText(s) {
+  const one = s.replace(/\s+/g, ' ').replaceAll('|', '\\|').trim();
+  return one.length > DETAIL_CHARS_MAX ? `${one.slice(0, DETAIL_CHARS_MAX - 1)}…` : one;
+}
+
+/** The verdict of one World's results for one cell: `✓`, `✓ 12/12` or `✗ <which: why>`. */
+function verdict(rs) {
+  const counted = rs.filter((r) => r.tests !== undefined);
+  const counts = counted.length ? ` ${counted.reduce((a, r) => a + (r.pass ?? 0), 0)}/${counted.reduce((a, r) => a + r.tests, 0)}` : '';
+  const failed = rs.filter((r) => !r.ok);
+  if (failed.length === 0) return { ok: true, text: `✓${counts}` };
+  const whys = new Map();
+  for (const r of failed) {
+    const why = r.detail ?? 'failed';
+    const tag = [r.mode, r.install].filter(Boolean).join(' ');
+    whys.set(why, [...(whys.get(why) ?? []), ...(tag ? [tag] : [])]);
+  }
+  const parts = [...whys].map(([why, tags]) => (tags.length ? `${[...new Set(tags)].join(', ')}: ${why}` : why));
+  return { ok: false, text: `✗${counts} (${cellText(parts.join('; '))})` };
+}
+
+/** The text of the cell for `feature` (one of FEATURES) on `line`, from every result. */
+export function cell(feature, line, results) {
+  const expected = feature.lines.includes(line);
+  const of = (world) => results.filter((r) => r.feature === feature.label && r.line === line && r.world === world);
+  const runlog = of('runlog');
+  const local = of('local');
+  if (runlog.length === 0 && local.length === 0 && !expected) return '–';
+  const main = runlog.length ? verdict(runlog) : { ok: undefined, text: expected ? 'not run' : '–' };
+  if (local.length === 0) return expected && feature.worlds.includes('local') ? `${main.text}; world-local: not run` : main.text;
+  const lv = verdict(local);
+  return lv.text === main.text ? main.text : `${main.text}; world-local: ${lv.text}`;
+}
+
+/** The markdown table: a header of the lines, one row per feature of FEATURES. */
+export function renderTable(results) {
+  const rows = [`| feature | ${LINES.map((l) => `\`workflow@${l}\``).join(' | ')} |`, `|---|${LINES.map(() => '---|').join('')}`];
+  for (const f of FEATURES) rows.push(`| ${f.label} | ${LINES.map((l) => cell(f, l, results)).join(' | ')} |`);
+  return rows.join('\n');
+}
+
+/** Every cell CI should have run (FEATURES: lines × worlds) that no result covers. */
+export function missing(results) {
+  const out = [];
+  for (const f of FEATURES) {
+    for (const line of f.lines) {
+      for (const world of f.worlds) {
+        if (!results.some((r) => r.feature === f.label && r.line === line && r.world === world)) out.push(`${f.label} × ${line} × ${world}`);
+      }
+    }
+  }
+  return out;
+}
+
+/** The region between the markers: what generated it, the table, the legend. */
+export function renderRegion(results, from, at = new Date()) {
+  const sources = [...new Set(results.map((r) => r.source))].sort();
+  return [
+    `Generated by \`node scripts/compat-table.mjs\` on ${at.toISOString().slice(0, 16).replace('T', ' ')} UTC from ${from}`,
+    `(${results.length} results of ${sources.map((s) => `\`${s}\``).join(', ') || 'no driver'}).`,
+    '',
+    renderTable(results),
+    '',
+    '✓: CI ran it on runlog and it passed (n/m: tests passed of tests run); ✗: it failed, with why;',
+    "`world-local:` the line's own local World, where its result differs; `–`: CI does not run it",
+    'on that line; `not run`: CI runs it there, but these results hold none.',
+  ].join('\n');
+}
+
+/** [before, region, after] of a README; ERR_COMPAT_MARKERS when the markers are not there once each, in order. */
+function split(readme) {
+  const b = readme.indexOf(BEGIN);
+  const e = readme.indexOf(END);
+  if (b < 0 || e < b || readme.indexOf(BEGIN, b + 1) >= 0 || readme.indexOf(END, e + 1) >= 0) {
+    throw fail('ERR_COMPAT_MARKERS', `the README needs one ${BEGIN} line followed by one ${END} line`);
+  }
+  return [readme.slice(0, b + BEGIN.length), readme.slice(b + BEGIN.length, e), readme.slice(e)];
+}
+
+/** The README with its marker region replaced by `region`. */
+export function replaceRegion(readme, region) {
+  const [before, , after] = split(readme);
+  return `${before}\n${region}\n${after}`;
+}
+
+/** The table rows of a marker region: feature label → its cells, and the header's cells. */
+export function parseTable(region) {
+  const rows = region.split('\n').filter((l) => l.startsWith('|') && !/^\|-/.test(l));
+  const cells = (l) => l.slice(1, l.endsWith('|') ? -1 : undefined).split(/(?<!\\)\|/).map((c) => c.trim());
+  const [header, ...body] = rows.map(cells);
+  return { header: header ?? [], rows: new Map(body.map(([label, ...rest]) => [label, rest])) };
+}
+
+/**
+ * The README's table against the one the results give: every differing cell (and header or
+ * row), and every cell CI should have run that the results lack. `{ ok, problems }`.
+ */
+export function check(readme, results) {
+  const have = parseTable(split(readme)[1]);
+  const want = parseTable(renderTable(results));
+  const problems = [];
+  if (have.header.join('|') !== want.header.join('|')) problems.push(`header: README has "${have.header.join(' | ')}", the results give "${want.header.join(' | ')}"`);
+  for (const [label, cells] of want.rows) {
+    const got = have.rows.get(label);
+    if (!got) {
+      problems.push(`row "${label}": missing from the README`);
+      continue;
+    }
+    LINES.forEach((line, i) => {
+      if (got[i] !== cells[i]) problems.push(`"${label}" × ${line}: README says "${got[i] ?? ''}", the results give "${cells[i]}"`);
+    });
+  }
+  for (const label of have.rows.keys()) if (!want.rows.has(label)) problems.push(`row "${label}": in the README, not a feature of scripts/ci-results.mjs`);
+  for (const m of missing(results)) problems.push(`not run by CI (no result): ${m}`);
+  return { ok: problems.length === 0, problems };
+}
+
+function headCommit() {
+  try {
+    return execFileSync('git', ['-C', repo, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function main(argv) {
+  const value = (flag) => {
+    const i = argv.indexOf(flag);
+    if (i < 0) return undefined;
+    if (i + 1 >= argv.length) throw fail('ERR_COMPAT_USAGE', `${flag} wants a value`);
+    return argv[i + 1];
+  };
+  const known = ['--results', '--readme', '--from', '--check'];
+  for (const [i, a] of argv.entries()) {
+    if (!known.includes(a) && !['--results', '--readme', '--from'].includes(argv[i - 1])) throw fail('ERR_COMPAT_USAGE', `unknown argument: ${a}`);
+  }
+  const resultsFile = value('--results') ?? resultsPath();
+  if (!resultsFile) throw fail('ERR_COMPAT_USAGE', 'no results: --results FILE, or RUNLOG_CI_RESULTS set');
+  const readmeFile = path.resolve(value('--readme') ?? path.join(repo, 'packages', 'world-runlog', 'README.md'));
+  const results = readResults(resultsFile);
+  const readme = readFileSync(readmeFile, 'utf8');
+  if (argv.includes('--check')) {
+    const { ok, problems } = check(readme, results);
+    for (const p of problems) console.error(`compat-table: ${p}`);
+    console.log(`compat-table: ${ok ? 'the README table is what the results give' : `${problems.length} differences`} (${results.length} results, ${resultsFile})`);
+    return ok ? 0 : 1;
+  }
+  const commit = headCommit();
+  const from = value('--from') ?? `\`${resultsFile}\`${commit ? ` at commit ${commit}` : ''}`;
+  writeFileSync(readmeFile, replaceRegion(readme, renderRegion(results, from)));
+  const gaps = missing(results);
+  console.log(`compat-table: wrote ${path.relative(process.cwd(), readmeFile)} from ${results.length} results${gaps.length ? ` (${gaps.length} cells CI runs have no result: not run)` : ''}`);
+  return 0;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    process.exitCode = main(process.argv.slice(2));
+  } catch (err) {
+    console.error(`compat-table: ${err.message}${err.code ? ` (${err.code})` : ''}`);
+    process.exitCode = 2;
+  }
+}
