@@ -147,10 +147,8 @@ impl GroupLog {
             queue.pending.push(Arc::clone(&request));
             !std::mem::replace(&mut queue.leading, true)
         };
-        if !lead {
-            if let Turn::Done(result) = &*request.wait()? {
-                return result.clone().map_err(Into::into);
-            }
+        if !lead && let Turn::Done(result) = &*request.wait()? {
+            return result.clone().map_err(Into::into);
         }
         let group = std::mem::take(&mut lock(&self.queue)?.pending);
         let mut buf = Vec::with_capacity(group.iter().map(|r| r.frames.len()).sum());

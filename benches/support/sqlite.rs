@@ -145,7 +145,7 @@ impl Writer {
     /// Counts a commit; whether the caller should now run a checkpoint.
     fn checkpoint_due(&self) -> bool {
         self.checkpoints_outside
-            && (self.commits.fetch_add(1, Ordering::Relaxed) + 1) % CHECKPOINT_COMMITS == 0
+            && (self.commits.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(CHECKPOINT_COMMITS)
     }
 }
 

@@ -124,6 +124,46 @@ export interface RunlogRecovery {
   skipped?: 'read-only';
 }
 
+/** One run's outcome of `runs.cancelMany` (`BulkCancelWorkflowRunResult` of @workflow/world 5.0.0-beta.37). */
+export type RunlogBulkCancelRunResult =
+  | { runId: string; outcome: 'cancelled' | 'already_cancelled' | 'not_found' }
+  | { runId: string; outcome: 'not_cancellable'; status: 'completed' | 'failed' }
+  | { runId: string; outcome: 'failed'; code: string; retryable: boolean };
+
+/** `runs.cancelMany`'s result: one outcome per requested id, in request order, and their counts. */
+export interface RunlogBulkCancelResult {
+  summary: { requested: number; cancelled: number; alreadyCancelled: number; notCancellable: number; notFound: number; failed: number };
+  results: RunlogBulkCancelRunResult[];
+}
+
+/**
+ * A stream write session (`StreamWriteSession` of @workflow/world 5.0.0-beta.37,
+ * src/write-session.js): groups applied in call order, each one atomic append; `chunkSeq`
+ * checked (a non-negative integer) and observed, not enforced; a failed request fails every
+ * later one with its error.
+ */
+export interface RunlogStreamWriteSession {
+  readonly writerId: `wrtr_${string}`;
+  write(chunkSeq: number, chunks: (string | Uint8Array)[]): Promise<void>;
+  close(): Promise<void>;
+  dispose(): void;
+}
+
+/**
+ * What a World of the 5.0.0-beta.55 line has beyond `RunlogWorld` (src/line-beta55.js); its
+ * `createBatch`, `getMany` and `waitForTerminalStatus` are the line's `World`'s.
+ */
+export interface RunlogBeta55Members {
+  runs: {
+    /** 1–500 unique run ids, `cancelReason` ≤ 512 characters; else WorkflowWorldError 400 `INVALID_INPUT`. */
+    cancelMany(request: { runIds: string[]; cancelReason?: string }): Promise<RunlogBulkCancelResult>;
+  };
+  streams: {
+    /** Throws WorkflowWorldError 400 `INVALID_INPUT` for a bad run id, name or `writerId` (`wrtr_` + ULID). */
+    createWriteSession(runId: string, name: string, options: { writerId: `wrtr_${string}` }): RunlogStreamWriteSession;
+  };
+}
+
 /** The World; `createWorldFromModule` calls it with no arguments. */
 export declare function createWorld(options?: RunlogWorldOptions): RunlogWorld;
 export declare function resolveConfig(options?: RunlogWorldOptions, env?: NodeJS.ProcessEnv, cwd?: string): ResolvedConfig;

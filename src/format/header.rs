@@ -220,7 +220,7 @@ impl CounterSlot {
 /// torn write always leaves one valid slot (rule 10). Generations need not be dense.
 pub fn next_header_generation(newest: u64, header_generation: u64) -> u64 {
     let g = newest.saturating_add(1);
-    if g.abs_diff(header_generation) % 2 == 0 {
+    if g.abs_diff(header_generation).is_multiple_of(2) {
         g.saturating_add(1)
     } else {
         g

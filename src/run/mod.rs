@@ -154,11 +154,12 @@ impl Run {
     /// # Errors
     /// [`Error::Io`] when the lock file exists but cannot be opened.
     fn counter_lock(&self) -> Result<Option<&dyn FsFile>> {
-        if self.lock_file.get().is_none() && self.access == Access::Read {
-            if let Some(f) = lock::open_for_counters(self.fs.as_ref(), &self.lock_path)? {
-                // Another thread may have set it first: either handle reads the same file.
-                let _ = self.lock_file.set(f);
-            }
+        if self.lock_file.get().is_none()
+            && self.access == Access::Read
+            && let Some(f) = lock::open_for_counters(self.fs.as_ref(), &self.lock_path)?
+        {
+            // Another thread may have set it first: either handle reads the same file.
+            let _ = self.lock_file.set(f);
         }
         Ok(self.lock_file.get().map(|f| f.as_ref()))
     }

@@ -243,7 +243,7 @@ impl RunState {
     }
 }
 
-/// What [`Run::repair`] did.
+/// What [`Store::repair_run`](crate::Store::repair_run) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Repair {
     /// The segment cut, and the byte offset it was cut at (its first bad batch).

@@ -315,16 +315,17 @@ fn classify(diffs: &[Difference], ev: &Evidence) -> (RunClass, String) {
             ),
         );
     }
-    if let Some(kind) = &ev.temp_terminal {
-        if ev.terminal_events == 0 && theirs_terminal {
-            return (
-                RunClass::TerminalInTempFile,
-                format!(
-                    "its {kind} exists only as a leftover temp file in events/, yet the run file is {}",
-                    theirs_status.unwrap_or_default()
-                ),
-            );
-        }
+    if let Some(kind) = &ev.temp_terminal
+        && ev.terminal_events == 0
+        && theirs_terminal
+    {
+        return (
+            RunClass::TerminalInTempFile,
+            format!(
+                "its {kind} exists only as a leftover temp file in events/, yet the run file is {}",
+                theirs_status.unwrap_or_default()
+            ),
+        );
     }
     let terminal_only = diffs
         .iter()
@@ -360,10 +361,10 @@ fn temp_terminals(src: &Path) -> BTreeMap<String, String> {
             return;
         };
         let Ok(v) = v else { return };
-        if let (Some(run), Some(kind)) = (v["runId"].as_str(), v["eventType"].as_str()) {
-            if ["run_completed", "run_failed", "run_cancelled"].contains(&kind) {
-                out.insert(run.to_string(), kind.to_string());
-            }
+        if let (Some(run), Some(kind)) = (v["runId"].as_str(), v["eventType"].as_str())
+            && ["run_completed", "run_failed", "run_cancelled"].contains(&kind)
+        {
+            out.insert(run.to_string(), kind.to_string());
         }
     };
     let Ok(list) = fs::read_dir(src.join("events")) else {

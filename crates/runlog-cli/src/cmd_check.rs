@@ -28,7 +28,7 @@ pub const AUDIT_HELP: &str = "\
 A workflow anomaly: an intact log whose events say something impossible about the workflow.
 Classes: multiple_terminal, event_after_terminal, duplicate_creation, creation_later,
 creation_missing, run_created_not_first, missing_slots (an imported slot run whose source
-skipped slot numbers; see the README). Exit 1 when any is found. A log that cannot be read gets
+skipped slot numbers; see docs/IMPORT.md). Exit 1 when any is found. A log that cannot be read gets
 a row of class `error` (in --json: {\"run\", \"error\"}) and the audit goes on with the other runs,
 then exits 5 (a storage fault: run `runlog verify`) or 6 (an environment error).";
 

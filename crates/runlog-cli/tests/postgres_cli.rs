@@ -93,6 +93,10 @@ fn append(store: &Path, args: &[&str]) -> Output {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn append_events_runs_export_tail_verify_audit_work_on_postgres() {
     if !ready() {
         return;
@@ -187,6 +191,10 @@ fn append_events_runs_export_tail_verify_audit_work_on_postgres() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn the_store_env_var_names_a_postgres_store_too() {
     if !ready() {
         return;
@@ -203,6 +211,10 @@ fn the_store_env_var_names_a_postgres_store_too() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn tail_follow_on_postgres_prints_a_commit_of_another_process() {
     if !ready() {
         return;
@@ -239,6 +251,10 @@ fn admin(url: &str, sql: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn tail_follow_on_postgres_outlives_a_lost_connection_and_prints_the_next_commit() {
     if !ready() {
         return;
@@ -305,6 +321,10 @@ fn tail_follow_on_postgres_outlives_a_lost_connection_and_prints_the_next_commit
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn read_commands_on_a_schema_without_a_store_exit_2_and_create_nothing() {
     if !ready() {
         return;
@@ -331,6 +351,10 @@ fn read_commands_on_a_schema_without_a_store_exit_2_and_create_nothing() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn a_read_only_postgres_connection_refuses_every_write() {
     if !ready() {
         return;
@@ -416,6 +440,10 @@ fn export_all(store: &Path) -> Vec<u8> {
 const STREAM_RUN: &str = "wrun_01M8N4BQX3533WHD0GK89WDY54";
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn the_imported_corpus_reads_the_same_on_postgres_as_on_the_file_store() {
     if !ready() {
         return;
@@ -558,6 +586,10 @@ fn copy(src: &Path, dst: &Path, extra: &[&str]) -> Output {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn copy_file_to_postgres_and_back_keeps_export_byte_for_byte() {
     if !ready() {
         return;
@@ -624,6 +656,10 @@ fn flip_byte(path: &Path, offset: u64) {
 const FIRST_PAYLOAD_BYTE: u64 = 4096 + 32 + 44 + 11 + 40;
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn copy_reports_a_damaged_source_run_and_a_conflict_and_copies_the_others() {
     if !ready() {
         return;
@@ -710,6 +746,10 @@ fn storm(url: &str, extra: &[&str]) -> (i32, Vec<Value>) {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn storm_over_processes_on_postgres_fenced_never_corrupts_unfenced_does() {
     if !ready() {
         return;

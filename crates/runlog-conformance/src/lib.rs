@@ -55,13 +55,17 @@ pub fn always_ready() -> bool {
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@list $fresh, $crate::always_ready);
+        $crate::conformance_tests!(@list $fresh, $crate::always_ready;);
     };
     ($fresh:path, when $ready:path) => {
-        $crate::conformance_tests!(@list $fresh, $ready);
+        $crate::conformance_tests!(@list $fresh, $ready;);
     };
-    (@list $fresh:path, $ready:path) => {
-        $crate::conformance_tests!(@cases $fresh, $ready;
+    // Attributes put on every case, e.g. `#[cfg_attr(runlog_no_pg_server, ignore = "…")]`.
+    ($fresh:path, when $ready:path, $(#[$attr:meta])+) => {
+        $crate::conformance_tests!(@list $fresh, $ready; $(#[$attr])+);
+    };
+    (@list $fresh:path, $ready:path; $(#[$attr:meta])*) => {
+        $crate::conformance_tests!(@cases $fresh, $ready, [$(#[$attr])*];
             seqs_are_dense_from_one_across_facts_and_decisions,
             fenced_decision_is_rejected_and_writes_nothing,
             concurrent_deciders_exactly_one_wins_each_position,
@@ -81,14 +85,16 @@ macro_rules! conformance_tests {
             verify_is_clean_after_a_workload,
         );
     };
-    (@cases $fresh:path, $ready:path; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                if $ready() {
-                    $crate::$case($fresh());
-                }
+    (@cases $fresh:path, $ready:path, $attrs:tt; $($case:ident),* $(,)?) => {
+        $( $crate::conformance_tests!(@one $fresh, $ready, $attrs, $case); )*
+    };
+    (@one $fresh:path, $ready:path, [$(#[$attr:meta])*], $case:ident) => {
+        #[test]
+        $(#[$attr])*
+        fn $case() {
+            if $ready() {
+                $crate::$case($fresh());
             }
-        )*
+        }
     };
 }

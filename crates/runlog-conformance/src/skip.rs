@@ -1,6 +1,6 @@
 //! The one way a test says it cannot run here (a missing tool, privilege, server or file).
 //!
-//! [`skip`] prints `skipped: <test>: <why>` and appends that line to the file named by
+//! [`skip`] prints `skipped: <test>: <why>` (uncaptured, in the test run's output) and appends that line to the file named by
 //! `RUNLOG_SKIP_LOG` (so a runner can count and list the skips in its summary). With
 //! `RUNLOG_NO_SKIP=1` (set by `.ci/run`) it panics instead: in CI a test that cannot run is a
 //! failure, never a silent pass.
@@ -30,7 +30,9 @@ pub fn skip(why: impl Display) {
     if skips_fail() {
         panic!("{line} ({NO_SKIP_ENV}=1: a test that cannot run fails)");
     }
-    eprintln!("{line}");
+    // Straight to the process's stderr, not through `eprintln!`, which the test harness
+    // captures and shows only for failing tests: a skip is seen in every run's output.
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
     if let Some(path) = std::env::var_os(SKIP_LOG_ENV)
         && let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)

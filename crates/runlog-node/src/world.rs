@@ -26,8 +26,8 @@ use napi_derive::napi;
 use runlog::{RunId, RunLog};
 use runlog_world::streams::{CHUNKS_PER_PAGE_DEFAULT, ChunkPage, ChunkRead, StreamInfo};
 use runlog_world::{
-    CreateEventParams, EventRequest, ListRunsParams, Pagination, ResolveData, RunStatus, SortOrder,
-    StreamError, Streams, World, WorldConfig, WorldError,
+    CancelOutcome, CreateEventParams, EventRequest, ListRunsParams, Pagination, ResolveData,
+    RunStatus, SortOrder, StreamError, Streams, World, WorldConfig, WorldError,
 };
 use serde_json::Value;
 
@@ -495,6 +495,77 @@ fn batch_item(answer: Result<runlog_world::EventResult, WorldError>) -> Result<V
     }
 }
 
+/// `cancelMany`'s request, `{runIds: string[], cancelReason?: string}`.
+fn cancel_request(text: &str) -> Result<(Vec<String>, Option<String>), BindError> {
+    let v = parse_json(text, "request")?;
+    obj(&v, "request")?;
+    let ids = match v.get("runIds") {
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| match id {
+                Value::String(s) => Ok(s.clone()),
+                _ => Err(BindError::invalid(
+                    format!("request.runIds[{i}]"),
+                    "must be a string",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => {
+            return Err(BindError::invalid(
+                "request.runIds",
+                "must be an array of strings",
+            ));
+        }
+    };
+    Ok((ids, opt_str(&v, "cancelReason", "request")?))
+}
+
+/// `BulkCancelWorkflowRunsResult`: `{summary, results}`, the results in request order.
+fn cancel_result(run_ids: &[String], outcomes: Vec<CancelOutcome>) -> Value {
+    let mut counts = [0u32; 5];
+    let results: Vec<Value> = run_ids
+        .iter()
+        .zip(outcomes)
+        .map(|(id, outcome)| {
+            let (at, v) = match outcome {
+                CancelOutcome::Cancelled => (0, serde_json::json!({ "outcome": "cancelled" })),
+                CancelOutcome::AlreadyCancelled => {
+                    (1, serde_json::json!({ "outcome": "already_cancelled" }))
+                }
+                CancelOutcome::NotCancellable(status) => (
+                    2,
+                    serde_json::json!({ "outcome": "not_cancellable", "status": status.as_str() }),
+                ),
+                CancelOutcome::NotFound => (3, serde_json::json!({ "outcome": "not_found" })),
+                CancelOutcome::Failed(e) => (
+                    4,
+                    serde_json::json!({
+                        "outcome": "failed",
+                        "code": world_code(&e),
+                        "retryable": e.status() >= 500,
+                    }),
+                ),
+            };
+            counts[at] += 1;
+            let mut v = v;
+            v["runId"] = Value::from(id.as_str());
+            v
+        })
+        .collect();
+    serde_json::json!({
+        "summary": {
+            "requested": run_ids.len(),
+            "cancelled": counts[0],
+            "alreadyCancelled": counts[1],
+            "notCancellable": counts[2],
+            "notFound": counts[3],
+            "failed": counts[4],
+        },
+        "results": results,
+    })
+}
+
 fn run_status(s: &str) -> Result<RunStatus, BindError> {
     Ok(match s {
         "pending" => RunStatus::Pending,
@@ -725,6 +796,25 @@ impl JsWorld {
                 let ids: Vec<String> = serde_json::from_str(&text)
                     .map_err(|e| BindError::invalid("runIds", e.to_string()))?;
                 to_json(&w.world.get_runs(&ids, resolve).map_err(world_err)?)
+            })
+        })
+    }
+
+    /// `runsCancelMany(request) → Promise<string>`: `runs.cancelMany`; `request` is
+    /// `{runIds, cancelReason?}` (JSON text or object); resolves with the
+    /// `BulkCancelWorkflowRunsResult` as JSON text (`runlog_world::World::cancel_runs`).
+    /// Rejects as a whole (`INVALID_INPUT`) for a request the SDK's schema refuses.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn runs_cancel_many(&self, env: Env, request: Unknown<'_>) -> napi::Result<Raw> {
+        entry(&env, || {
+            let text = Arg::new(request, "request").json_text()?;
+            self.json_call(&env, move |w| {
+                let (ids, reason) = cancel_request(&text)?;
+                let outcomes = w
+                    .world
+                    .cancel_runs(&ids, reason.as_deref())
+                    .map_err(world_err)?;
+                to_json(&cancel_result(&ids, outcomes))
             })
         })
     }

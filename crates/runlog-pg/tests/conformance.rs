@@ -18,4 +18,8 @@ fn fresh() -> Fixture<PgLog> {
     Fixture::new(log, guard)
 }
 
-conformance_tests!(fresh, when ready);
+conformance_tests!(
+    fresh,
+    when ready,
+    #[cfg_attr(runlog_no_pg_server, ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)")]
+);

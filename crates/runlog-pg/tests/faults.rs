@@ -187,6 +187,10 @@ fn server_restart_mid_append_keeps_acknowledged_batches_whole_and_the_handle_rec
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn terminated_connections_mid_append_keep_acknowledged_batches_whole() {
     if !common::ready() {
         return;
@@ -260,6 +264,10 @@ fn race_keys(
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn duplicate_keys_raced_through_two_pools_store_one_event_each_with_one_seq() {
     if !common::ready() {
         return;
@@ -312,6 +320,10 @@ fn race_child_process() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn duplicate_keys_raced_by_two_processes_store_one_event_each() {
     if !common::ready() {
         return;
@@ -368,6 +380,10 @@ fn duplicate_keys_raced_by_two_processes_store_one_event_each() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn statement_timeout_behind_a_held_row_lock_fails_whole_and_the_next_append_works() {
     if !common::ready() {
         return;

@@ -16,6 +16,10 @@ fn fact(key: String) -> Vec<NewEvent> {
 /// Group commit shares transactions: 16 threads on one run through one handle commit their
 /// appends in fewer transactions than appends, and every append keeps its own answer.
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn sixteen_writers_on_one_run_share_transactions() {
     if !common::ready() {
         return;
@@ -55,6 +59,10 @@ fn sixteen_writers_on_one_run_share_transactions() {
 /// The notification of a commit (sent after it, by the appending handle's notifier thread)
 /// wakes a waiter on another handle well before the waiter's own 250 ms re-read would.
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn a_commit_wakes_a_waiter_on_another_handle_by_notification() {
     if !common::ready() {
         return;
@@ -102,6 +110,10 @@ fn assert_woken_by_notification(a: &runlog_pg::PgLog, b: &runlog_pg::PgLog) {
 /// Schema names of 57–63 bytes (valid schemas) still have a notification channel within
 /// PostgreSQL's 63-byte identifier limit: appends commit and a waiter on another handle wakes.
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn a_63_byte_schema_appends_and_wakes_waiters() {
     if !common::ready() {
         return;

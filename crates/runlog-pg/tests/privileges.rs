@@ -9,6 +9,10 @@ use runlog::{Error, NewEvent, RunId, RunLog};
 use runlog_pg::{Options, PgLog};
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn a_role_with_table_privileges_only_appends_to_an_existing_store() {
     if !common::ready() {
         return;
@@ -46,6 +50,10 @@ fn a_role_with_table_privileges_only_appends_to_an_existing_store() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn system_schemas_are_refused_as_configuration() {
     if !common::ready() {
         return;

@@ -20,6 +20,10 @@ fn storm(scenario: Scenario, fenced: bool) -> StormReport {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn fenced_storms_on_postgres_never_corrupt() {
     if !common::ready() {
         return;
@@ -35,6 +39,10 @@ fn fenced_storms_on_postgres_never_corrupt() {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn unfenced_storm_on_postgres_corrupts() {
     if !common::ready() {
         return;

@@ -88,6 +88,10 @@ fn kinds(log: &dyn RunLog, run: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn two_handles_racing_run_completed_on_one_run_one_wins_and_the_other_conflicts() {
     if !common::ready() {
         return;
@@ -163,6 +167,10 @@ fn hook_created<B: RunLog>(
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn hook_tokens_are_unique_across_runs_and_handles_and_free_again_after_disposal() {
     if !common::ready() {
         return;
@@ -221,6 +229,10 @@ fn hook_tokens_are_unique_across_runs_and_handles_and_free_again_after_disposal(
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn a_stream_written_through_one_handle_reads_back_exactly_through_another() {
     if !common::ready() {
         return;
@@ -380,6 +392,10 @@ fn entities<B: RunLog>(w: &World<B>, run: &str) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
 fn entities_folded_on_postgres_equal_the_same_events_folded_on_a_file_store() {
     if !common::ready() {
         return;

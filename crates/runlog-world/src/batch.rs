@@ -35,7 +35,7 @@ const NOT_BATCHABLE: [EventType; 6] = [
 
 /// Refuses, as a whole, a batch the reference refuses: too many events, a type of
 /// [`NOT_BATCHABLE`], or more than one event per entity other than `step_created` followed
-/// by a payload-free `step_started` of the same step.
+/// by a `step_started` of the same step that carries no `input`.
 fn check_batch(requests: &[EventRequest]) -> Result<(), WorldError> {
     if requests.len() > BATCH_EVENTS_MAX {
         return Err(WorldError::invalid(
@@ -68,11 +68,11 @@ fn check_batch(requests: &[EventRequest]) -> Result<(), WorldError> {
             {
                 if b.event_data
                     .as_ref()
-                    .is_some_and(|d| d.as_str().trim() != "{}")
+                    .is_some_and(|d| carries_step_input(d.as_str()))
                 {
                     return Err(WorldError::invalid(
-                        format!("events[{i}].eventData"),
-                        "a batched step_started creates its step running: the input rides the step_created, the step_started carries no payload",
+                        format!("events[{i}].eventData.input"),
+                        "a batched step_started creates its step running: the input rides the step_created, the step_started carries none",
                     ));
                 }
             }
@@ -88,6 +88,14 @@ fn check_batch(requests: &[EventRequest]) -> Result<(), WorldError> {
         }
     }
     Ok(())
+}
+
+/// Whether a batched `step_started`'s data carries the step's payload (`input`, the one
+/// member `@workflow/world`'s event metadata names for it), or is no object at all. The
+/// runtime's born-running pair stamps its claim there (`stepName`, `ownerMessageId`), which
+/// is no payload.
+fn carries_step_input(data: &str) -> bool {
+    serde_json::from_str::<crate::data::StepStartedData>(data).map_or(true, |d| d.input.is_some())
 }
 
 impl<B: RunLog> World<B> {
@@ -267,10 +275,24 @@ mod tests {
         let with_payload = [
             req(EventType::StepCreated, "s1"),
             req(EventType::StepStarted, "s1")
-                .data(r#"{"attempt":1}"#)
+                .data(r#"{"stepName":"step//./wf//add","input":[1,2]}"#)
                 .unwrap(),
         ];
         assert!(check_batch(&with_payload).is_err());
+        let not_an_object = [
+            req(EventType::StepCreated, "s1"),
+            req(EventType::StepStarted, "s1").data("[1]").unwrap(),
+        ];
+        assert!(check_batch(&not_an_object).is_err());
+        // The runtime's born-running pair (two or more inline steps of one suspension):
+        // the started row stamps the claim, which is no payload.
+        let claimed = [
+            req(EventType::StepCreated, "s1"),
+            req(EventType::StepStarted, "s1")
+                .data(r#"{"stepName":"step//./wf//add","ownerMessageId":"msg_01"}"#)
+                .unwrap(),
+        ];
+        assert!(check_batch(&claimed).is_ok());
         let too_many: Vec<_> = (0..=BATCH_EVENTS_MAX)
             .map(|i| req(EventType::WaitCreated, &format!("w{i}")))
             .collect();

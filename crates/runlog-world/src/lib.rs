@@ -10,6 +10,7 @@ pub mod streams;
 
 mod attrs;
 mod batch;
+mod cancel;
 mod cursor;
 mod data;
 mod error;
@@ -29,6 +30,7 @@ pub use attrs::{
     RESERVED_ATTRIBUTE_PREFIX,
 };
 pub use batch::BATCH_EVENTS_MAX;
+pub use cancel::{BULK_CANCEL_RUN_IDS_MAX, CancelOutcome};
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};

@@ -3,13 +3,21 @@
 // with each figure for both worlds and the ratios (runlog faster = ratio > 1).
 //
 //   node packages/world-runlog/scripts/bench.mjs [--writers 16] [--perWriter 20] [--rounds 3] [--reps 11]
-//                                                [--world both|runlog|local]
+//                                                [--world both|runlog|local] [--app <dir>]
+//
+// --app <dir> benchmarks through the SDK line of the app in <dir> (its @workflow/world
+// decides, as for scripts/storm.mjs; examples/sdk-<line> once `node examples/run.mjs <line>
+// local` installed it): both worlds are created with <dir> as cwd, `local` is the app's own
+// @workflow/world-local, every event is stamped with the World's specVersion, and on a 4.x
+// line the stream figures go through the 4.x flat names (writeToStreamMulti, readFromStream)
+// instead of `streams`. Without it: this package's own @workflow/world-local, spec 5.
 //
 // The worlds take turns on every figure (the order flips each turn), and each figure is the
 // median of its samples: creates, `rounds` turns each, one sample per turn; reads, turns of
 // 3 samples, about 2 × `reps` samples in all (streams twice that), so that few samples pay
 // for garbage the other world left (a world-local list leaves ~20 ms of it) and both worlds
-// meet the machine's slower and faster spells alike.
+// meet the machine's slower and faster spells alike. Beside each median, `ranges` has its
+// samples' [min, max] and `samples` their count.
 //
 // - create.oneRun:   W concurrent writers × N step_created each on one run (events/s).
 //                    runlog durable (fdatasync per group commit); world-local not (no fsync).
@@ -19,7 +27,8 @@
 //                    cursors until hasMore is false), median ms.
 // - stream:          streams.get(run, name, i) and its first chunk, on a 10,000-chunk stream,
 //                    for i = 10 and i = 9,999 (median ms); flat = tail/10 within 2×.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,21 +40,52 @@ function args() {
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
-    out[k] = k === 'world' ? a[i + 1] : Number(a[i + 1]);
+    out[k] = ['world', 'app'].includes(k) ? a[i + 1] : Number(a[i + 1]);
   }
+  if (out.app) out.app = path.resolve(out.app);
   return out;
 }
 
-async function openWorld(kind, dataDir) {
+/** The version of package `name` installed in the app `app` (null when absent). */
+function appVersion(app, name) {
+  try {
+    return JSON.parse(readFileSync(path.join(app, 'node_modules', ...name.split('/'), 'package.json'), 'utf8')).version;
+  } catch {
+    return null;
+  }
+}
+
+/** The spec version each world stamps its events with (its own `specVersion`). */
+const specOf = new WeakMap();
+
+async function openWorld(kind, dataDir, app) {
+  if (app) process.chdir(app);
+  let w;
   if (kind === 'runlog') {
     const { createWorld } = await import(path.join(packageDir, 'index.js'));
-    return createWorld({ dataDir, recoverActiveRuns: false });
+    w = createWorld({ dataDir, recoverActiveRuns: false });
+  } else {
+    const local = app ? createRequire(path.join(app, 'package.json'))('@workflow/world-local') : await import('@workflow/world-local');
+    w = (local.createWorld ?? local.createLocalWorld)({ dataDir, recoverActiveRuns: false });
+    await w.start?.();
   }
-  const { createWorld } = await import('@workflow/world-local');
-  const w = createWorld({ dataDir, recoverActiveRuns: false });
-  await w.start?.();
+  specOf.set(w, app ? (w.specVersion ?? 5) : 5);
   return w;
 }
+
+/** The stream calls of the line: `streams.writeMulti`/`streams.get` on 5.x, the flat 4.x names on 4.x. */
+function streamCalls(flat) {
+  return flat
+    ? {
+        writeMulti: (w, runId, name, chunks) => w.writeToStreamMulti(name, runId, chunks),
+        get: (w, runId, name, index) => w.readFromStream(name, index),
+      }
+    : {
+        writeMulti: (w, runId, name, chunks) => w.streams.writeMulti(runId, name, chunks),
+        get: (w, runId, name, index) => w.streams.get(runId, name, index),
+      };
+}
+let streamsOf = streamCalls(false);
 
 const bytes = (s) => new TextEncoder().encode(s);
 const median = (xs) => {
@@ -57,10 +97,10 @@ const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 async function newRun(w, i = 0) {
   const { run } = await w.events.create(null, {
     eventType: 'run_created',
-    specVersion: 5,
+    specVersion: specOf.get(w),
     eventData: { deploymentId: 'dpl_bench', workflowName: 'workflow//bench//wf', input: bytes(`run ${i}`) },
   });
-  await w.events.create(run.runId, { eventType: 'run_started', specVersion: 5 });
+  await w.events.create(run.runId, { eventType: 'run_started', specVersion: specOf.get(w) });
   return run.runId;
 }
 
@@ -74,7 +114,7 @@ async function createStorm(w, runIds, o) {
           await w.events.create(runId, {
             eventType: 'step_created',
             correlationId: `step_${wi}_${i}`,
-            specVersion: 5,
+            specVersion: specOf.get(w),
             eventData: { stepName: 'step//bench//s', input: bytes(`input ${wi} ${i}`) },
           });
         }
@@ -93,7 +133,7 @@ async function fill(w, runId, n, prefix) {
         w.events.create(runId, {
           eventType: 'step_created',
           correlationId: `${prefix}_${i + j}`,
-          specVersion: 5,
+          specVersion: specOf.get(w),
           eventData: { stepName: 'step//bench//s', input: bytes(`x${i + j}`) },
         }),
       ),
@@ -113,7 +153,7 @@ async function listAll(w, runId, limit) {
 }
 
 async function firstChunk(w, runId, name, index) {
-  const stream = await w.streams.get(runId, name, index);
+  const stream = await streamsOf.get(w, runId, name, index);
   const reader = stream.getReader();
   const { value } = await reader.read();
   await reader.cancel();
@@ -126,7 +166,7 @@ async function bench(kinds, o) {
   const open = {};
   for (const kind of kinds) {
     const dataDir = mkdtempSync(path.join(tmpdir(), `bench-${kind}-`));
-    open[kind] = { dataDir, w: await openWorld(kind, dataDir) };
+    open[kind] = { dataDir, w: await openWorld(kind, dataDir, o.app) };
   }
   const figures = Object.fromEntries(kinds.map((k) => [k, {}]));
   const push = (kind, key, value) => (figures[kind][key] ??= []).push(value);
@@ -152,7 +192,8 @@ async function bench(kinds, o) {
       figures[kind].listEvents = await listAll(w, listRun, 1000);
       const streamRun = await newRun(w, 200);
       for (let i = 0; i < o.chunks; i += 500) {
-        await w.streams.writeMulti(
+        await streamsOf.writeMulti(
+          w,
           streamRun,
           name,
           Array.from({ length: Math.min(500, o.chunks - i) }, (_, j) => bytes(`chunk ${i + j}`)),
@@ -187,6 +228,7 @@ async function bench(kinds, o) {
     const f = figures[kind];
     const ms = (xs) => round(median(xs));
     out[kind] = {
+      specVersion: specOf.get(open[kind].w),
       createOneRunEventsPerS: median(f.createOneRunEventsPerS),
       createEightRunsEventsPerS: median(f.createEightRunsEventsPerS),
       listEvents: f.listEvents,
@@ -196,12 +238,25 @@ async function bench(kinds, o) {
       streamChunkLastMs: ms(f.streamChunkLastMs),
     };
     out[kind].streamTailOverHead = round(out[kind].streamChunkLastMs / out[kind].streamChunk10Ms);
+    // Each figure's samples' [min, max], beside the median above.
+    out[kind].ranges = Object.fromEntries(
+      Object.entries(f)
+        .filter(([, xs]) => Array.isArray(xs))
+        .map(([key, xs]) => [key, [round(Math.min(...xs)), round(Math.max(...xs))]]),
+    );
+    out[kind].samples = Object.fromEntries(Object.entries(f).filter(([, xs]) => Array.isArray(xs)).map(([key, xs]) => [key, xs.length]));
   }
   return out;
 }
 
 const o = args();
 const out = { config: o, node: process.version };
+if (o.app) {
+  const world = appVersion(o.app, '@workflow/world');
+  out.line = { app: o.app, workflow: appVersion(o.app, 'workflow'), world, worldLocal: appVersion(o.app, '@workflow/world-local') };
+  streamsOf = streamCalls(/^4\./.test(world ?? ''));
+  out.line.streamSurface = /^4\./.test(world ?? '') ? 'flat 4.x names' : 'streams';
+}
 Object.assign(out, await bench(o.world === 'both' ? ['runlog', 'local'] : [o.world], o));
 if (out.runlog && out.local) {
   const r = out.runlog;

@@ -4,13 +4,17 @@
 // `mintedSpecVersion()`: 7, or 6 with `WORKFLOW_SEALED_LOG=0`), its queue and recovery are
 // src/line.js's (the one line detection); this file adds what the line has beyond that:
 //   extendForBeta55(world, …) the members this line adds, on a World built by world.js
-// The event ids, `eventCount` bump-and-report and createBatch are the Rust World's
-// (crates/runlog-world); this file only declares, checks (src/validate.js's
-// BETA55_SIGNATURES) and routes them. Both spec versions are served: runlog assigns each
-// seq at the commit that fills it, so a log has no hole to seal and never a `noop`.
+// The event ids, `eventCount` bump-and-report, createBatch and cancelMany are the Rust
+// World's (crates/runlog-world); this file only declares, checks (src/validate.js's
+// BETA55_SIGNATURES) and routes them; stream write sessions are src/write-session.js's.
+// `occurredAt` (of create params and of createBatch items) is type-checked and not stored:
+// world-local 5.0.0-beta.46 stores none either, and its events carry no `occurredAt`.
+// Both spec versions are served: runlog assigns each seq at the commit that fills it, so a
+// log has no hole to seal and never a `noop`.
 import { toWorkflowError } from './errors.js';
 import { fromJson, toJson } from './storage.js';
 import { BETA55_SIGNATURES, checkArg, checked } from './validate.js';
+import { writeSessionFactory } from './write-session.js';
 
 /** How long one addon wait of `waitForTerminalStatus` blocks before the signal is looked at. */
 const TERMINAL_WAIT_SLICE_MS = 1000;
@@ -27,8 +31,9 @@ export const BETA55_METHODS = Object.freeze(
  * is `openWorld()`; `line` is src/line.js's `detectLine()` of the app): `specVersion` (the
  * line's, as line.js found it), `capabilities` (none is claimed: hook retention,
  * resume dedup, invoke, maxConcurrency and deployment affinity are not provided),
- * `events.createBatch`, `runs.getMany`, `runs.waitForTerminalStatus`, and `events.create`
- * with `eventCount`'s report as the line shapes it (`cursor: null`).
+ * `events.createBatch`, `runs.getMany`, `runs.waitForTerminalStatus`, `runs.cancelMany`,
+ * `streams.createWriteSession`, and `events.create` with `eventCount`'s report as the line
+ * shapes it (`cursor: null`).
  */
 export function extendForBeta55(world, { line, openWorld }) {
   const call = async (f) => {
@@ -42,6 +47,8 @@ export function extendForBeta55(world, { line, openWorld }) {
   const events = {
     ...world.events,
     create: async (runId, request, params) => {
+      const bad = checkArg('params.occurredAt', 'optionalDate', params?.occurredAt);
+      if (bad !== null) throw toWorkflowError(bad);
       const result = await create(runId, request, params);
       // The skipped-event report must not move the caller's read position.
       if (params?.eventCount !== undefined && typeof params.sinceCursor !== 'string' && Array.isArray(result.events) && result.cursor === undefined) {
@@ -49,7 +56,13 @@ export function extendForBeta55(world, { line, openWorld }) {
       }
       return result;
     },
-    createBatch: (runId, items, params) => call((w) => w.createBatch(runId, toJson(items, 'events'), toJson(params))),
+    createBatch: async (runId, items, params) => {
+      for (let i = 0; i < items.length; i++) {
+        const bad = checkArg(`events[${i}].occurredAt`, 'optionalDate', items[i].occurredAt);
+        if (bad !== null) throw toWorkflowError(bad);
+      }
+      return call((w) => w.createBatch(runId, toJson(items, 'events'), toJson(params)));
+    },
   };
   const list = world.runs.list;
   const runs = {
@@ -70,6 +83,7 @@ export function extendForBeta55(world, { line, openWorld }) {
       return { ...page, data: page.data.filter(passes) };
     },
     getMany: (runIds, params) => call((w) => w.runsGetMany(toJson(runIds, 'runIds'), toJson(params))),
+    cancelMany: (request) => call((w) => w.runsCancelMany(toJson(request, 'request'))),
     waitForTerminalStatus: async (runId, params = {}) => {
       const { timeoutMs = TERMINAL_WAIT_DEFAULT_MS, signal, ...rest } = params;
       const deadline = Date.now() + Math.max(0, timeoutMs);
@@ -89,6 +103,7 @@ export function extendForBeta55(world, { line, openWorld }) {
   world.capabilities = {};
   world.events = events;
   world.runs = runs;
+  world.streams = { ...world.streams, createWriteSession: writeSessionFactory(world.streams) };
   return world;
 }
 

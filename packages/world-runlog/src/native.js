@@ -4,8 +4,10 @@
 // listed in this package's optionalDependencies so that npm installs the one for the
 // machine, and required **by package name** through `createRequire`. The name is computed,
 // so a bundler that inlines this module (Nitro on workflow 5.0.0-beta.35, dev and `nitro
+// build`; Turbopack when an app's code imports world-runlog under `next dev` or `next
 // build`) cannot follow it: the require stays external and Node resolves it at run time
-// from wherever the bundle is, as it would from this file.
+// from wherever the bundle is, as it would from this file. No require here is created from
+// `import.meta.url` (`nodeRequire`): bundlers take that one for their own.
 //
 // Where the addon is looked for, in order (`locateAddon`):
 //   1. RUNLOG_NODE_ADDON, an absolute path to a `.node` file (an override: another build);
@@ -46,10 +48,22 @@ export function platformPackage(platform = platformName()) {
   return { name: `${PLATFORM_PACKAGE_PREFIX}${platform}`, file: `runlog_node.${platform}.node` };
 }
 
+/**
+ * Node's own `require`, created from `from` (a path known only at run time). A bundler that
+ * inlines this module takes `createRequire(import.meta.url)` for its own require and bundles
+ * what it loads: Turbopack (`next dev`, `next build`) turns `createRequire(import.meta.url)(p)`
+ * with a computed `p` into a stub that throws "Cannot find module as expression is too
+ * dynamic". A require created from a value it cannot evaluate is left to Node, as
+ * `resolveFrom`'s is, and so is the addon.
+ */
+function nodeRequire(from) {
+  return createRequire(/* webpackIgnore: true */ /* turbopackIgnore: true */ from);
+}
+
 /** `require.resolve(id)` from `from` (a file path or URL), or `null` when it is not there. */
 function resolveFrom(from, id) {
   try {
-    return createRequire(from).resolve(id);
+    return nodeRequire(from).resolve(id);
   } catch (err) {
     if (err?.code === 'MODULE_NOT_FOUND' || err?.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') return null;
     throw err;
@@ -124,7 +138,7 @@ function notFound(what, platformPackageName, searched) {
 }
 
 const located = locateAddon();
-const addon = createRequire(import.meta.url)(located.path);
+const addon = nodeRequire(located.path)(/* webpackIgnore: true */ /* turbopackIgnore: true */ located.path);
 
 /** The addon file loaded, and how it was found (`RUNLOG_NODE_ADDON`, `package` or `directory`). */
 export const addonPath = located.path;

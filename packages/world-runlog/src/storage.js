@@ -226,6 +226,58 @@ function createBatcher(openWorld) {
     });
 }
 
+/**
+ * The last spec version of workflow 4.x (`SPEC_VERSION_CURRENT` of @workflow/world 4.x). A
+ * run created at it or below, and its steps, are read back in 4.x's shapes, as
+ * @workflow/world-local 4.x writes them (and as every later world-local reads such files
+ * back): a failed run's and a step's `error` is a StructuredError `{ message, stack?, code? }`
+ * (@workflow/world 4.5.0 `StructuredErrorSchema`). The Rust World keeps, as on 5.x, the
+ * event's `error` as is: a 4.x step_failed or step_retrying event's is the message alone
+ * (a string, its stack beside it in `stack`), and a run_failed's `errorCode` is beside
+ * the error rather than in it.
+ */
+export const SPEC_VERSION_V4_MAX = 3;
+
+const isV4Entity = (e) => e !== null && typeof e === 'object' && Number.isInteger(e.specVersion) && e.specVersion <= SPEC_VERSION_V4_MAX;
+
+/** A StructuredError from a 4.x event's `error` (a message, or an object with one), `stack`, `code`. */
+function structuredError(error, stack, code) {
+  const out = { message: typeof error === 'string' ? error : (error?.message ?? 'Unknown error') };
+  const st = stack ?? (typeof error === 'object' ? error?.stack : undefined);
+  if (st !== undefined) out.stack = st;
+  if (code !== undefined) out.code = code;
+  return out;
+}
+
+/** A 4.x failed run's `error` with its code in it (in place). */
+function v4Run(run) {
+  if (isV4Entity(run) && run.error != null) run.error = structuredError(run.error, undefined, run.error.code ?? run.errorCode);
+  return run;
+}
+
+const STEP_ERROR_EVENTS = new Set(['step_failed', 'step_retrying']);
+const needsV4Error = (step) => isV4Entity(step) && step.error != null && typeof step.error !== 'object';
+
+/**
+ * The 4.x steps of `steps` (one run's) with their `error` as 4.x has it (in place): the
+ * message and `stack` of each one's latest step_failed or step_retrying event, which
+ * `eventsOf(runId)` (the run's events, ascending, with data) supplies; read only when a
+ * step needs it.
+ */
+async function v4Steps(steps, eventsOf) {
+  const pending = steps.filter(needsV4Error);
+  if (pending.length === 0) return steps;
+  const latest = new Map();
+  for (const e of await eventsOf(pending[0].runId)) {
+    if (STEP_ERROR_EVENTS.has(e.eventType) && e.correlationId) latest.set(e.correlationId, e.eventData);
+  }
+  for (const step of pending) {
+    const d = latest.get(step.stepId);
+    step.error = structuredError(d?.error ?? step.error, d?.stack);
+  }
+  return steps;
+}
+
 /** Bytes of a stream chunk (`string` as UTF-8; its type was checked by `checked`). */
 const chunkBytes = (chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
 
@@ -272,18 +324,53 @@ export function createStorage(openWorld) {
 
   const readers = new Set();
 
+  // A run's events, every page, ascending, with data (for the 4.x step shapes).
+  const eventsOf = async (runId) => {
+    const out = [];
+    let cursor;
+    for (;;) {
+      const page = await eventPage((w, text) => w.eventsList(text), {
+        runId,
+        resolveData: 'all',
+        pagination: { sortOrder: 'asc', limit: PAGE_LIMIT_MAX, ...(cursor && { cursor }) },
+      });
+      out.push(...page.data);
+      if (!page.hasMore) return out;
+      cursor = page.cursor;
+    }
+  };
+  const v4Step = async (step) => (await v4Steps([step], eventsOf))[0];
+  /** A create's result with 4.x shapes: a step failing or retrying now takes the request's error. */
+  const v4Created = async (result, request) => {
+    if (result?.run) v4Run(result.run);
+    const step = result?.step;
+    if (needsV4Error(step)) {
+      if (STEP_ERROR_EVENTS.has(request?.eventType)) step.error = structuredError(request.eventData?.error ?? step.error, request.eventData?.stack);
+      else await v4Step(step);
+    }
+    return result;
+  };
+
   const storage = {
     available: true,
     runs: {
-      get: (runId, params) => json((w) => w.runsGet(runId, toJson(params))),
-      list: (params) => json((w) => w.runsList(toJson(params))),
+      get: async (runId, params) => v4Run(await json((w) => w.runsGet(runId, toJson(params)))),
+      list: async (params) => {
+        const page = await json((w) => w.runsList(toJson(params)));
+        page.data.forEach(v4Run);
+        return page;
+      },
     },
     steps: {
-      get: (runId, stepId, params) => json((w) => w.stepsGet(runId, stepId, toJson(params))),
-      list: (params) => json((w) => w.stepsList(toJson(params))),
+      get: async (runId, stepId, params) => v4Step(await json((w) => w.stepsGet(runId, stepId, toJson(params)))),
+      list: async (params) => {
+        const page = await json((w) => w.stepsList(toJson(params)));
+        await v4Steps(page.data, eventsOf);
+        return page;
+      },
     },
     events: {
-      create: (runId, request, params) => creates(runId, request, params),
+      create: async (runId, request, params) => v4Created(await creates(runId, request, params), request),
       get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
       list: (params) => eventPage((w, text) => w.eventsList(text), params),
       listByCorrelationId: (params) => eventPage((w, text) => w.eventsListByCorrelationId(text), params),

@@ -56,6 +56,12 @@ const KINDS = Object.freeze({
     const at = v.findIndex((x) => !isObject(x));
     return at < 0 ? null : [`${field}[${at}]`, 'must be an object'];
   },
+  /** `occurredAt` of `events.create`'s params and of `createBatch`'s items: a valid `Date` or date string. */
+  optionalDate: (v, field) => {
+    if (v === undefined) return null;
+    const ok = (v instanceof Date || typeof v === 'string') && !Number.isNaN(new Date(v).getTime());
+    return ok ? null : [field, 'must be a Date (or a date string)'];
+  },
   /** `runs.list`'s `params.status` on the beta.55 line: one status or an array of them. */
   optionalStatuses: (v, field) => {
     if (v === undefined || typeof v === 'string') return null;
@@ -112,6 +118,7 @@ export const BETA55_SIGNATURES = Object.freeze({
     list: [['params', 'optionalObject']],
     getMany: [['runIds', 'strings'], ['params', 'optionalObject']],
     waitForTerminalStatus: [['runId', 'string'], ['params', 'optionalObject']],
+    cancelMany: [['request', 'object']],
   },
   events: {
     createBatch: [['runId', 'string'], ['events', 'objects'], ['params', 'optionalObject']],

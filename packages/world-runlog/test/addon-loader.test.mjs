@@ -1,7 +1,7 @@
 // The addon loader (src/native.js): the platform package by name, its directory beside the
 // package, RUNLOG_NODE_ADDON, and the error naming the platform package when none is there.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -146,4 +146,41 @@ test('importing a copy of the package without its platform package fails at impo
   expect(r.status).not.toBe(0);
   expect(r.stderr).toContain(`runlog addon not found: the platform package ${platformPkg} is not installed.`);
   expect(r.stderr).toContain("code: 'ADDON_NOT_FOUND'");
+});
+
+// What Turbopack (Next 16.4.6, `next dev` and `next build`) makes of native.js when an app's
+// code imports world-runlog and it is bundled: `createRequire(import.meta.url)` is taken for
+// the bundle's own require, and a call of it with a computed argument becomes this stub (as
+// found in .next/dev/server/chunks/…js). examples/next.mjs checks the real thing (GET
+// /api/addon); this replays the rewrite on a copy of the package installed in an app.
+const TURBOPACK_TOO_DYNAMIC =
+  '(() => { const e = new Error("Cannot find module as expression is too dynamic"); e.code = "MODULE_NOT_FOUND"; throw e; })()';
+
+function asTurbopackBundles(source) {
+  return source.replace(/createRequire\(\s*import\.meta\.url\s*\)\(([^()]*)\)/g, TURBOPACK_TOO_DYNAMIC);
+}
+
+test('bundled by Turbopack (createRequire(import.meta.url) rewritten), the loader still loads the installed platform package', () => {
+  if (process.env.RUNLOG_NODE_ADDON) return;
+  const { app, pkgDir } = appWithPlatformPackage();
+  cpSync(addonPath, path.join(pkgDir, addonFile)); // the real addon this time: the copy must load
+  const world = path.join(app, 'node_modules', 'world-runlog');
+  for (const entry of ['package.json', 'src']) cpSync(path.join(pkgRoot, entry), path.join(world, entry), { recursive: true });
+  const native = path.join(world, 'src', 'native.js');
+  writeFileSync(native, asTurbopackBundles(readFileSync(native, 'utf8')));
+  const env = { ...process.env };
+  delete env.RUNLOG_NODE_ADDON;
+  const r = spawnSync(
+    process.execPath,
+    ['--input-type=module', '-e', `const m = await import(${JSON.stringify(pathToFileURL(native).href)}); console.log(JSON.stringify([m.addonSource, m.addonPath, m.version()]))`],
+    { cwd: app, env, encoding: 'utf8' },
+  );
+  expect(r.stderr).not.toContain('too dynamic');
+  expect(r.status).toBe(0);
+  expect(JSON.parse(r.stdout)).toEqual(['package', path.join(pkgDir, addonFile), JSON.parse(readFileSync(path.join(pkgRoot, 'package.json'), 'utf8')).version]);
+});
+
+test('the Turbopack rewrite the test above replays does match the require a bundler takes for its own', () => {
+  const rewritten = asTurbopackBundles('const addon = createRequire(import.meta.url)(located.path);');
+  expect(rewritten).toBe(`const addon = ${TURBOPACK_TOO_DYNAMIC};`);
 });

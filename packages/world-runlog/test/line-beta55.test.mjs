@@ -208,7 +208,7 @@ describe('the beta.55 surface', () => {
 
   test('every method the line adds is type-checked by src/validate.js (BETA55_SIGNATURES): WorkflowWorldError 400 INVALID_INPUT naming the argument', async () => {
     const w = world();
-    expect(BETA55_METHODS).toEqual({ runs: ['list', 'getMany', 'waitForTerminalStatus'], events: ['createBatch'] });
+    expect(BETA55_METHODS).toEqual({ runs: ['list', 'getMany', 'waitForTerminalStatus', 'cancelMany'], events: ['createBatch'] });
     for (const [ns, methods] of Object.entries(BETA55_METHODS)) {
       for (const m of methods) expect(BETA55_SIGNATURES[ns][m]).toBeDefined();
     }
@@ -226,12 +226,16 @@ describe('the beta.55 surface', () => {
       [() => w.runs.list('running'), 'params'],
       [() => w.runs.list({ status: 7 }), 'params.status'],
       [() => w.runs.list({ status: ['running', 1] }), 'params.status[1]'],
+      [() => w.runs.cancelMany([runId]), 'request'],
+      [() => w.runs.cancelMany(undefined), 'request'],
+      [() => w.runs.cancelMany({ runIds: runId }), 'request.runIds'],
     ];
     for (const [call, field] of cases) {
       const err = await rejection(call());
       expect(err, field).toMatchObject({ name: 'WorkflowWorldError', status: 400, cause: { code: 'INVALID_INPUT', field } });
     }
     expect((await w.events.list({ runId })).data).toHaveLength(2);
+    expect((await w.runs.get(runId)).status).toBe('running');
   });
 
   test('runs.list with an array of statuses keeps a damaged run under every status it may still reach (storageError), as the one-status listing does', async () => {

@@ -357,7 +357,7 @@ impl Program {
         self.open_steps = self.open_steps.saturating_sub(1);
         self.completed_steps += 1;
         self.fold = mix(self.fold, result);
-        if stage < self.params.depth && result % 4 != 0 {
+        if stage < self.params.depth && !result.is_multiple_of(4) {
             self.issue_step(stage + 1, result);
         }
         self.check_done();

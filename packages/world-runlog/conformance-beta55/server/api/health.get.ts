@@ -1,0 +1,3 @@
+import { defineEventHandler } from "nitro/h3";
+
+export default defineEventHandler(() => ({ ok: true }));
