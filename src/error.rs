@@ -167,9 +167,10 @@ pub enum Error {
         cause: String,
     },
 
-    /// A group commit panicked (a bug, or a panicking file-system layer). Every append of that
-    /// group gets this error; the run refuses writes in this process until the store is
-    /// reopened (as after [`Error::Poisoned`]); nothing is acknowledged that was not durable.
+    /// A group commit panicked (a bug, or a panicking file-system layer), on either backend
+    /// (`crate::group`). Every append of that group gets this error; the run refuses writes
+    /// in this process until the store is reopened (as after [`Error::Poisoned`]); nothing is
+    /// acknowledged that was not durable.
     #[error(
         "run {run}: a group commit panicked ({detail}); the run refuses writes until the store is reopened"
     )]

@@ -70,6 +70,7 @@ pub mod event;
 pub mod format;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod format;
+pub mod group;
 pub mod io;
 mod lock;
 mod run;

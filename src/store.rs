@@ -15,10 +15,11 @@ use crate::backend::RunLog;
 use crate::error::{Error, Result};
 use crate::event::{EventRef, NewEvent, RunId, Seq};
 use crate::format::{FORMAT_VERSION, HEADER_LEN, META_LEN_MAX};
+use crate::group::{AppendKind, Outcome};
 use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
 use crate::lock::LOCK_FILE;
-use crate::run::{Outcome, ReqKind, Run};
+use crate::run::Run;
 use crate::segment::{Access, NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
 use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now_ms};
@@ -393,7 +394,7 @@ impl Store {
     /// [`Error::ReadOnly`] on a read-only store (checked first; nothing opened or written).
     pub fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
         self.check_writable(|| format!("append to run {run}"))?;
-        match self.run(run)?.submit(ReqKind::Facts, events)? {
+        match self.run(run)?.submit(AppendKind::Facts, events)? {
             Outcome::Facts(a) => Ok(a),
             Outcome::Decisions(s) => Ok(s
                 .into_iter()
@@ -420,7 +421,7 @@ impl Store {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Seq>> {
         self.check_writable(|| format!("append to run {run}"))?;
-        let kind = ReqKind::Decisions {
+        let kind = AppendKind::Decisions {
             expected: expected_seq,
         };
         match self.run(run)?.submit(kind, events)? {

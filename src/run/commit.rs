@@ -1,88 +1,45 @@
-//! The commit path: one serializer per run with group commit (okaywal-style leader/follower).
+//! The file store's group write: how a group decided by the core's engine (`crate::group`:
+//! the leader/follower queue and the fence/dedupe planner) reaches the disk.
 //!
-//! Appenders enqueue a request; the first one becomes the leader, takes every waiting request,
-//! and under the run's cross-process lock: refreshes from disk, checks each fence in arrival
-//! order against the evolving last seq (rules 1–2), encodes one buffer, writes it once,
-//! fdatasyncs once (rule 4), then writes the counter slot and publishes. Readers never wait on
-//! this: they only take the state lock for the final publish.
+//! The leader of a run's queue calls [`Run::commit_group`] with the taken group. Under the
+//! run's cross-process lock it refreshes from disk and recovers the tail (the cut-pending
+//! marker is checked on every commit), has `group::plan` decide every append in arrival order
+//! against the evolving last seq (rules 1–3), encodes one frame per accepted append into one
+//! buffer, writes it once, fdatasyncs once (rule 4), then writes the counter slot and
+//! publishes. A failed write is cut back before the lock is released (SPEC §5). Readers never
+//! wait on this: they only take the state lock for the final publish.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
 use ulid::Ulid;
 
 use super::Run;
-use super::state::{Applied, BatchLoc, SegState};
+use super::state::{Applied, BatchLoc, RunState};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
-    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EVENT_HEADER_LEN,
-    EncodedEvent, HEADER_LEN, encode_batch, next_header_generation,
+    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
+    encode_batch, next_header_generation,
 };
+use crate::group::{self, Append, AppendKind, Bounds, Known, Outcome, Plan, Written};
 use crate::io::Fs;
 use crate::lock;
 use crate::segment::{NewSegment, Segment};
-use crate::types::{Appended, now_ms};
+use crate::types::now_ms;
 
-/// Fact (unfenced, deduplicated) or decision (fenced at `expected`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ReqKind {
-    Facts,
-    Decisions { expected: Seq },
-}
+/// The bounds of one group (at least one append): a flood of appenders is committed in
+/// several groups, and the encode buffer stays bounded. Bytes are encoded bytes.
+pub(crate) const GROUP_BOUNDS: Bounds = Bounds {
+    events_max: usize::MAX,
+    len_bytes_max: GROUP_LEN_BYTES_MAX,
+};
+/// Largest group one leader commits, in encoded bytes (at least one append).
+pub(crate) const GROUP_LEN_BYTES_MAX: usize = 64 << 20;
+/// An encode buffer grown past this is released after its commit, not kept at its peak.
+const BUF_KEEP_BYTES_MAX: usize = 4 << 20;
 
-/// What an accepted request gets back.
-#[derive(Debug)]
-pub(crate) enum Outcome {
-    Facts(Vec<Appended>),
-    Decisions(Vec<Seq>),
-}
-
-#[derive(Debug)]
-enum Turn {
-    Waiting,
-    Lead,
-    Done(Result<Outcome>),
-}
-
-#[derive(Debug)]
-pub(crate) struct Request {
-    kind: ReqKind,
-    events: Vec<NewEvent>,
-    turn: Mutex<Turn>,
-    cv: Condvar,
-}
-
-impl Request {
-    /// Encoded size of the request's events, roughly (payloads and texts plus record and batch
-    /// overhead), for bounding a group.
-    fn len_estimate(&self) -> usize {
-        let fields = |e: &NewEvent| {
-            e.payload.len()
-                + e.kind.len()
-                + e.key.as_ref().map_or(0, String::len)
-                + e.correlation_id.as_ref().map_or(0, String::len)
-        };
-        let body: usize = self
-            .events
-            .iter()
-            .map(|e| fields(e) + EVENT_HEADER_LEN)
-            .sum();
-        body + BATCH_HEADER_LEN + BATCH_TRAILER_LEN
-    }
-
-    fn set(&self, s: Turn) {
-        *self.turn.lock() = s;
-        self.cv.notify_one();
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Queue {
-    pending: Vec<Arc<Request>>,
-    leading: bool,
-}
+/// The run's group-commit queue.
+pub(crate) type Queue = group::GroupQueue<Append, Outcome>;
 
 #[derive(Debug, Default)]
 pub(crate) struct Writer {
@@ -98,7 +55,13 @@ pub(crate) struct Writer {
     pub(crate) tail_checked: bool,
 }
 
-/// One batch of the group being written.
+/// A group's frames, encoded: where each goes, and the run's last seq after them.
+struct Encoded {
+    batches: Vec<Planned>,
+    last_seq: Seq,
+}
+
+/// One accepted append's frame in the group being written.
 struct Planned {
     loc_first_seq: Seq,
     count: u32,
@@ -108,77 +71,49 @@ struct Planned {
     max_id: Ulid,
 }
 
-/// The group's encoded bytes and per-request results.
-struct Plan {
-    batches: Vec<Planned>,
-    results: Vec<Result<Outcome>>,
-    /// Whether request i has events in `batches` (fails with the group on an I/O error).
-    writes: Vec<bool>,
-    last_seq: Seq,
+/// The stored events a group is decided against: the live maps, then the sealed segments'
+/// indexes (SPEC §9).
+impl Known for RunState {
+    fn seq_of_key(&self, key: &str) -> Option<Seq> {
+        self.keys.get(key).copied().or_else(|| {
+            self.indexed_segments()
+                .iter()
+                .find_map(|s| s.index.as_ref()?.seq_of_key(key))
+        })
+    }
+
+    fn seq_of_id(&self, id: Ulid) -> Option<Seq> {
+        self.ids.get(&id).copied().or_else(|| {
+            self.indexed_segments()
+                .iter()
+                .find_map(|s| s.index.as_ref()?.seq_of_id(id))
+        })
+    }
 }
 
 impl Run {
-    /// Appends through the group-commit queue. Blocks until the request is durable or
+    /// Appends through the run's group-commit queue. Blocks until the append is durable or
     /// rejected.
-    pub(crate) fn submit(&self, kind: ReqKind, events: Vec<NewEvent>) -> Result<Outcome> {
+    pub(crate) fn submit(&self, kind: AppendKind, events: Vec<NewEvent>) -> Result<Outcome> {
         // A read-only run refuses before validating or queueing anything.
         self.write_lock()?;
-        self.validate(&events)?;
-        let req = Arc::new(Request {
+        let len_bytes = self.validate(&events)?;
+        let append = Append {
             kind,
             events,
-            turn: Mutex::new(Turn::Waiting),
-            cv: Condvar::new(),
-        });
-        let lead = {
-            let mut q = self.queue.lock();
-            q.pending.push(req.clone());
-            !std::mem::replace(&mut q.leading, true)
+            len_bytes,
         };
-        if !lead {
-            let mut s = req.turn.lock();
-            while matches!(*s, Turn::Waiting) {
-                req.cv.wait(&mut s);
-            }
-            if let Turn::Done(_) = &*s {
-                return take_result(&mut s);
-            }
-        }
-        let group = take_group(&mut self.queue.lock().pending);
-        // A panic inside the leader (a bug, or a panicking file-system layer) must not leave
-        // the queue marked as led with followers waiting forever: every member of the group
-        // gets an error, the run refuses writes in this process (its state is unknown), and
-        // leadership passes on as after any commit.
-        let results =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_group(&group)))
-                .unwrap_or_else(|panic| {
-                    let detail = panic_text(panic.as_ref());
-                    self.writer.lock().poisoned =
-                        Some(format!("a group commit panicked: {detail}"));
-                    let err = Error::Panicked {
-                        run: self.id.to_string(),
-                        detail,
-                    };
-                    group.iter().map(|_| Err(err.replicate())).collect()
-                });
-        for (r, res) in group.iter().zip(results) {
-            r.set(Turn::Done(res));
-        }
-        let mut q = self.queue.lock();
-        match q.pending.first() {
-            Some(next) => next.set(Turn::Lead),
-            None => q.leading = false,
-        }
-        drop(q);
-        take_result(&mut req.turn.lock())
+        self.queue.submit(append, |group| self.commit_group(group))
     }
 
-    /// Whether an earlier I/O failure made this run refuse writes.
+    /// Whether an earlier I/O failure, or a panic in a group commit, made this run refuse
+    /// writes.
     pub(crate) fn is_poisoned(&self) -> bool {
-        self.writer.lock().poisoned.is_some()
+        self.writer.lock().poisoned.is_some() || self.queue.poisoned().is_some()
     }
 
-    fn validate(&self, events: &[NewEvent]) -> Result<()> {
+    /// Checks the batch against the limits; returns its encoded length.
+    fn validate(&self, events: &[NewEvent]) -> Result<usize> {
         let c = &self.config;
         if events.is_empty() || events.len() > c.batch_events_max {
             return Err(Error::InvalidEvent {
@@ -201,13 +136,16 @@ impl Run {
                 reason: format!("{len} bytes > limit {}", c.batch_len_bytes_max),
             });
         }
-        Ok(())
+        Ok(len)
     }
 
-    /// Commits one group; returns one result per request, in order.
-    fn commit_group(&self, group: &[Arc<Request>]) -> Vec<Result<Outcome>> {
+    /// Commits one group (the queue's write); returns one result per append, in order.
+    fn commit_group(&self, group: &[&Append]) -> Written<Outcome> {
+        let fail_all = |e: Error| Written {
+            results: group.iter().map(|_| Err(e.replicate())).collect(),
+            events: 0,
+        };
         let mut w = self.writer.lock();
-        let fail_all = |e: Error| group.iter().map(|_| Err(e.replicate())).collect();
         if let Some(cause) = &w.poisoned {
             return fail_all(self.poisoned(cause));
         }
@@ -228,20 +166,51 @@ impl Run {
             return fail_all(e);
         }
         let now = now_ms();
-        let mut buf = std::mem::take(&mut w.buf);
-        buf.clear();
-        let mut plan = self.plan_on_last(group, now, &mut buf);
-        // Roll only when something will be written: a group of rejected appends creates no
-        // file and writes no byte (rule 2).
-        if !buf.is_empty() && self.needs_new_segment() {
-            if let Err(e) = self.roll(&mut w) {
-                w.buf = buf;
-                return plan_failed(plan, &e);
-            }
-            buf.clear();
-            plan = self.plan_on_last(group, now, &mut buf);
+        let (plan, ids) = {
+            let st = self.state.read();
+            let plan = group::plan(self.run_str(), st.last_seq, &*st, group);
+            let ids = mint_ids(&plan.accepted, st.last_event_id, now);
+            (plan, ids)
+        };
+        // A group of rejected or deduplicated appends rolls no segment, creates no file and
+        // writes no byte (rule 2).
+        if plan.accepted.is_empty() {
+            return Written {
+                results: plan.results,
+                events: 0,
+            };
         }
-        let (seg, at) = {
+        let written = self.write_decided(&mut w, group, &plan, &ids, now);
+        drop(guard);
+        match written {
+            Ok(()) => {
+                self.notify_grown();
+                Written {
+                    events: plan.accepted.len() as u64,
+                    results: plan.results,
+                }
+            }
+            Err(e) => Written {
+                results: plan.failed(&e),
+                events: 0,
+            },
+        }
+    }
+
+    /// Under the run lock: rolls to a new segment when due, encodes the accepted appends (one
+    /// frame each) on the last segment, writes and syncs them once and publishes them.
+    fn write_decided(
+        &self,
+        w: &mut Writer,
+        group: &[&Append],
+        plan: &Plan<'_>,
+        ids: &[Ulid],
+        now: u64,
+    ) -> Result<()> {
+        if self.needs_new_segment() {
+            self.roll(w)?;
+        }
+        let (seg, at, last_id) = {
             let st = self.state.read();
             let last = st.last();
             let at = Base {
@@ -249,30 +218,29 @@ impl Run {
                 header_generation: last.header_generation,
                 file_len: last.file_len,
             };
-            (last.seg.clone(), at)
+            (last.seg.clone(), at, st.last_event_id)
         };
-        if !buf.is_empty() {
-            // Once per handle: the kernel's lock table names the live holder (lock.rs); the
-            // file's pid is a fallback, not worth a write on every commit.
-            if !w.holder_recorded {
-                lock::record_holder(lock_file);
-                w.holder_recorded = true;
-            }
-            if let Err(e) = self.write_group(&mut w, &seg, &at, &buf, &plan, now) {
-                w.buf = buf;
-                return plan_failed(plan, &e);
-            }
+        let mut buf = std::mem::take(&mut w.buf);
+        buf.clear();
+        let frames = Frames {
+            group,
+            plan,
+            ids,
+            last_id,
+            now,
+        };
+        let enc = frames.encode(seg.header.salt, at.counter.committed_len, &mut buf);
+        // Once per handle: the kernel's lock table names the live holder (lock.rs); the
+        // file's pid is a fallback, not worth a write on every commit.
+        if !w.holder_recorded {
+            lock::record_holder(self.write_lock()?);
+            w.holder_recorded = true;
         }
-        if buf.capacity() <= BUF_KEEP_BYTES_MAX {
+        let res = self.write_group(w, &seg, &at, &buf, &enc, now);
+        if res.is_err() || buf.capacity() <= BUF_KEEP_BYTES_MAX {
             w.buf = buf;
         }
-        drop(guard);
-        if !plan.batches.is_empty() {
-            self.notify_grown();
-        }
-        let events: u64 = plan.batches.iter().map(|b| u64::from(b.count)).sum();
-        self.stats.record(group.len(), events);
-        plan.results
+        res
     }
 
     fn poisoned(&self, cause: &str) -> Error {
@@ -434,53 +402,6 @@ impl Run {
         Ok(Arc::new(seg))
     }
 
-    /// [`Self::plan`] against the current last segment.
-    fn plan_on_last(&self, group: &[Arc<Request>], now: u64, buf: &mut Vec<u8>) -> Plan {
-        let (seg, base) = {
-            let st = self.state.read();
-            (st.last().seg.clone(), st.last().counter.committed_len)
-        };
-        self.plan(group, &seg, base, now, buf)
-    }
-
-    /// Assigns seqs, checks fences and dedupes in arrival order; encodes accepted batches.
-    fn plan(
-        &self,
-        group: &[Arc<Request>],
-        seg: &Segment,
-        base: u64,
-        now: u64,
-        buf: &mut Vec<u8>,
-    ) -> Plan {
-        let st = self.state.read();
-        let mut p = Planner {
-            run: self.run_str(),
-            keys: &st.keys,
-            ids: &st.ids,
-            sealed: st.indexed_segments(),
-            new_keys: HashMap::new(),
-            new_ids: HashMap::new(),
-            last_seq: st.last_seq,
-            last_id: st.last_event_id,
-            now,
-        };
-        let mut plan = Plan {
-            batches: Vec::new(),
-            results: Vec::with_capacity(group.len()),
-            writes: Vec::with_capacity(group.len()),
-            last_seq: st.last_seq,
-        };
-        for req in group {
-            let offset = base + buf.len() as u64;
-            let (res, planned) = p.request(req, seg.header.salt, offset, buf);
-            plan.writes.push(planned.is_some());
-            plan.batches.extend(planned);
-            plan.results.push(res);
-        }
-        plan.last_seq = p.last_seq;
-        plan
-    }
-
     /// Writes and syncs the group, then publishes it: the commit slot in the lock file (and
     /// a header checkpoint when one is due), then in-memory state.
     fn write_group(
@@ -489,7 +410,7 @@ impl Run {
         seg: &Arc<Segment>,
         at: &Base,
         buf: &[u8],
-        plan: &Plan,
+        enc: &Encoded,
         now: u64,
     ) -> Result<()> {
         let base = &at.counter;
@@ -522,7 +443,7 @@ impl Run {
         }
         let slot = CounterSlot {
             generation: base.generation + 1,
-            last_seq: plan.last_seq,
+            last_seq: enc.last_seq,
             committed_len: base.committed_len + buf.len() as u64,
             updated_at_ms: now,
             sealed: false,
@@ -548,7 +469,7 @@ impl Run {
         }
         let mut st = self.state.write();
         let pos = st.segments.len() - 1;
-        for b in &plan.batches {
+        for b in &enc.batches {
             st.apply(Applied {
                 loc: BatchLoc {
                     first_seq: b.loc_first_seq,
@@ -626,160 +547,75 @@ pub(crate) fn checkpoint_due(header_generation: u64, generation: u64) -> bool {
     d >= CHECKPOINT_INTERVAL && d % 2 == 1
 }
 
-/// Seq assignment state across one group.
-struct Planner<'a> {
-    run: &'a str,
-    keys: &'a HashMap<String, Seq>,
-    ids: &'a HashMap<Ulid, Seq>,
-    /// The sealed segments served by their indexes, not held in `keys` and `ids` (SPEC §9).
-    sealed: &'a [SegState],
-    new_keys: HashMap<String, Seq>,
-    new_ids: HashMap<Ulid, Seq>,
-    last_seq: Seq,
+/// The ids of the accepted events, in seq order: the caller's, or minted (monotonic ULIDs
+/// after `last_id`, the run's newest: a minted id sorts after every earlier one).
+fn mint_ids(accepted: &[&NewEvent], mut last_id: Ulid, now: u64) -> Vec<Ulid> {
+    accepted
+        .iter()
+        .map(|e| {
+            let id = e.event_id.unwrap_or_else(|| {
+                let fresh = Ulid::from_parts(now, rand::random::<u128>());
+                fresh.max(last_id.increment().unwrap_or(fresh))
+            });
+            last_id = last_id.max(id);
+            id
+        })
+        .collect()
+}
+
+/// A decided group's frames: one batch per accepted append (a batch commits whole, rule 3).
+struct Frames<'a, 'g> {
+    group: &'a [&'g Append],
+    plan: &'a Plan<'g>,
+    /// `mint_ids` of `plan.accepted`.
+    ids: &'a [Ulid],
+    /// The run's newest event id before the group.
     last_id: Ulid,
     now: u64,
 }
 
-impl Planner<'_> {
-    /// The stored seq of `e` when its key or caller id already exists (committed or earlier
-    /// in this group), with the key that matched.
-    fn existing(&self, e: &NewEvent) -> Option<(Seq, String)> {
-        if let Some(k) = &e.key {
-            let live = self.keys.get(k).or_else(|| self.new_keys.get(k)).copied();
-            if let Some(s) = live.or_else(|| {
-                self.sealed
-                    .iter()
-                    .find_map(|s| s.index.as_ref()?.seq_of_key(k))
-            }) {
-                return Some((s, k.clone()));
-            }
-        }
-        let id = e.event_id?;
-        let live = self.ids.get(&id).or_else(|| self.new_ids.get(&id)).copied();
-        let s = live.or_else(|| {
-            self.sealed
-                .iter()
-                .find_map(|s| s.index.as_ref()?.seq_of_id(id))
-        })?;
-        Some((s, id.to_string()))
-    }
-
-    fn mint_id(&mut self) -> Ulid {
-        let fresh = Ulid::from_parts(self.now, rand::random::<u128>());
-        let next = self.last_id.increment().unwrap_or(fresh);
-        let id = fresh.max(next);
-        self.last_id = id;
-        id
-    }
-
-    fn request(
-        &mut self,
-        req: &Request,
-        salt: u32,
-        offset: u64,
-        buf: &mut Vec<u8>,
-    ) -> (Result<Outcome>, Option<Planned>) {
-        let fenced = if let ReqKind::Decisions { expected } = req.kind {
-            if expected != self.last_seq {
-                let err = Error::Fenced {
-                    run: self.run.to_string(),
-                    expected,
-                    actual: self.last_seq,
-                };
-                return (Err(err), None);
-            }
-            if let Some(dup) = self.first_duplicate(&req.events) {
-                return (Err(dup), None);
-            }
-            true
-        } else {
-            false
-        };
-        let first_seq = self.last_seq + 1;
-        let mut out = Vec::with_capacity(req.events.len());
-        let mut planned = Planned {
-            loc_first_seq: first_seq,
-            count: 0,
-            offset,
-            keys: Vec::new(),
-            ids: Vec::new(),
-            max_id: self.last_id,
-        };
-        let mut ids = Vec::new();
-        let mut accepted = Vec::new();
-        for e in &req.events {
-            if let Some((seq, _)) = self.existing(e) {
-                out.push(Appended {
-                    seq,
-                    duplicate: true,
-                });
+impl Frames<'_, '_> {
+    /// Encodes the frames into `buf` for a segment of `salt` whose committed length is
+    /// `base`; returns where each one goes.
+    fn encode(&self, salt: u32, base: u64, buf: &mut Vec<u8>) -> Encoded {
+        let mut max_id = self.last_id;
+        let mut batches = Vec::new();
+        for (append, range) in self.group.iter().zip(&self.plan.writes) {
+            if range.is_empty() {
                 continue;
             }
-            self.last_seq += 1;
-            let seq = self.last_seq;
-            let id = match e.event_id {
-                Some(id) => {
-                    self.last_id = self.last_id.max(id);
-                    id
-                }
-                None => self.mint_id(),
+            let first_seq = self.plan.first_seq + range.start as u64;
+            let events = &self.plan.accepted[range.clone()];
+            let ids = &self.ids[range.clone()];
+            let seqs = first_seq..;
+            let mut planned = Planned {
+                loc_first_seq: first_seq,
+                count: events.len() as u32,
+                offset: base + buf.len() as u64,
+                keys: Vec::new(),
+                ids: ids.iter().copied().zip(seqs.clone()).collect(),
+                max_id,
             };
-            self.new_ids.insert(id, seq);
-            planned.ids.push((id, seq));
-            if let Some(k) = &e.key {
-                self.new_keys.insert(k.clone(), seq);
-                planned.keys.push((k.clone(), seq));
+            for (e, seq) in events.iter().zip(seqs) {
+                if let Some(k) = &e.key {
+                    planned.keys.push((k.clone(), seq));
+                }
             }
-            ids.push(id);
-            accepted.push(e);
-            out.push(Appended {
-                seq,
-                duplicate: false,
-            });
+            max_id = ids.iter().copied().fold(max_id, Ord::max);
+            planned.max_id = max_id;
+            let encoded: Vec<_> = events
+                .iter()
+                .zip(ids)
+                .map(|(e, id)| encoded(e, *id, self.now))
+                .collect();
+            let fenced = matches!(append.kind, AppendKind::Decisions { .. });
+            encode_batch(buf, salt, first_seq, fenced, self.now, &encoded);
+            batches.push(planned);
         }
-        if accepted.is_empty() {
-            return (Ok(Outcome::Facts(out)), None);
+        Encoded {
+            batches,
+            last_seq: self.plan.last_seq,
         }
-        let encoded: Vec<_> = accepted
-            .iter()
-            .zip(&ids)
-            .map(|(e, id)| encoded(e, *id, self.now))
-            .collect();
-        encode_batch(buf, salt, first_seq, fenced, self.now, &encoded);
-        planned.count = accepted.len() as u32;
-        planned.max_id = self.last_id;
-        let outcome = if fenced {
-            Outcome::Decisions(out.iter().map(|a| a.seq).collect())
-        } else {
-            Outcome::Facts(out)
-        };
-        (Ok(outcome), Some(planned))
-    }
-
-    /// For a decision batch: the first event whose key or caller id already exists, or
-    /// repeats within the batch (decisions are never deduplicated).
-    fn first_duplicate(&self, events: &[NewEvent]) -> Option<Error> {
-        let mut seen_keys = HashMap::new();
-        let mut seen_ids = HashMap::new();
-        for (i, e) in events.iter().enumerate() {
-            let seq = self.last_seq + 1 + i as u64;
-            let again = e
-                .key
-                .as_ref()
-                .and_then(|k| seen_keys.insert(k.clone(), seq).map(|s| (s, k.clone())))
-                .or_else(|| {
-                    e.event_id
-                        .and_then(|id| seen_ids.insert(id, seq).map(|s| (s, id.to_string())))
-                });
-            if let Some((seq, key)) = self.existing(e).or(again) {
-                return Some(Error::DuplicateDecision {
-                    run: self.run.to_string(),
-                    key,
-                    seq,
-                });
-            }
-        }
-        None
     }
 }
 
@@ -792,54 +628,5 @@ fn encoded(e: &NewEvent, id: Ulid, now: u64) -> EncodedEvent<'_> {
         correlation_id: e.correlation_id.as_deref(),
         key: e.key.as_deref(),
         payload: &e.payload,
-    }
-}
-
-/// Largest group one leader commits, in estimated encoded bytes (at least one request): a
-/// flood of appenders is committed in several groups, and the encode buffer stays bounded.
-pub(crate) const GROUP_LEN_BYTES_MAX: usize = 64 << 20;
-/// An encode buffer grown past this is released after its commit, not kept at its peak.
-const BUF_KEEP_BYTES_MAX: usize = 4 << 20;
-
-/// Takes the waiting requests for one group, oldest first, up to [`GROUP_LEN_BYTES_MAX`].
-fn take_group(pending: &mut Vec<Arc<Request>>) -> Vec<Arc<Request>> {
-    let mut bytes = 0usize;
-    let n = pending
-        .iter()
-        .take_while(|r| {
-            let first = bytes == 0;
-            bytes = bytes.saturating_add(r.len_estimate());
-            first || bytes <= GROUP_LEN_BYTES_MAX
-        })
-        .count();
-    pending.drain(..n).collect()
-}
-
-/// The message of a caught panic.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".to_string())
-}
-
-/// The plan's results with every request that had something to write failed by `e`
-/// (rejections keep their own error).
-fn plan_failed(mut plan: Plan, e: &Error) -> Vec<Result<Outcome>> {
-    for (res, writes) in plan.results.iter_mut().zip(&plan.writes) {
-        if *writes {
-            *res = Err(e.replicate());
-        }
-    }
-    plan.results
-}
-
-fn take_result(s: &mut Turn) -> Result<Outcome> {
-    match std::mem::replace(s, Turn::Waiting) {
-        Turn::Done(r) => r,
-        // Unreachable by construction (callers check `Done` or set it themselves); reported
-        // as an error rather than a panic.
-        _ => Err(Error::InvalidConfig("commit result missing".to_string())),
     }
 }

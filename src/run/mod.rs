@@ -1,4 +1,5 @@
-//! One run: its files, its in-memory view, its readers and its group-committing writer.
+//! One run: its files, its in-memory view, its readers and its group-committing writer
+//! (the core's engine, `crate::group`, writing through `commit.rs`).
 
 mod commit;
 mod recovery;
@@ -22,7 +23,6 @@ use crate::segment::{Access, Segment};
 use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
-pub(crate) use commit::{Outcome, ReqKind};
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
@@ -46,11 +46,11 @@ pub(crate) struct Run {
     /// deleted (also `state.segments[0]`; kept here to ask without the state lock).
     first_segment: Arc<Segment>,
     state: RwLock<RunState>,
-    queue: Mutex<commit::Queue>,
+    /// The group-commit queue (`crate::group`); its leader writes through `commit.rs`.
+    queue: commit::Queue,
     writer: Mutex<commit::Writer>,
     grown_lock: Mutex<()>,
     grown: Condvar,
-    stats: Arc<CommitStats>,
 }
 
 impl Run {
@@ -106,6 +106,7 @@ impl Run {
         if let Some(f) = lock_file {
             let _ = lock_cell.set(f);
         }
+        let queue = commit::Queue::new(id.as_str(), commit::GROUP_BOUNDS, stats);
         let run = Run {
             id,
             dir,
@@ -116,11 +117,10 @@ impl Run {
             lock_file: lock_cell,
             first_segment: first,
             state: RwLock::new(state),
-            queue: Mutex::new(commit::Queue::default()),
+            queue,
             writer: Mutex::new(commit::Writer::default()),
             grown_lock: Mutex::new(()),
             grown: Condvar::new(),
-            stats,
         };
         if access == Access::Write {
             run.recover_if_idle()?;

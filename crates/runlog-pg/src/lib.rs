@@ -10,35 +10,39 @@
 //!
 //! # Appends: group commit
 //! Concurrent appends to one run through one [`PgLog`] (threads sharing it or its clones)
-//! meet in one transaction, as in the file store (`src/run/commit.rs`): each append queues in
-//! its run's queue; the first becomes the leader, takes what is queued (at most 100,000 events
-//! or 64 MiB of payload), and runs one transaction for all of it:
+//! meet in one transaction. The queue and the decision are the core's group-commit engine,
+//! shared with the file store (`runlog::group`); what is PostgreSQL's own is the write
+//! (`src/commit.rs`). Each append queues in its run's queue; the first becomes the leader,
+//! takes what is queued (at most 100,000 events or 64 MiB of payload), and runs one
+//! transaction for all of it:
 //!
 //! 1. `BEGIN; SELECT last_seq FROM runs WHERE run_id = '…' FOR UPDATE` in one round trip —
 //!    serializes the writers of one run (and only of that run) across handles and processes;
 //! 2. one lookup of the stored events sharing a key or caller event id with any member;
-//! 3. every member decided in arrival order, in memory: facts idempotent by key and event id
-//!    (also against earlier members of the group: a repeat reports the first one's seq and
-//!    appends nothing); decisions fenced at `expected_seq` against the counter as advanced by
-//!    the members before them (`Fenced`) and rejected on an existing key or id
-//!    (`DuplicateDecision`);
+//! 3. every member decided in arrival order, in memory (`runlog::group::plan`): facts
+//!    idempotent by key and event id (also against earlier members of the group: a repeat
+//!    reports the first one's seq and appends nothing); decisions fenced at `expected_seq`
+//!    against the counter as advanced by the members before them (`Fenced`) and rejected on
+//!    an existing key or id (`DuplicateDecision`);
 //! 4. one `INSERT … SELECT FROM unnest(…)` of every accepted event at `last_seq + 1 ..`, the
 //!    counter advanced (one statement), one `COMMIT`; the notification follows (see *Wait*).
 //!
 //! The lookup and the insert are prepared once per pooled connection.
 //!
-//! Each member gets its own result, the one the file store gives for the same interleaving. A
-//! rejected member (fenced, duplicate) writes nothing and never affects the others; an invalid
-//! one is refused before it queues. When the transaction fails (I/O, statement timeout, server
-//! gone) none of the group is applied: a failure up to the lookup fails every member; a later
-//! one fails every member with events in the group, while a member already rejected or wholly
-//! deduplicated keeps that answer (decided on committed state under the row lock, as the file
-//! store keeps it when its write fails). A batch is all or nothing: it is one transaction's
-//! rows. The oldest request still queued then leads the next group; leadership is handed over
-//! by a drop guard, so a panicking leader fails its group's members (`Io`) instead of wedging
-//! the run's queue. [`PgLog::commit_stats`] counts transactions (`groups`), appends and
-//! events. Event ids absent from the input are ULIDs minted by a process-wide monotonic
-//! generator.
+//! Each member gets its own result, the one the file store gives for the same interleaving
+//! (the same planner decides both). A rejected member (fenced, duplicate) writes nothing and
+//! never affects the others; an invalid one is refused before it queues. When the
+//! transaction fails (I/O, statement timeout, server gone) none of the group is applied: a
+//! failure up to the lookup fails every member; a later one fails every member with events in
+//! the group, while a member already rejected or wholly deduplicated keeps that answer
+//! (decided on committed state under the row lock, as the file store keeps it when its write
+//! fails). A batch is all or nothing: it is one transaction's rows. The oldest request still
+//! queued then leads the next group. A leader whose write panics answers its whole group
+//! `Panicked` (the unwinding drops its transaction, which rolls it back) and hands the queue
+//! on; the run then refuses appends through this handle with `Poisoned`, as the file store
+//! does, until a new [`PgLog`] is connected. [`PgLog::commit_stats`] counts transactions
+//! (`groups`), appends and events. Event ids absent from the input are ULIDs minted by a
+//! process-wide monotonic generator.
 //!
 //! An error from `COMMIT` itself is ambiguous, as with any database: the server may have
 //! committed before the connection broke. Every append that returned `Ok` is durable
@@ -89,21 +93,11 @@ use ulid::{Generator, Ulid};
 mod commit;
 mod notify;
 mod target;
-use commit::{Known, Outcome, Queues, ReqKind, Request};
+use commit::Queues;
 use notify::Notifier;
 pub use runlog::CommitStatsSnapshot;
+use runlog::group::{AppendKind, Outcome};
 pub use target::{Target, drop_schema, open_target, open_target_read_only, split_schema};
-
-/// The append path's statements, prepared once per connection ([`Pooled`]).
-const SQL_LOOKUP: &str = "SELECT seq, key, event_id FROM events WHERE run_id = $1 \
-     AND (key = ANY($2::text[]) OR event_id = ANY($3::bytea[]))";
-/// The group's events and the counter in one statement (one round trip).
-const SQL_INSERT: &str = "WITH inserted AS (INSERT INTO events \
-     (run_id, seq, event_id, created_at_ms, kind, correlation_id, key, payload) \
-     SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[], $6::text[], \
-     $7::text[], $8::bytea[])) \
-     UPDATE runs SET last_seq = $9, committed_bytes = committed_bytes + $10, updated_at_ms = $11 \
-     WHERE run_id = $1";
 
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");
@@ -559,7 +553,8 @@ impl PgLog {
         self.inner.options.schema.as_deref()
     }
 
-    fn validate(&self, events: &[NewEvent]) -> Result<()> {
+    /// Checks the batch against the limits; returns its payload bytes (what bounds a group).
+    fn validate(&self, events: &[NewEvent]) -> Result<usize> {
         let o = &self.inner.options;
         if events.is_empty() || events.len() > o.batch_events_max {
             return Err(Error::InvalidEvent {
@@ -574,140 +569,7 @@ impl PgLog {
         for e in events {
             e.validate(o.payload_len_bytes_max)?;
         }
-        Ok(())
-    }
-
-    /// Inserts `events` at `last + 1 ..` and advances the counter, inside `tx`.
-    fn insert(&self, tx: &mut Tx<'_>, run: &RunId, last: Seq, events: &[&NewEvent]) -> Result<()> {
-        let now = now_ms();
-        let n = events.len();
-        let mut seqs = Vec::with_capacity(n);
-        let mut ids = Vec::with_capacity(n);
-        let mut times = Vec::with_capacity(n);
-        let mut kinds = Vec::with_capacity(n);
-        let mut corrs = Vec::with_capacity(n);
-        let mut keys = Vec::with_capacity(n);
-        let mut payloads = Vec::with_capacity(n);
-        let mut bytes: i64 = 0;
-        {
-            let mut minter = self.inner.ids.lock();
-            for (i, e) in events.iter().enumerate() {
-                seqs.push((last + 1 + i as u64) as i64);
-                let id = match e.event_id {
-                    Some(id) => id,
-                    None => minter.generate().unwrap_or_else(|_| Ulid::generate()),
-                };
-                ids.push(id.to_bytes().to_vec());
-                times.push(e.created_at_ms.unwrap_or(now) as i64);
-                kinds.push(e.kind.as_str());
-                corrs.push(e.correlation_id.as_deref());
-                keys.push(e.key.as_deref());
-                payloads.push(&e.payload[..]);
-                bytes += e.payload.len() as i64;
-            }
-        }
-        let insert = tx.conn.prepared(SQL_INSERT)?;
-        let advanced = tx
-            .execute(
-                &insert,
-                &[
-                    &run.as_str(),
-                    &seqs,
-                    &ids,
-                    &times,
-                    &kinds,
-                    &corrs,
-                    &keys,
-                    &payloads,
-                    &((last + n as u64) as i64),
-                    &bytes,
-                    &(now as i64),
-                ],
-            )
-            .map_err(|e| pg_err("inserting events into", e))?;
-        if advanced != 1 {
-            // The row is locked by this transaction: it cannot have gone.
-            return Err(not_found(run));
-        }
-        Ok(())
-    }
-
-    /// Stored events of the run sharing a key or event id with any event of `group`: one
-    /// statement for the whole group.
-    fn existing(tx: &mut Tx<'_>, run: &RunId, group: &[Arc<Request>]) -> Result<Known> {
-        let events = || group.iter().flat_map(|r| r.events.iter());
-        let keys: Vec<&str> = events().filter_map(|e| e.key.as_deref()).collect();
-        let ids: Vec<Vec<u8>> = events()
-            .filter_map(|e| e.event_id.map(|id| id.to_bytes().to_vec()))
-            .collect();
-        let mut known = Known::default();
-        if keys.is_empty() && ids.is_empty() {
-            return Ok(known);
-        }
-        let lookup = tx.conn.prepared(SQL_LOOKUP)?;
-        let rows = tx
-            .query(&lookup, &[&run.as_str(), &keys, &ids])
-            .map_err(|e| pg_err("looking up keys in", e))?;
-        for r in rows {
-            let seq = r.get::<_, i64>(0) as Seq;
-            if let Some(k) = r.get::<_, Option<String>>(1) {
-                known.by_key.insert(k, seq);
-            }
-            if let Ok(b) = <[u8; 16]>::try_from(r.get::<_, &[u8]>(2)) {
-                known.by_id.insert(Ulid::from_bytes(b), seq);
-            }
-        }
-        Ok(known)
-    }
-
-    /// Queues an append of `run` and waits for the group that decides it (`commit.rs`).
-    fn submit(&self, run: &RunId, kind: ReqKind, events: Vec<NewEvent>) -> Result<Outcome> {
-        self.inner
-            .queues
-            .submit(run.as_str(), kind, events, |group| {
-                self.commit_group(run, group)
-            })
-    }
-
-    /// One transaction for a whole group: lock the run's row once, look up the group's keys
-    /// and ids once, decide every member in memory, insert the accepted events with one
-    /// statement, advance the counter, notify, commit. One result per member, in order; a
-    /// failure before the plan (connection, lock, lookup) fails every member.
-    fn commit_group(&self, run: &RunId, group: &[Arc<Request>]) -> Vec<Result<Outcome>> {
-        self.try_commit_group(run, group)
-            .unwrap_or_else(|e| group.iter().map(|_| Err(e.replicate())).collect())
-    }
-
-    fn try_commit_group(
-        &self,
-        run: &RunId,
-        group: &[Arc<Request>],
-    ) -> Result<Vec<Result<Outcome>>> {
-        let (mut tx, last) = self.inner.begin_locked(run)?;
-        let known = Self::existing(&mut tx, run, group)?;
-        let plan = commit::plan(run.as_str(), last, known, group);
-        let mut results = plan.results;
-        if plan.accepted.is_empty() {
-            // Nothing to write: the transaction (only a row lock) is rolled back on drop.
-            return Ok(results);
-        }
-        let done = self
-            .insert(&mut tx, run, last, &plan.accepted)
-            .and_then(|()| tx.commit());
-        match done {
-            Ok(()) => self.inner.notifier.committed(&self.inner, run.as_str()),
-            Err(e) => {
-                // None of the group is applied: every member with events in it fails; a rejected
-                // or fully deduplicated member keeps its answer, decided on committed state under
-                // the row lock (as the file store does).
-                for (res, &writes) in results.iter_mut().zip(&plan.writes) {
-                    if writes {
-                        *res = Err(e.replicate());
-                    }
-                }
-            }
-        }
-        Ok(results)
+        Ok(events.iter().map(|e| e.payload.len()).sum())
     }
 
     fn read_rows(&self, run: &RunId, after: Seq, limit: usize) -> Result<(Seq, Vec<Row>)> {
@@ -843,8 +705,7 @@ impl RunLog for PgLog {
     }
 
     fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
-        self.validate(&events)?;
-        match self.submit(run, ReqKind::Facts, events)? {
+        match self.submit(run, AppendKind::Facts, events)? {
             Outcome::Facts(out) => Ok(out),
             Outcome::Decisions(_) => Err(mixed_up()),
         }
@@ -856,8 +717,7 @@ impl RunLog for PgLog {
         expected_seq: Seq,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Seq>> {
-        self.validate(&events)?;
-        let kind = ReqKind::Decisions {
+        let kind = AppendKind::Decisions {
             expected: expected_seq,
         };
         match self.submit(run, kind, events)? {
