@@ -35,10 +35,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFileSync, cpSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { commandRunner, errorLines, freePort, httpClient, ms, now, sleep, until } from './lib/harness.mjs';
 import { record } from '../scripts/ci-results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -102,85 +102,8 @@ for (const [from, to] of APP_CODE) {
 // On runlog, a route that imports world-runlog itself (bundled, unlike the World the SDK loads).
 if (world === 'runlog') cpSync(path.join(here, 'next-app', 'runlog-only', 'api'), path.join(app, 'app', 'api'), { recursive: true });
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const now = () => performance.now();
-const ms = (t0) => Math.round(now() - t0);
-
-/** Runs a command in the app directory, its output appended to `log`; throws on failure. */
-function run(cmd, cmdArgs, log, env = process.env) {
-  const t0 = now();
-  const r = spawnSync(cmd, cmdArgs, { cwd: app, env, encoding: 'utf8', maxBuffer: 64 << 20 });
-  log.write(`$ ${cmd} ${cmdArgs.join(' ')}\n${r.stdout ?? ''}${r.stderr ?? ''}\n`);
-  if (r.status !== 0) {
-    const tail = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n').slice(-20).join('\n');
-    throw new Error(`${cmd} ${cmdArgs.join(' ')} exited ${r.status}:\n${tail}`);
-  }
-  return ms(t0);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function http(base, method, route, body, timeoutMs = 60_000) {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const bytes = Buffer.from(await res.arrayBuffer());
-  return { status: res.status, bytes, json: () => JSON.parse(bytes.toString('utf8')) };
-}
-
-/**
- * Polls `f` until it returns a value other than undefined, or throws after `timeoutMs`;
- * `abort()` returning a string ends the wait at once with that reason.
- */
-async function until(what, timeoutMs, f, everyMs = 250, abort = () => undefined) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    const reason = abort();
-    if (reason) throw new Error(`gave up waiting for ${what}: ${reason}`);
-    try {
-      const v = await f();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message ?? last}` : ''}`);
-    }
-    await sleep(everyMs);
-  }
-}
-
-/** Distinct lines of the server log that look like errors, less the ones the app causes on purpose. */
-function errorLines(logFile) {
-  const expected = [
-    /transient failure on the first attempt/,
-    /refuse|FatalError|USER_ERROR|Error while running workflow|errorStack|stepName:/,
-    /^\s*'?\s+at /,
-  ];
-  const seen = new Set();
-  for (const l of readFileSync(logFile, 'utf8').split('\n')) {
-    if (!/error|not a function|cannot|failed|refus|ERR_/i.test(l)) continue;
-    if (expected.some((re) => re.test(l))) continue;
-    const t = l.trim().slice(0, 400);
-    if (t) seen.add(t);
-    if (seen.size >= 12) break;
-  }
-  return [...seen];
-}
+const run = commandRunner(app, 20);
+const http = httpClient(60_000);
 
 /** The environment of the build and the server: the World chosen, nothing pointing at the addon. */
 function worldEnv() {

@@ -38,11 +38,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { freePort, ms, now, sleep } from './lib/harness.mjs';
 import { record } from '../scripts/ci-results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -78,9 +78,6 @@ const chromiumPath = values('--chromium').at(-1) ?? process.env.CHROMIUM ?? '/us
 const web = !args.includes('--no-web');
 const reuse = args.includes('--reuse');
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const now = () => performance.now();
-const ms = (t0) => Math.round(now() - t0);
 
 /** The environment a world's CLI runs with: runlog by WORKFLOW_TARGET_WORLD, local by nothing. */
 function worldEnv(world) {
@@ -344,18 +341,6 @@ function cliHooksStreamsSleeps(ctx, run, { hooks, hookEvents, streams, read, sle
 
   ctx.out.sleeps = sleeps.map((s) => ({ correlationId: s.correlationId, completed: Boolean(s.completedAt) }));
   ctx.check('cliSleeps', sleeps.length === 1 && Boolean(sleeps[0].completedAt) && Boolean(sleeps[0].resumeAt), sleeps);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** `workflow web --noBrowser` with the web Node, in the app directory; resolves when it answers. */

@@ -2,25 +2,13 @@
 // fresh data directory, for one World, and stops it (its process group) again.
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const appDir = path.dirname(fileURLToPath(import.meta.url));
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { freePort, sleep } from '../../../examples/lib/harness.mjs';
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export const appDir = path.dirname(fileURLToPath(import.meta.url));
 
 /**
  * The data directory is `keptDataDir` when given (left for the caller to check), else a
