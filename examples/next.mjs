@@ -38,21 +38,25 @@ import { appendFileSync, cpSync, createWriteStream, existsSync, mkdirSync, readd
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { commandRunner, errorLines, freePort, httpClient, ms, now, sleep, until } from './lib/harness.mjs';
+import {
+  PLATFORM,
+  RUNLOG_PACKAGE,
+  RUNLOG_PACKAGE_NAME,
+  RUNLOG_PLATFORM_PACKAGE,
+  commandRunner,
+  errorLines,
+  freePort,
+  httpClient,
+  ms,
+  now,
+  parseArgs,
+  repo,
+  sleep,
+  until,
+} from './lib/harness.mjs';
 import { record } from '../scripts/ci-results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, '..');
-const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
-const RUNLOG_PACKAGE_NAME = 'world-runlog';
-// The addon's platform package (napi-rs names, as packages/world-runlog/src/native.js has them).
-const PLATFORM =
-  process.platform === 'linux'
-    ? `linux-${process.arch}-${process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'}`
-    : process.platform === 'win32'
-      ? `win32-${process.arch}-msvc`
-      : `${process.platform}-${process.arch}`;
-const RUNLOG_PLATFORM_PACKAGE = path.join(RUNLOG_PACKAGE, 'npm', PLATFORM);
 
 const LINES = ['5.0.0-beta.55', '4.8.9'];
 const WORLDS = ['local', 'runlog'];
@@ -68,8 +72,8 @@ function usage(msg) {
 
 const args = process.argv.slice(2);
 const VALUE_FLAGS = ['--mode', '--app-dir'];
-const positional = args.filter((a, i) => !a.startsWith('--') && !VALUE_FLAGS.includes(args[i - 1]));
-const value = (flag) => args.flatMap((a, i) => (a === flag && i + 1 < args.length ? [args[i + 1]] : [])).at(-1);
+const { positional, values } = parseArgs(args, VALUE_FLAGS);
+const value = (flag) => values(flag).at(-1);
 const [line, world] = positional;
 if (!LINES.includes(line)) usage(`unknown line: ${line ?? '(none)'}`);
 if (!WORLDS.includes(world)) usage(`unknown world: ${world ?? '(none)'}`);

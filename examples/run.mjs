@@ -44,21 +44,25 @@ import { appendFileSync, cpSync, createWriteStream, existsSync, mkdirSync, readF
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { commandRunner, errorLines, freePort, httpClient, ms, now, sleep, until } from './lib/harness.mjs';
+import {
+  PLATFORM,
+  RUNLOG_PACKAGE,
+  RUNLOG_PACKAGE_NAME,
+  RUNLOG_PLATFORM_PACKAGE,
+  commandRunner,
+  errorLines,
+  freePort,
+  httpClient,
+  ms,
+  now,
+  parseArgs,
+  repo,
+  sleep,
+  until,
+} from './lib/harness.mjs';
 import { record } from '../scripts/ci-results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, '..');
-const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
-const RUNLOG_PACKAGE_NAME = 'world-runlog';
-// The addon's platform package (napi-rs names, as packages/world-runlog/src/native.js has them).
-const PLATFORM =
-  process.platform === 'linux'
-    ? `linux-${process.arch}-${process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'}`
-    : process.platform === 'win32'
-      ? `win32-${process.arch}-msvc`
-      : `${process.platform}-${process.arch}`;
-const RUNLOG_PLATFORM_PACKAGE = path.join(RUNLOG_PACKAGE, 'npm', PLATFORM);
 
 const LINES = ['4.8.9', '5.0.0-beta.35', '5.0.0-beta.55'];
 const WORLDS = ['local', 'runlog'];
@@ -74,8 +78,7 @@ function usage(msg) {
 
 const args = process.argv.slice(2);
 const VALUE_FLAGS = ['--mode', '--env', '--target-world', '--app-dir', '--restart-sleep-ms'];
-const positional = args.filter((a, i) => !a.startsWith('--') && !VALUE_FLAGS.includes(args[i - 1]));
-const values = (flag) => args.flatMap((a, i) => (a === flag && i + 1 < args.length ? [args[i + 1]] : []));
+const { positional, values } = parseArgs(args, VALUE_FLAGS);
 const extraEnv = Object.fromEntries(
   values('--env').map((kv) => {
     const eq = kv.indexOf('=');

@@ -4,6 +4,8 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const now = () => performance.now();
@@ -100,4 +102,28 @@ export function errorLines(logFile) {
     if (seen.size >= 12) break;
   }
   return [...seen];
+}
+
+/** The repository's root, the World package's directory and npm name. */
+export const repo = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+export const RUNLOG_PACKAGE = path.join(repo, 'packages', 'world-runlog');
+export const RUNLOG_PACKAGE_NAME = 'world-runlog';
+/** The addon's platform package (napi-rs names, as packages/world-runlog/src/native.js has them). */
+export const PLATFORM =
+  process.platform === 'linux'
+    ? `linux-${process.arch}-${process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'}`
+    : process.platform === 'win32'
+      ? `win32-${process.arch}-msvc`
+      : `${process.platform}-${process.arch}`;
+export const RUNLOG_PLATFORM_PACKAGE = path.join(RUNLOG_PACKAGE, 'npm', PLATFORM);
+
+/**
+ * A driver's command line: `positional` (what is neither a flag nor the value of one of
+ * `valueFlags`), `values(flag)` (every value given to a value flag, in order) and
+ * `has(flag)`.
+ */
+export function parseArgs(argv, valueFlags) {
+  const positional = argv.filter((a, i) => !a.startsWith('--') && !valueFlags.includes(argv[i - 1]));
+  const values = (flag) => argv.flatMap((a, i) => (a === flag && i + 1 < argv.length ? [argv[i + 1]] : []));
+  return { positional, values, has: (flag) => argv.includes(flag) };
 }
