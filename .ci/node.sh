@@ -34,6 +34,12 @@ npm --version
 step "npm install (packages/world-runlog, as locked)"
 (cd packages/world-runlog && npm install --no-audit --no-fund)
 
+# test/beta55-interface-parity.test.mjs runs the newest line's own world-local (5.0.0-beta.46)
+# and core beside runlog: they come from that line's example app, as locked (.ci/examples.sh
+# installs the same directory again later, which then finds it installed).
+step "npm install (examples/sdk-5.0.0-beta.55, as locked: the parity test's reference World)"
+(cd examples/sdk-5.0.0-beta.55 && npm install --no-audit --no-fund)
+
 step "build the addon (crates/runlog-node/build.sh)"
 bash crates/runlog-node/build.sh
 
