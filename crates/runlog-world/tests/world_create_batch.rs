@@ -10,17 +10,6 @@ use parking_lot::Mutex;
 use runlog::{Config, RunId, RunLog, Seq, Store};
 use runlog_world::{EventRequest, EventType, StepStatus, World, WorldConfig, slot_event_id};
 
-fn running_run_at(w: &TestWorld, spec: u32) -> String {
-    let run = runlog_world::mint_run_id();
-    let created = EventRequest::new(EventType::RunCreated)
-        .spec_version(spec)
-        .data(run_created_data("workflow//./wf//main"))
-        .unwrap();
-    w.create_event(Some(&run), created, &params()).unwrap();
-    ev(w, &run, EventType::RunStarted, None, None).unwrap();
-    run
-}
-
 fn step(corr: &str) -> EventRequest {
     let data = format!(
         r#"{{"stepName":"step//./wf//add","input":{}}}"#,

@@ -14,18 +14,6 @@ use runlog_world::{
     slot_event_id,
 };
 
-/// Creates and starts a run stamped with spec version `spec`.
-fn running_run_at(w: &TestWorld, spec: u32) -> String {
-    let run = runlog_world::mint_run_id();
-    let created = EventRequest::new(EventType::RunCreated)
-        .spec_version(spec)
-        .data(run_created_data("workflow//./wf//main"))
-        .unwrap();
-    w.create_event(Some(&run), created, &params()).unwrap();
-    ev(w, &run, EventType::RunStarted, None, None).unwrap();
-    run
-}
-
 fn all_events(w: &TestWorld, run: &str) -> Vec<runlog_world::Event> {
     let p = Pagination {
         limit: Some(1000),

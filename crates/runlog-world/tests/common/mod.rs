@@ -76,6 +76,18 @@ pub fn req(ty: EventType, corr: Option<&str>, data: Option<&str>) -> EventReques
     }
 }
 
+/// Creates and starts a run stamped with spec version `spec`; its id.
+pub fn running_run_at(w: &TestWorld, spec: u32) -> String {
+    let run = runlog_world::mint_run_id();
+    let created = EventRequest::new(EventType::RunCreated)
+        .spec_version(spec)
+        .data(run_created_data("workflow//./wf//main"))
+        .unwrap();
+    w.create_event(Some(&run), created, &params()).unwrap();
+    ev(w, &run, EventType::RunStarted, None, None).unwrap();
+    run
+}
+
 pub fn run_created_data(workflow: &str) -> String {
     format!(
         r#"{{"deploymentId":"dpl_test","workflowName":"{workflow}","input":{},"executionContext":{{"traceCarrier":{{}}}}}}"#,
