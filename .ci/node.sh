@@ -35,10 +35,13 @@ step "npm install (packages/world-runlog, as locked)"
 (cd packages/world-runlog && npm install --no-audit --no-fund)
 
 # test/beta55-interface-parity.test.mjs runs the newest line's own world-local (5.0.0-beta.46)
-# and core beside runlog: they come from that line's example app, as locked (.ci/examples.sh
-# installs the same directory again later, which then finds it installed).
-step "npm install (examples/sdk-5.0.0-beta.55, as locked: the parity test's reference World)"
+# and core beside runlog, and test/peer-world-v4-links.test.mjs loads the World against the
+# 4.x line's @workflow/world 4.5.0 (a peer): they come from those lines' example apps, as
+# locked (.ci/examples.sh installs the same directories again later, which then finds them
+# installed).
+step "npm install (examples/sdk-5.0.0-beta.55 and sdk-4.8.9, as locked: the reference Worlds of two package tests)"
 (cd examples/sdk-5.0.0-beta.55 && npm install --no-audit --no-fund)
+(cd examples/sdk-4.8.9 && npm install --no-audit --no-fund)
 
 step "build the addon (crates/runlog-node/build.sh)"
 bash crates/runlog-node/build.sh

@@ -18,11 +18,24 @@ import {
   WorkflowRunNotFoundError,
   WorkflowWorldError,
 } from '@workflow/errors';
-import { AttributeValidationError } from '@workflow/world';
+// A namespace import, not a named one: `@workflow/world` is a peer dependency, and the 4.x
+// line's (4.5.0) has no AttributeValidationError; a named import of it would fail to link
+// there. On that line an error of the same name serves: the runtime matches it by name too.
+import * as workflowWorld from '@workflow/world';
 
 import { ERROR_CODES, ERROR_STATUS } from './error-codes.js';
 
 export { ERROR_CODES, ERROR_RETRYABLE, ERROR_STATUS } from './error-codes.js';
+
+/** The line's `AttributeValidationError`, or one of that name where the line has none (4.x). */
+export const AttributeValidationError =
+  workflowWorld.AttributeValidationError ??
+  class AttributeValidationError extends Error {
+    constructor(message) {
+      super(message);
+      this.name = 'AttributeValidationError';
+    }
+  };
 
 /** Whether `err` is a rejection of the addon (optionally with the given code). */
 export function isRunlogError(err, code) {
