@@ -182,6 +182,7 @@ impl<B: RunLog> World<B> {
                         })
                     })
                 })
+                .and_then(|result| self.result_attributes(&entry, result))
             })
             .collect())
     }

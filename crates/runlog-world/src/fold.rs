@@ -80,6 +80,9 @@ pub struct RunState {
     waits: HashMap<String, Wait>,
     terminal: Option<(Seq, Ulid)>,
     attr_ids: HashSet<String>,
+    /// When each attribute key was last set or removed by this log (`run_created`,
+    /// `attr_set`), in ms: what the attribute log's changes are ordered against.
+    attr_changed_at_ms: HashMap<String, u64>,
     event_seqs: HashMap<Ulid, Seq>,
     by_correlation: HashMap<String, Vec<Seq>>,
     newest_created_at_ms: u64,
@@ -106,6 +109,7 @@ impl RunState {
             waits: HashMap::new(),
             terminal: None,
             attr_ids: HashSet::new(),
+            attr_changed_at_ms: HashMap::new(),
             event_seqs: HashMap::new(),
             by_correlation: HashMap::new(),
             newest_created_at_ms: 0,
@@ -210,6 +214,9 @@ impl RunState {
         if let Some(start) = self.pending_run_start_ms.take() {
             start_run(&mut run, start.max(t));
         }
+        for key in run.attributes.keys() {
+            self.attr_changed_at_ms.insert(key.clone(), t);
+        }
         self.run = Some(run);
         true
     }
@@ -258,6 +265,10 @@ impl RunState {
             .map(|c| (c.key.as_str(), c.value.as_deref()));
         attrs::merge(&mut run.attributes, changes);
         run.updated_at_ms = e.created_at_ms;
+        for c in &d.changes {
+            self.attr_changed_at_ms
+                .insert(c.key.clone(), e.created_at_ms);
+        }
         if let (Some(corr), AttrWriter::Workflow) = (e.correlation_id, &d.writer) {
             self.attr_ids.insert(corr.to_string());
         }
@@ -527,6 +538,12 @@ impl RunState {
     /// The newest `createdAt` of the log, ms since the Unix epoch (0 when empty).
     pub fn newest_created_at_ms(&self) -> u64 {
         self.newest_created_at_ms
+    }
+
+    /// When this log last set or removed each attribute key, in ms (keys it never touched
+    /// are absent).
+    pub(crate) fn attr_changed_at_ms(&self) -> &HashMap<String, u64> {
+        &self.attr_changed_at_ms
     }
 
     /// Events that changed no entity because they did not fit the state (never written by

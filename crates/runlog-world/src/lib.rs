@@ -9,6 +9,7 @@
 pub mod error_table;
 pub mod streams;
 
+mod attr_log;
 mod attrs;
 mod batch;
 mod cancel;
@@ -41,7 +42,7 @@ pub use ids::{
     uses_slot_ids,
 };
 pub use json::{RawJson, format_iso_ms, parse_iso_ms};
-pub use logs::{LogKind, STREAM_OWNER_PREFIX, log_kind};
+pub use logs::{ATTRIBUTE_LOG_PREFIX, LogKind, STREAM_OWNER_PREFIX, log_kind};
 pub use model::{
     CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, Hook,
     ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData, RunStatus, SPEC_VERSION_CURRENT,

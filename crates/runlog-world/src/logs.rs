@@ -1,5 +1,6 @@
 //! What a log of a World's store is, by its id alone: a workflow run's event log, or one of
-//! the World's own logs (streams, the 4.x stream owner index, the hook token claims). The one
+//! the World's own logs (streams, the 4.x stream owner index, the hook token claims, a run's
+//! attribute log). The one
 //! place that rule lives: the CLI's store-wide views (`runs`, `audit`, `export`) ask it.
 //!
 //! | id                          | kind                                   |
@@ -8,17 +9,23 @@
 //! | `stream-<R>-i`              | [`LogKind::StreamIndex`] ([`crate::streams`]) |
 //! | `stream-<R>-n…`, `-h…`      | [`LogKind::StreamChunks`]              |
 //! | [`HOOK_TOKENS_RUN`]         | [`LogKind::HookTokens`]                |
+//! | `attrs-wrun_<ULID>`         | [`LogKind::Attributes`] ([`crate::World::set_run_attributes`]) |
 //! | anything else               | [`LogKind::Run`]                       |
 //!
 //! `R` starts with a digit or `h` (`streams/id.rs`), never `o`, so an owner index is never
-//! mistaken for a chunk log. Every other id is a run: the SDK's `wrun_…`, and the runs of a
+//! mistaken for a chunk log. An attribute log is `attrs-` and a whole `wrun_<ULID>`, so a plain
+//! store's run that merely starts with `attrs-` stays a run. Every other id is a run: the SDK's `wrun_…`, and the runs of a
 //! plain runlog store, which a storage view must not hide.
 
+use crate::ids::parse_run_id;
 use crate::streams::LOG_ID_PREFIX;
 use crate::tokens::HOOK_TOKENS_RUN;
 
 /// The prefix of the 4.x stream owner index logs (one per stream name).
 pub const STREAM_OWNER_PREFIX: &str = "stream-owner-";
+
+/// The prefix of a run's attribute log (`attrs-<runId>`, `runs.experimentalSetAttributes`).
+pub const ATTRIBUTE_LOG_PREFIX: &str = "attrs-";
 
 /// What a log holds, by its id ([`log_kind`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,6 +40,9 @@ pub enum LogKind {
     StreamOwner,
     /// The hook token claims ([`HOOK_TOKENS_RUN`]).
     HookTokens,
+    /// A workflow run's attribute log (`attrs-wrun_<ULID>`): the changes of
+    /// `runs.experimentalSetAttributes`, kept out of the run's own log.
+    Attributes,
 }
 
 impl LogKind {
@@ -42,7 +52,7 @@ impl LogKind {
     }
 
     /// A short lowercase name: `run`, `stream`, `stream-index`, `stream-owner`,
-    /// `token-claims`.
+    /// `token-claims`, `attributes`.
     pub fn name(self) -> &'static str {
         match self {
             LogKind::Run => "run",
@@ -50,6 +60,7 @@ impl LogKind {
             LogKind::StreamIndex => "stream-index",
             LogKind::StreamOwner => "stream-owner",
             LogKind::HookTokens => "token-claims",
+            LogKind::Attributes => "attributes",
         }
     }
 }
@@ -61,6 +72,12 @@ pub fn log_kind(id: &str) -> LogKind {
     }
     if id.starts_with(STREAM_OWNER_PREFIX) {
         return LogKind::StreamOwner;
+    }
+    if id
+        .strip_prefix(ATTRIBUTE_LOG_PREFIX)
+        .is_some_and(|run| parse_run_id(run).is_ok())
+    {
+        return LogKind::Attributes;
     }
     if id.starts_with(LOG_ID_PREFIX) {
         return match id.ends_with("-i") {
@@ -90,6 +107,12 @@ mod tests {
         assert_eq!(log_kind(HOOK_TOKENS_RUN), LogKind::HookTokens);
         assert_eq!(log_kind(run.as_str()), LogKind::Run);
         assert_eq!(log_kind("r1"), LogKind::Run);
+        let attrs = crate::attr_log::attr_log_id(&run);
+        assert_eq!(log_kind(attrs.as_str()), LogKind::Attributes);
+        assert!(LogKind::Attributes.is_internal());
+        assert_eq!(LogKind::Attributes.name(), "attributes");
+        // Only a whole run id after the prefix: a plain store's run keeps its kind.
+        assert_eq!(log_kind("attrs-r1"), LogKind::Run);
         assert!(!LogKind::Run.is_internal());
         assert!(LogKind::StreamOwner.is_internal());
     }

@@ -1,11 +1,14 @@
 //! `runs`, `steps`, `hooks` and `events` reads: every answer is computed from the logs
 //! (a cached fold advanced to the last committed event, or the events themselves).
 
+use std::collections::HashSet;
+
 use runlog::{RunId, RunLog, Seq};
 
 use crate::cursor;
 use crate::error::WorldError;
 use crate::ids::{parse_event_id, parse_run_id};
+use crate::logs::ATTRIBUTE_LOG_PREFIX;
 use crate::model::{
     Event, EventView, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData,
     RunStatus, SortOrder, Step, StorageFault, WorkflowRun,
@@ -138,13 +141,17 @@ impl<B: RunLog> World<B> {
     pub fn get_run(&self, run_id: &str, resolve: ResolveData) -> Result<WorkflowRun, WorldError> {
         let run = self.run_id(run_id)?;
         let entry = self.entry(&run);
-        let state = self.load(&entry, &run)?;
-        let found = state
-            .run()
-            .cloned()
-            .ok_or_else(|| WorldError::RunNotFound {
-                run_id: run_id.to_string(),
-            })?;
+        let (found, changed_at) = {
+            let state = self.load(&entry, &run)?;
+            let found = state
+                .run()
+                .cloned()
+                .ok_or_else(|| WorldError::RunNotFound {
+                    run_id: run_id.to_string(),
+                })?;
+            (found, state.attr_changed_at_ms().clone())
+        };
+        let found = self.with_attr_log(&entry, found, &changed_at, None)?;
         Ok(shape_run(found, resolve))
     }
 
@@ -173,14 +180,16 @@ impl<B: RunLog> World<B> {
             .as_deref()
             .map(|c| cursor::decode(c, "run").map(str::to_string))
             .transpose()?;
-        let mut ids = self.world_run_ids()?;
+        let (mut ids, with_attrs) = self.listed_world_runs()?;
         let desc = p.sort_order.unwrap_or(SortOrder::Desc) == SortOrder::Desc;
         if desc {
             ids.reverse();
         }
-        let matching = ids
-            .into_iter()
-            .filter_map(|run| self.listed_run(&run, params).map(|r| (run.to_string(), r)));
+        let matching = ids.into_iter().filter_map(|run| {
+            let has_log = with_attrs.contains(&run);
+            self.listed_run(&run, params, has_log)
+                .map(|r| (run.to_string(), r))
+        });
         Ok(page_of(matching, after.as_ref(), desc, limit, |id| {
             cursor::encode("run", id)
         }))
@@ -188,7 +197,14 @@ impl<B: RunLog> World<B> {
 
     /// `run` as `runs.list` shows it, if it passes the filters of `params` (see
     /// [`World::list_runs`]); `None` for a run that is gone or holds no `run_created`.
-    fn listed_run(&self, run: &RunId, params: &ListRunsParams) -> Option<WorkflowRun> {
+    /// `has_attr_log`: whether the store's listing holds the run's attribute log (read and
+    /// merged only then).
+    fn listed_run(
+        &self,
+        run: &RunId,
+        params: &ListRunsParams,
+        has_attr_log: bool,
+    ) -> Option<WorkflowRun> {
         let entry = self.entry(run);
         let (state, fault) = match self.load_readable(&entry, run) {
             Ok(loaded) => loaded,
@@ -216,33 +232,59 @@ impl<B: RunLog> World<B> {
         if !(name_ok && status_ok) {
             return None;
         }
-        let mut listed = shape_run(r.clone(), params.resolve_data);
-        listed.storage_error = fault;
-        Some(listed)
+        let (found, changed_at) = (r.clone(), state.attr_changed_at_ms().clone());
+        drop(state);
+        let mut listed =
+            match self.with_attr_log(&entry, found.clone(), &changed_at, Some(has_attr_log)) {
+                Ok(merged) => merged,
+                // Its attribute log cannot be read: the run as its own log holds it, with the
+                // fault (unless its own log has one to report).
+                Err(WorldError::Storage(e)) => {
+                    let mut own = found;
+                    let log = crate::attr_log::attr_log_id(run);
+                    own.storage_error = Some(StorageFault::new(log.as_str(), &e, 0));
+                    own
+                }
+                Err(_) => found,
+            };
+        if fault.is_some() {
+            listed.storage_error = fault;
+        }
+        Some(shape_run(listed, params.resolve_data))
     }
 
     /// Run ids of the store that are `wrun_<ULID>`, ascending, those the store's listing
     /// could not open included (they are listed with their fault, never dropped).
     fn world_run_ids(&self) -> Result<Vec<RunId>, WorldError> {
+        self.listed_world_runs().map(|(ids, _)| ids)
+    }
+
+    /// [`World::world_run_ids`], and the runs among them whose attribute log the same
+    /// listing holds.
+    fn listed_world_runs(&self) -> Result<(Vec<RunId>, HashSet<RunId>), WorldError> {
+        let mut with_attrs = HashSet::new();
         let mut ids = Vec::new();
         let mut after: Option<RunId> = None;
         loop {
             let page = self.backend.list_runs(after.as_ref(), PAGE_LIMIT_MAX)?;
             let listed = page.runs.iter().map(|i| &i.run);
             let damaged = page.damaged.iter().map(|d| &d.run);
-            ids.extend(
-                listed
-                    .chain(damaged)
-                    .filter(|id| parse_run_id(id.as_str()).is_ok())
-                    .cloned(),
-            );
+            for id in listed.chain(damaged) {
+                if let Some(owner) = id.as_str().strip_prefix(ATTRIBUTE_LOG_PREFIX) {
+                    if let Ok((run, _)) = parse_run_id(owner) {
+                        with_attrs.insert(run);
+                    }
+                } else if parse_run_id(id.as_str()).is_ok() {
+                    ids.push(id.clone());
+                }
+            }
             match (page.has_more, page.next) {
                 (true, Some(next)) => after = Some(next),
                 _ => break,
             }
         }
         ids.sort();
-        Ok(ids)
+        Ok((ids, with_attrs))
     }
 
     /// `steps.get`.

@@ -567,16 +567,16 @@ impl<B: RunLog> World<B> {
     pub fn rebuild_hook_tokens(&self) -> Result<RebuildReport, WorldError> {
         let run = tokens_run();
         let mut claims = self.claims.lock();
-        for _ in 0..self.config.fence_retries_max {
+        self.retry_fenced(HOOK_TOKENS_RUN, |_| {
             match self.read_claims(&mut claims) {
                 Ok(true) => {}
                 Ok(false) => {
                     *claims = Claims::default();
-                    return self.recreate_claims(false);
+                    return self.recreate_claims(false).map(Some);
                 }
                 Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
                     *claims = Claims::default();
-                    return self.recreate_claims(true);
+                    return self.recreate_claims(true).map(Some);
                 }
                 Err(e) => return Err(e),
             }
@@ -592,15 +592,11 @@ impl<B: RunLog> World<B> {
             match self.backend.append_decisions(&run, claims.seq, events) {
                 Ok(_) => {
                     self.read_claims(&mut claims)?;
-                    return Ok(report);
+                    Ok(Some(report))
                 }
-                Err(runlog::Error::Fenced { .. }) => {}
-                Err(e) => return Err(e.into()),
+                Err(runlog::Error::Fenced { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
             }
-        }
-        Err(WorldError::Busy {
-            run_id: HOOK_TOKENS_RUN.to_string(),
-            attempts: self.config.fence_retries_max,
         })
     }
 

@@ -84,6 +84,8 @@ pub(crate) struct RunEntry {
     /// Requests waiting for the next group commit of this run.
     pub(crate) queue: Mutex<Vec<Queued>>,
     pub(crate) state: Mutex<Option<RunState>>,
+    /// The run's attribute log folded (`attr_log.rs`); taken after `state` when both are.
+    pub(crate) attrs: Mutex<crate::attr_log::AttrLog>,
     last_used: AtomicU64,
 }
 
@@ -178,7 +180,8 @@ impl<B: RunLog> World<B> {
         params: &CreateEventParams,
     ) -> Result<EventResult, WorldError> {
         let (entry, slot) = self.enqueue(run_id, request, params)?;
-        self.drive(&entry, &slot)
+        let result = self.drive(&entry, &slot)?;
+        self.result_attributes(&entry, result)
     }
 
     /// `events.create` for several requests at once, as one caller: each request is
@@ -201,8 +204,28 @@ impl<B: RunLog> World<B> {
         }
         queued
             .into_iter()
-            .map(|q| q.and_then(|(entry, slot)| self.drive(&entry, &slot)))
+            .map(|q| {
+                q.and_then(|(entry, slot)| {
+                    let result = self.drive(&entry, &slot)?;
+                    self.result_attributes(&entry, result)
+                })
+            })
             .collect()
+    }
+
+    /// `result` with its run's attributes as the World returns them: its attribute log
+    /// merged in (`attr_log.rs`).
+    pub(crate) fn result_attributes(
+        &self,
+        entry: &RunEntry,
+        mut result: EventResult,
+    ) -> Result<EventResult, WorldError> {
+        if let Some(found) = result.run.take() {
+            let run = self.run_id(&found.run_id)?;
+            let changed_at = self.load(entry, &run)?.attr_changed_at_ms().clone();
+            result.run = Some(self.with_attr_log(entry, found, &changed_at, None)?);
+        }
+        Ok(result)
     }
 
     /// Checks `request` and queues it on its run: the run's entry and the slot where its
@@ -498,6 +521,7 @@ impl<B: RunLog> World<B> {
             writer: Mutex::new(()),
             queue: Mutex::new(Vec::new()),
             state: Mutex::new(None),
+            attrs: Mutex::default(),
             last_used: AtomicU64::new(tick),
         });
         cache.entries.insert(run.clone(), entry.clone());
@@ -566,6 +590,34 @@ impl<B: RunLog> World<B> {
         let entry = self.entry(&run);
         let state = self.load(&entry, &run)?;
         Ok(state.clone())
+    }
+}
+
+impl<B: RunLog> World<B> {
+    /// Runs `attempt` (given its number, from 1) until it gives an answer: each call decides
+    /// against the log `log_id` as it reads it and appends fenced; `Ok(None)` says the fence
+    /// was lost (the log moved), and the next call re-reads and decides again, after
+    /// [`backoff`], up to [`WorldConfig::fence_retries_max`] calls in all.
+    ///
+    /// # Errors
+    /// The first error of `attempt`; [`WorldError::Busy`] naming `log_id` when every
+    /// attempt lost its fence.
+    pub(crate) fn retry_fenced<T>(
+        &self,
+        log_id: &str,
+        mut attempt: impl FnMut(u32) -> Result<Option<T>, WorldError>,
+    ) -> Result<T, WorldError> {
+        let max = self.config.fence_retries_max;
+        for n in 1..=max {
+            if let Some(answer) = attempt(n)? {
+                return Ok(answer);
+            }
+            backoff(n);
+        }
+        Err(WorldError::Busy {
+            run_id: log_id.to_string(),
+            attempts: max,
+        })
     }
 }
 
