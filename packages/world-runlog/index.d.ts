@@ -150,11 +150,33 @@ export interface RunlogStreamWriteSession {
 }
 
 /**
+ * What a World of both 5.x lines (5.0.0-beta.35, 5.0.0-beta.55) has beyond `RunlogWorld`
+ * (src/attributes.js); absent on the 4.x line, whose `@workflow/world` declares none.
+ */
+export interface RunlogV5Members {
+  runs: {
+    /**
+     * The run's attributes changed outside its event log (no event, no slot moves; also on a
+     * terminal run); resolves with the attributes after the change. Rejects with
+     * `WorkflowRunNotFoundError` for an unknown run, `AttributeValidationError` for changes
+     * breaking the SDK's rules (at most 64 per run, keys ≤ 256 characters, values ≤ 256
+     * bytes, no `$` key unless `allowReservedAttributes`), WorkflowWorldError 400
+     * `INVALID_INPUT` for arguments of the wrong type.
+     */
+    experimentalSetAttributes(
+      runId: string,
+      changes: { key: string; value: string | null }[],
+      options?: { allowReservedAttributes?: boolean },
+    ): Promise<{ attributes: Record<string, string> }>;
+  };
+}
+
+/**
  * What a World of the 5.0.0-beta.55 line has beyond `RunlogWorld` (src/line-beta55.js); its
  * `createBatch`, `getMany` and `waitForTerminalStatus` are the line's `World`'s.
  */
 export interface RunlogBeta55Members {
-  runs: {
+  runs: RunlogV5Members['runs'] & {
     /** 1–500 unique run ids, `cancelReason` ≤ 512 characters; else WorkflowWorldError 400 `INVALID_INPUT`. */
     cancelMany(request: { runIds: string[]; cancelReason?: string }): Promise<RunlogBulkCancelResult>;
   };

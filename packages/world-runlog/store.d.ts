@@ -253,6 +253,22 @@ export declare class RunlogNativeWorld {
   runsGetMany(runIds: JsonArg, params?: JsonArg): Promise<string>;
   /** The run once terminal, or as it is after `timeoutMs`; waits on the run's log. */
   runsWaitForTerminalStatus(runId: string, timeoutMs: number, params?: JsonArg): Promise<string>;
+  /**
+   * `runs.cancelMany`: `request` is `{runIds, cancelReason?}`; resolves with the
+   * `BulkCancelWorkflowRunsResult` as JSON text. Rejects as a whole (`INVALID_INPUT`) for a
+   * request the SDK's schema refuses (no id, more than 500, an id twice, a long reason).
+   */
+  runsCancelMany(request: JsonArg): Promise<string>;
+  /**
+   * `runs.experimentalSetAttributes`: `changes` is `[{key, value}]` (`value: null` removes
+   * the key), `options.allowReservedAttributes` permits `$` keys; resolves with
+   * `{"attributes": {...}}` (the run's attributes after the change) as JSON text. Written to
+   * the run's attribute log (`attrs-<runId>`), never to its event log; accepted on a
+   * terminal run. Rejects with `NOT_FOUND` (`WorkflowRunNotFoundError`) for an unknown run,
+   * checked first, and `INVALID_INPUT` (`AttributeValidationError`) for changes breaking the
+   * SDK's rules.
+   */
+  runsSetAttributes(runId: string, changes: JsonArg, options?: JsonArg): Promise<string>;
   runsList(params?: JsonArg): Promise<string>;
   stepsGet(runId: string, stepId: string, params?: JsonArg): Promise<string>;
   stepsList(params: JsonArg): Promise<string>;

@@ -471,6 +471,57 @@ fn cancel_request(text: &str) -> Result<(Vec<String>, Option<String>), BindError
     Ok((ids, opt_str(&v, "cancelReason", "request")?))
 }
 
+/// `runs.experimentalSetAttributes`'s `changes`: `(key, value)` pairs, or (inner `Err`) why
+/// an entry breaks the types `validateAttributeChanges` requires (an object with a string
+/// `key` and a string or null `value`), which is an `AttributeValidationError` once the run
+/// is known to exist.
+///
+/// # Errors
+/// `INVALID_INPUT` (field `changes`) when `changes` is not a JSON array.
+#[allow(clippy::type_complexity)]
+fn attribute_changes(
+    text: &str,
+) -> Result<Result<Vec<(String, Option<String>)>, String>, BindError> {
+    let Value::Array(items) = parse_json(text, "changes")? else {
+        return Err(BindError::invalid("changes", "must be an array"));
+    };
+    let mut changes = Vec::with_capacity(items.len());
+    for item in &items {
+        let key = match item.get("key") {
+            Some(Value::String(k)) => k.clone(),
+            other => {
+                return Ok(Err(format!(
+                    "attribute key must be a string, got {}",
+                    json_type(other)
+                )));
+            }
+        };
+        let value = match item.get("value") {
+            Some(Value::String(v)) => Some(v.clone()),
+            Some(Value::Null) => None,
+            other => {
+                return Ok(Err(format!(
+                    "attribute value must be a string or null, got {}",
+                    json_type(other)
+                )));
+            }
+        };
+        changes.push((key, value));
+    }
+    Ok(Ok(changes))
+}
+
+/// The JavaScript `typeof` of a JSON value (`undefined` when absent).
+fn json_type(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "undefined",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Null | Value::Array(_) | Value::Object(_)) => "object",
+    }
+}
+
 /// `BulkCancelWorkflowRunsResult`: `{summary, results}`, the results in request order.
 fn cancel_result(run_ids: &[String], outcomes: Vec<CancelOutcome>) -> Value {
     let mut counts = [0u32; 5];
@@ -761,6 +812,57 @@ impl JsWorld {
                     .cancel_runs(&ids, reason.as_deref())
                     .map_err(world_err)?;
                 to_json(&cancel_result(&ids, outcomes))
+            })
+        })
+    }
+
+    /// `runsSetAttributes(runId, changes, options?) → Promise<string>`:
+    /// `runs.experimentalSetAttributes`; `changes` is `[{key, value}]` (`value: null` removes
+    /// the key; JSON text or array), `options.allowReservedAttributes` permits `$` keys.
+    /// Resolves with `{"attributes": {...}}`, the run's attributes after the change, as JSON
+    /// text (`runlog_world::World::set_run_attributes`). Rejects with `NOT_FOUND` for an
+    /// unknown run (checked first), with `INVALID_INPUT` / `AttributeValidationError` for
+    /// changes breaking the SDK's rules (a key or value of the wrong type too, as
+    /// `validateAttributeChanges` says), and with `INVALID_INPUT` when `changes` is no array.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn runs_set_attributes(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        changes: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Raw> {
+        entry(&env, || {
+            let run = string_arg(run, "runId")?;
+            let text = Arg::new(changes, "changes").json_text()?;
+            let options = opt_json(options, "options")?;
+            let allow = match options.get("allowReservedAttributes") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(BindError::invalid(
+                        "options.allowReservedAttributes",
+                        "must be a boolean",
+                    ));
+                }
+            };
+            let changes = attribute_changes(&text)?;
+            self.json_call(&env, move |w| {
+                let changes = match changes {
+                    Ok(changes) => changes,
+                    // The run is looked up first, as the reference does.
+                    Err(reason) => {
+                        w.world
+                            .get_run(&run, ResolveData::None)
+                            .map_err(world_err)?;
+                        return Err(world_err(WorldError::AttributeValidation { reason }));
+                    }
+                };
+                let attributes = w
+                    .world
+                    .set_run_attributes(&run, &changes, allow)
+                    .map_err(world_err)?;
+                to_json(&serde_json::json!({ "attributes": attributes }))
             })
         })
     }

@@ -7,6 +7,9 @@
 // The event ids, `eventCount` bump-and-report, createBatch and cancelMany are the Rust
 // World's (crates/runlog-world); this file only declares, checks (src/validate.js's
 // BETA55_SIGNATURES) and routes them; stream write sessions are src/write-session.js's.
+// `maxEvents` (the line's `getMaxEventsPerRun()`) is on every events.create result that
+// carries the run, as world-local 5.0.0-beta.46 reports it (a createBatch item has no such
+// member in the line's `BatchEventItemResult`).
 // `occurredAt` (of create params and of createBatch items) is type-checked and not stored:
 // world-local 5.0.0-beta.46 stores none either, and its events carry no `occurredAt`.
 // Both spec versions are served: runlog assigns each seq at the commit that fills it, so a
@@ -33,7 +36,7 @@ export const BETA55_METHODS = Object.freeze(
  * resume dedup, invoke, maxConcurrency and deployment affinity are not provided),
  * `events.createBatch`, `runs.getMany`, `runs.waitForTerminalStatus`, `runs.cancelMany`,
  * `streams.createWriteSession`, and `events.create` with `eventCount`'s report as the line
- * shapes it (`cursor: null`).
+ * shapes it (`cursor: null`) and `maxEvents` on results carrying the run.
  */
 export function extendForBeta55(world, { line, openWorld }) {
   const call = async (f) => {
@@ -43,13 +46,21 @@ export function extendForBeta55(world, { line, openWorld }) {
       throw toWorkflowError(err);
     }
   };
+  // world-local 5.0.0-beta.46 reports the line's per-run event ceiling on every result that
+  // carries the run (the run_started preload included); runlog reports the same number, read
+  // per call from the line's own @workflow/world so that `WORKFLOW_MAX_EVENTS` is honoured.
+  const maxEvents = line.getMaxEventsPerRun;
+  const withMaxEvents = (result) => {
+    if (maxEvents !== undefined && result?.run) result.maxEvents = maxEvents();
+    return result;
+  };
   const create = world.events.create;
   const events = {
     ...world.events,
     create: async (runId, request, params) => {
       const bad = checkArg('params.occurredAt', 'optionalDate', params?.occurredAt);
       if (bad !== null) throw toWorkflowError(bad);
-      const result = await create(runId, request, params);
+      const result = withMaxEvents(await create(runId, request, params));
       // The skipped-event report must not move the caller's read position.
       if (params?.eventCount !== undefined && typeof params.sinceCursor !== 'string' && Array.isArray(result.events) && result.cursor === undefined) {
         result.cursor = null;

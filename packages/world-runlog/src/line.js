@@ -113,6 +113,8 @@ function fromModules(world, local, worldVersion) {
     // older lines' by `createLocalWorld` where they have it.
     createLocalWorld: name === LINES.BETA55 ? (local.createWorld ?? local.createLocalWorld) : (local.createLocalWorld ?? local.createWorld),
     reenqueueActiveRuns: world.reenqueueActiveRuns ?? ownWorld.reenqueueActiveRuns,
+    // The line's per-run event ceiling (`WORKFLOW_MAX_EVENTS`, read per call), where it has one.
+    getMaxEventsPerRun: typeof world.getMaxEventsPerRun === 'function' ? world.getMaxEventsPerRun : undefined,
   };
 }
 

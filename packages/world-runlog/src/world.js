@@ -4,9 +4,11 @@
 // SDK line the app runs (src/line.js): on workflow 4.x it declares spec 3 and borrows
 // world-local 4.x's queue, on 5.0.0-beta.35 spec 5 and world-local 5.0.0-beta.29's, on
 // 5.0.0-beta.55 spec 7 (6 with WORKFLOW_SEALED_LOG=0), world-local 5.0.0-beta.46's queue and
-// the line's own members (src/line-beta55.js). Both
+// the line's own members (src/line-beta55.js); both 5.x lines have
+// `runs.experimentalSetAttributes` (src/attributes.js). Both
 // stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
 // over the same Rust streams.
+import { setAttributesMember } from './attributes.js';
 import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
 import { extendForBeta55 } from './line-beta55.js';
@@ -156,6 +158,8 @@ export function createWorld(options = {}) {
       world: openWorld,
     },
   };
+  // Declared by @workflow/world 5.x (beta.21 and beta.37), not by 4.x (src/attributes.js).
+  if (line.name !== LINES.V4) self.runs = { ...self.runs, experimentalSetAttributes: setAttributesMember(openWorld) };
   if (line.name === LINES.BETA55) extendForBeta55(self, { line, openWorld });
   return self;
 }

@@ -141,13 +141,11 @@ describe('the interface: what world-local 5.0.0-beta.46 has, runlog has', () => 
    */
   const LOCAL_ONLY = ['clear', 'events.clearCache'];
   /**
-   * Declared by the interface and implemented by world-local, not built on runlog:
-   * `runs.experimentalSetAttributes` writes attributes outside the event log, and runlog's
-   * attributes are a fold of `attr_set` events, whose writer schema has no kind for a
-   * caller outside the workflow (docs/SDK-LINES.md §9). The line's runtime never calls it
-   * (its `setAttributes` writes `attr_set` events).
+   * Declared by the interface and implemented by world-local, not built on runlog: none
+   * (`runs.experimentalSetAttributes` is built on an attribute log of the run's own,
+   * test/experimental-set-attributes-parity.test.mjs).
    */
-  const NOT_BUILT = ['runs.experimentalSetAttributes'];
+  const NOT_BUILT = [];
 
   test('every function member of world-local 5.0.0-beta.46 is on runlog\'s beta.55 World but the listed ones', () => {
     const local = functionMembers(localWorld());
@@ -251,7 +249,7 @@ describe('the members both have: same calls, same results', () => {
     expect(out.runlog).toEqual(out.local);
   });
 
-  test('run lifecycle results agree (run_created, run_started with its preload, run_completed), but world-local\'s own event ceiling', async () => {
+  test('run lifecycle results agree (run_created, run_started with its preload, run_completed), the line\'s event ceiling included', async () => {
     const out = await onBoth(async (w) => {
       const created = await w.events.create(null, {
         eventType: 'run_created',
@@ -265,15 +263,11 @@ describe('the members both have: same calls, same results', () => {
       // The class only: runlog's errors are of its own @workflow/errors (5.0.0-beta.11),
       // whose RunExpiredError has no `status`; the line's (5.0.0-beta.22) has 410.
       const late = (await rejection(w.events.create(runId, { eventType: 'run_started', specVersion: w.specVersion }))).name;
-      // `maxEvents` is world-local's own per-run ceiling (25000, its env setting): runlog
-      // has none to report, and the runtime enforces one only when told.
-      const strip = ({ maxEvents, ...r }) => r;
-      return { created: strip(created), started: strip(started), again: strip(again), completed: strip(completed), late, ceilings: [created, started, completed].map((r) => typeof r.maxEvents) };
+      // `maxEvents`: the line's `getMaxEventsPerRun()` (25000 unless WORKFLOW_MAX_EVENTS)
+      // on both.
+      return { created, started, again, completed, late };
     });
-    expect(out.local.ceilings).toEqual(['number', 'number', 'number']);
-    expect(out.runlog.ceilings).toEqual(['undefined', 'undefined', 'undefined']);
-    delete out.local.ceilings;
-    delete out.runlog.ceilings;
+    expect([out.local.created, out.local.started, out.local.completed].map((r) => r.maxEvents)).toEqual([25_000, 25_000, 25_000]);
     expect(out.runlog).toEqual(out.local);
   });
 

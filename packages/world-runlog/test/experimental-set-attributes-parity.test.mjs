@@ -1,0 +1,242 @@
+// `runs.experimentalSetAttributes` and `maxEvents`, differentially: the same calls against
+// each 5.x line's own world-local (5.0.0-beta.46 from examples/sdk-5.0.0-beta.55, and
+// 5.0.0-beta.29, this package's own, for 5.0.0-beta.35) and against runlog's World as that
+// line give the same snapshots, the same run entities and the same error classes; runlog's
+// run log gets no event from it (the changes are in the run's attribute log). `maxEvents` is
+// on the beta.55 line's results that carry the run, honouring `WORKFLOW_MAX_EVENTS`, as
+// world-local 5.0.0-beta.46 has it, and on no other line's; the 4.x line has no such member.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import * as ownLocal from '@workflow/world-local';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+
+import { createWorld } from '../index.js';
+import { extendForBeta55 } from '../src/line-beta55.js';
+import { detectLine, LINES } from '../src/line.js';
+import { rejection, tempDir } from './helpers.mjs';
+
+const EXAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples');
+const BETA55_APP = path.join(EXAMPLES, 'sdk-5.0.0-beta.55');
+const V4_APP = path.join(EXAMPLES, 'sdk-4.8.9');
+const beta55Local = createRequire(path.join(BETA55_APP, 'package.json'))('@workflow/world-local');
+
+let tmp;
+const opened = [];
+
+const keep = (w) => {
+  opened.push(w);
+  return w;
+};
+
+beforeEach(() => {
+  tmp = tempDir('set-attributes-');
+});
+
+afterEach(async () => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+  for (const w of opened.splice(0)) await w.close?.();
+  tmp.cleanup();
+});
+
+/** runlog's World as the beta.55 line (detected from the example app's directory). */
+function runlogBeta55() {
+  const line = detectLine(BETA55_APP);
+  const w = keep(createWorld({ dataDir: path.join(tmp.dir, 'runlog') }));
+  return extendForBeta55(w, { line, openWorld: w.runlog.world });
+}
+
+/** runlog's World as the line of this package's own packages (5.0.0-beta.35). */
+const runlogBeta35 = () => keep(createWorld({ dataDir: path.join(tmp.dir, 'runlog35') }));
+
+const localBeta55 = () => keep(beta55Local.createWorld({ dataDir: path.join(tmp.dir, 'local'), recoverActiveRuns: false }));
+const localBeta35 = () => keep(ownLocal.createLocalWorld({ dataDir: path.join(tmp.dir, 'local35') }));
+
+const bytes = (s) => new TextEncoder().encode(s);
+
+async function runningRun(w) {
+  const { run } = await w.events.create(null, {
+    eventType: 'run_created',
+    specVersion: w.specVersion,
+    eventData: { deploymentId: 'dpl_attrs', workflowName: 'wf', input: bytes('[]') },
+  });
+  await w.events.create(run.runId, { eventType: 'run_started', specVersion: w.specVersion });
+  return run.runId;
+}
+
+/** What legitimately differs between the Worlds (run ids, minted event ids, dates, cursors) replaced. */
+function normalize(value, ids = new Map()) {
+  if (value instanceof Date) return '<date>';
+  if (value instanceof Uint8Array) return `<bytes ${Buffer.from(value).toString('base64')}>`;
+  if (typeof value === 'string') {
+    // Spec-5 event ids are minted ULIDs (slot ids, dense positions, are kept).
+    if (/^evnt_[0-9A-HJKMNP-TV-Z]{26}$/.test(value)) return '<minted event id>';
+    return value.replace(/wrun_[0-9A-HJKMNP-TV-Z]{26}/g, (id) => {
+      if (!ids.has(id)) ids.set(id, `<run ${ids.size + 1}>`);
+      return ids.get(id);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v) => normalize(v, ids));
+  if (value !== null && typeof value === 'object') {
+    const out = {};
+    for (const k of Object.keys(value).sort()) out[k] = k === 'cursor' && value[k] !== null ? '<cursor>' : normalize(value[k], ids);
+    return out;
+  }
+  return value;
+}
+
+const errorName = async (p) => (await rejection(p))?.name;
+
+/** The script run on each World: snapshots, entities and errors of experimentalSetAttributes. */
+async function attributeScript(w) {
+  const set = (runId, changes, options) => w.runs.experimentalSetAttributes(runId, changes, options);
+  const runId = await runningRun(w);
+  const first = await set(runId, [
+    { key: 'a', value: '1' },
+    { key: 'b', value: '2' },
+  ]);
+  const second = await set(runId, [
+    { key: 'a', value: null },
+    { key: 'c', value: '3' },
+    { key: 'never-set', value: null },
+  ]);
+  const got = (await w.runs.get(runId)).attributes;
+  const reserved = await errorName(set(runId, [{ key: '$fw', value: 'x' }]));
+  const reservedAllowed = await set(runId, [{ key: '$fw', value: 'x' }], { allowReservedAttributes: true });
+  const errors = {
+    unknownRun: await errorName(set('wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV', [{ key: 'a', value: '1' }])),
+    unknownRunBadChanges: await errorName(set('wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV', [{ key: 7, value: '1' }])),
+    emptyKey: await errorName(set(runId, [{ key: '', value: '1' }])),
+    longKey: await errorName(set(runId, [{ key: 'k'.repeat(257), value: '1' }])),
+    longValue: await errorName(set(runId, [{ key: 'a', value: 'é'.repeat(129) }])),
+    twice: await errorName(set(runId, [{ key: 'a', value: '1' }, { key: 'a', value: '2' }])),
+    keyType: await errorName(set(runId, [{ key: 7, value: '1' }])),
+    valueType: await errorName(set(runId, [{ key: 'a', value: 7 }])),
+    overLimit: await errorName(set(runId, Array.from({ length: 62 }, (_, i) => ({ key: `k${i}`, value: 'v' })))),
+  };
+  const atLimit = Object.keys(await set(runId, Array.from({ length: 61 }, (_, i) => ({ key: `k${i}`, value: 'v' })))).length;
+  const oneMore = await errorName(set(runId, [{ key: 'one-more', value: 'v' }]));
+  const completed = await w.events.create(runId, { eventType: 'run_completed', eventData: { output: bytes('"done"') } });
+  const onTerminal = await set(runId, [{ key: 'k0', value: null }, { key: 'done', value: 'yes' }]);
+  const run = await w.runs.get(runId, { resolveData: 'none' });
+  const listed = (await w.runs.list({ resolveData: 'none' })).data.map((r) => r.attributes);
+  const events = (await w.events.list({ runId, pagination: { sortOrder: 'asc' } })).data.map((e) => [e.eventId, e.eventType]);
+  const many = typeof w.runs.getMany === 'function' ? (await w.runs.getMany([runId]))[0].attributes : null;
+  return {
+    first,
+    second,
+    got,
+    reserved,
+    reservedAllowed,
+    errors,
+    atLimit,
+    oneMore,
+    completedAttributes: completed.run.attributes,
+    onTerminal,
+    run: { ...run, updatedAt: undefined },
+    listed,
+    events,
+    many,
+  };
+}
+
+describe.each([
+  ['5.0.0-beta.55', localBeta55, runlogBeta55],
+  ['5.0.0-beta.35', localBeta35, runlogBeta35],
+])('runs.experimentalSetAttributes on the %s line', (lineName, local, runlog) => {
+  test('the same calls give the same snapshots, entities and error classes on world-local and runlog', async () => {
+    const l = normalize(await attributeScript(local()));
+    const r = normalize(await attributeScript(runlog()));
+    expect(l.first).toEqual({ attributes: { a: '1', b: '2' } });
+    expect(l.errors.unknownRun).toBe('WorkflowRunNotFoundError');
+    expect(l.errors.overLimit).toBe('AttributeValidationError');
+    expect(r).toEqual(l);
+  });
+
+  test('a run log gets no event from it: the event list and the next slot are unchanged', async () => {
+    const w = runlog();
+    const runId = await runningRun(w);
+    const before = (await w.events.list({ runId, pagination: { sortOrder: 'asc' } })).data.map((e) => e.eventId);
+    for (let i = 0; i < 3; i++) await w.runs.experimentalSetAttributes(runId, [{ key: 'n', value: String(i) }]);
+    const after = (await w.events.list({ runId, pagination: { sortOrder: 'asc' } })).data.map((e) => e.eventId);
+    expect(after).toEqual(before);
+    const store = await w.runlog.store();
+    const ids = (await store.listRuns(null, 100)).runs.map((r) => r.runId);
+    expect(ids).toContain(`attrs-${runId}`);
+    expect((await w.runs.list()).data.map((r) => r.runId)).toEqual([runId]);
+    expect((await w.runs.get(runId)).attributes).toEqual({ n: '2' });
+    expect(lineName).toMatch(/^5\./);
+  });
+
+  test('arguments of the wrong type are refused as INVALID_INPUT (400), nothing written', async () => {
+    const w = runlog();
+    const runId = await runningRun(w);
+    for (const args of [
+      [7, []],
+      [runId, 'not-an-array'],
+      [runId, [null]],
+      [runId, [], 'options'],
+    ]) {
+      const err = await rejection(w.runs.experimentalSetAttributes(...args));
+      expect(err).toMatchObject({ name: 'WorkflowWorldError', status: 400 });
+    }
+    expect((await w.runs.get(runId)).attributes).toEqual({});
+  });
+});
+
+/** `maxEvents` of the results of one run's lifecycle on `w`. */
+async function ceilings(w) {
+  const created = await w.events.create(null, {
+    eventType: 'run_created',
+    specVersion: w.specVersion,
+    eventData: { deploymentId: 'dpl_attrs', workflowName: 'wf', input: bytes('[]') },
+  });
+  const runId = created.run.runId;
+  const started = await w.events.create(runId, { eventType: 'run_started', specVersion: w.specVersion });
+  const skipped = await w.events.create(runId, { eventType: 'run_started', specVersion: w.specVersion }, { skipPreload: true });
+  const step = await w.events.create(runId, { eventType: 'step_created', correlationId: 'step_1', eventData: { stepName: 's', input: bytes('[]') } });
+  const completed = await w.events.create(runId, { eventType: 'run_completed', eventData: { output: bytes('1') } });
+  return { created: created.maxEvents, started: started.maxEvents, skipped: skipped.maxEvents, step: step.maxEvents, completed: completed.maxEvents };
+}
+
+describe('maxEvents', () => {
+  test('beta.55: on every result carrying the run, as world-local 5.0.0-beta.46 reports it (default 25000)', async () => {
+    const l = await ceilings(localBeta55());
+    const r = await ceilings(runlogBeta55());
+    expect(l).toEqual({ created: 25_000, started: 25_000, skipped: 25_000, step: undefined, completed: 25_000 });
+    expect(r).toEqual(l);
+  });
+
+  test('beta.55: WORKFLOW_MAX_EVENTS is honoured, read per call', async () => {
+    const runlog = runlogBeta55();
+    const local = localBeta55();
+    vi.stubEnv('WORKFLOW_MAX_EVENTS', '123');
+    const l = await ceilings(local);
+    const r = await ceilings(runlog);
+    expect(l.created).toBe(123);
+    expect(r).toEqual(l);
+    vi.stubEnv('WORKFLOW_MAX_EVENTS', '77');
+    expect((await ceilings(runlog)).completed).toBe(77);
+  });
+
+  test('beta.35: none, as world-local 5.0.0-beta.29 reports none', async () => {
+    const l = await ceilings(localBeta35());
+    const r = await ceilings(runlogBeta35());
+    expect(l).toEqual({ created: undefined, started: undefined, skipped: undefined, step: undefined, completed: undefined });
+    expect(r).toEqual(l);
+  });
+});
+
+describe('the line decides the member', () => {
+  test('4.x (@workflow/world 4.5.0 declares none): absent; 5.x: present', async () => {
+    vi.spyOn(process, 'cwd').mockReturnValue(V4_APP);
+    const v4 = keep(createWorld({ dataDir: path.join(tmp.dir, 'v4') }));
+    expect(v4.runlog.line.name).toBe(LINES.V4);
+    expect('experimentalSetAttributes' in v4.runs).toBe(false);
+    vi.restoreAllMocks();
+    expect(typeof runlogBeta35().runs.experimentalSetAttributes).toBe('function');
+    expect(typeof runlogBeta55().runs.experimentalSetAttributes).toBe('function');
+  });
+});
