@@ -9,6 +9,8 @@
 //! - [`copy`]: every run of one store into another (any two backends), seqs exact;
 //! - [`check_entities`]: the World's runs, steps and hooks against the source's own entity
 //!   files, every difference classified;
+//! - [`target`]: opening a store by name (a directory, or PostgreSQL with the `postgres`
+//!   feature), the one way every command and the storm do it;
 //! - [`storm`]: the concurrency storm, simulated workflows racing on the same runs through the
 //!   replay driver, judged fenced vs unfenced.
 #![deny(missing_docs)]
@@ -20,3 +22,4 @@ pub mod copy;
 pub mod import;
 pub mod storm;
 pub mod stream_import;
+pub mod target;

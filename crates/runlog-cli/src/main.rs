@@ -14,6 +14,8 @@ mod cmd_inspect;
 mod cmd_read;
 mod output;
 mod storm_cmd;
+#[cfg(feature = "postgres")]
+mod storm_pg;
 mod support;
 
 use support::CliError;

@@ -133,7 +133,7 @@ pub struct StormConfig {
     /// Store directory (created if missing; must not hold another storm's runs). With `store`,
     /// it holds only the runner claims.
     pub dir: PathBuf,
-    /// A PostgreSQL URL (`postgres://…?schema=NAME`, see `runlog_pg::open_target`) to run the
+    /// A PostgreSQL URL (`postgres://…?schema=NAME`, see [`crate::target::open`]) to run the
     /// storm on instead of the file store at `dir`; its schema must not hold another storm's
     /// runs. Worker processes open the same URL.
     #[serde(default)]

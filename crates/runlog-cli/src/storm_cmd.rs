@@ -13,13 +13,33 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use runlog::{Config, RunLog};
 use runlog_cli::storm::{
     Scenario, StormConfig, StormReport, Transport, WorkerSpec, render_table, run_storm, run_worker,
 };
-use runlog_pg::{drop_schema, open_target, split_schema};
 
+#[cfg(feature = "postgres")]
+use crate::storm_pg::PgStorms;
 use crate::support::postgres_url;
+
+/// A build without the `postgres` feature runs no storm on PostgreSQL: [`PgStorms::new`]
+/// refuses the URL, so there is no value of this type.
+#[cfg(not(feature = "postgres"))]
+enum PgStorms {}
+
+#[cfg(not(feature = "postgres"))]
+impl PgStorms {
+    fn new(_url: &str) -> Result<PgStorms, String> {
+        Err(runlog_cli::target::no_postgres().to_string())
+    }
+
+    fn store(&self, _name: &str) -> Result<String, String> {
+        match *self {}
+    }
+
+    fn drop_temporary(&self, _names: &[String]) -> Result<(), String> {
+        match *self {}
+    }
+}
 
 /// What `runlog storm --help` adds about PostgreSQL.
 pub const STORM_HELP: &str = "\
@@ -83,8 +103,8 @@ pub fn run(store: &Path, args: StormArgs) -> ExitCode {
     if let Some(spec) = &args.worker {
         return worker(spec);
     }
-    let pg = postgres_url(store).map(PgStorms::new);
-    match storms(&args, pg.as_ref()) {
+    let pg = postgres_url(store).map(PgStorms::new).transpose();
+    match pg.and_then(|pg| storms(&args, pg.as_ref())) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
@@ -111,49 +131,6 @@ fn worker(spec: &str) -> ExitCode {
     }
 }
 
-/// Where the storms of a PostgreSQL `--store` run: one schema per storm under `base`.
-struct PgStorms {
-    url: String,
-    base: String,
-    /// Whether `base` was made up here (the schemas are then dropped unless `--keep`).
-    temporary: bool,
-}
-
-impl PgStorms {
-    fn new(url: &str) -> PgStorms {
-        let (url, schema) = split_schema(url);
-        let temporary = schema.is_none();
-        let base = schema.unwrap_or_else(|| {
-            let id = ulid::Ulid::generate().to_string().to_lowercase();
-            // The random part of the ULID: the schema name stays short (see SCHEMA_LEN_MAX).
-            format!("storm_{}", id.get(10..).unwrap_or(&id))
-        });
-        PgStorms {
-            url,
-            base,
-            temporary,
-        }
-    }
-
-    /// The schema of one storm `<scenario>-<transport>-<fence>`, e.g.
-    /// `storm_3q…_step_proc_unfenced`.
-    fn schema(&self, name: &str) -> String {
-        let short = name
-            .replace("-storm", "")
-            .replace("control", "ctl")
-            .replace("threads", "thr")
-            .replace("processes", "proc")
-            .replace('-', "_");
-        format!("{}_{short}", self.base)
-    }
-
-    /// The URL of one storm's schema.
-    fn url(&self, name: &str) -> String {
-        let sep = if self.url.contains('?') { '&' } else { '?' };
-        format!("{}{sep}schema={}", self.url, self.schema(name))
-    }
-}
-
 fn storms(args: &StormArgs, pg: Option<&PgStorms>) -> Result<bool, String> {
     let (root, temporary) = match &args.dir {
         Some(dir) => (dir.clone(), false),
@@ -163,11 +140,8 @@ fn storms(args: &StormArgs, pg: Option<&PgStorms>) -> Result<bool, String> {
     if temporary && !args.keep && root.exists() {
         std::fs::remove_dir_all(&root).map_err(|e| format!("removing {}: {e}", root.display()))?;
     }
-    if let Some(pg) = pg.filter(|pg| pg.temporary && !args.keep) {
-        for name in storm_names(args) {
-            drop_schema(&pg.url(&name))
-                .map_err(|e| format!("dropping {}: {e}", pg.schema(&name)))?;
-        }
+    if let Some(pg) = pg.filter(|_| !args.keep) {
+        pg.drop_temporary(&storm_names(args))?;
     }
     let reports = reports?;
     print_reports(args, &reports);
@@ -190,7 +164,7 @@ fn modes(args: &StormArgs) -> Vec<(bool, bool)> {
 }
 
 /// `<scenario>-<transport>-<fence>`: one storm's directory (and schema suffix).
-fn storm_name(scenario: Scenario, processes: bool, fenced: bool) -> String {
+pub(crate) fn storm_name(scenario: Scenario, processes: bool, fenced: bool) -> String {
     let transport = if processes { "processes" } else { "threads" };
     let fence = if fenced { "fenced" } else { "unfenced" };
     format!("{scenario}-{transport}-{fence}")
@@ -202,30 +176,6 @@ fn storm_names(args: &StormArgs) -> Vec<String> {
         .iter()
         .flat_map(|&s| modes.iter().map(move |&(p, f)| storm_name(s, p, f)))
         .collect()
-}
-
-/// Longest storm schema name: runlog-pg notifies on the channel `runlog_<schema>`, and
-/// PostgreSQL refuses channel names of 64 bytes or more.
-const SCHEMA_LEN_MAX: usize = 56;
-
-/// A fresh PostgreSQL schema for one storm: refused when it already holds runs.
-fn pg_store(pg: &PgStorms, name: &str) -> Result<String, String> {
-    let schema = pg.schema(name);
-    if schema.len() > SCHEMA_LEN_MAX {
-        return Err(format!(
-            "schema {schema} is longer than {SCHEMA_LEN_MAX} bytes; pick a shorter ?schema="
-        ));
-    }
-    let url = pg.url(name);
-    let log = open_target(&url, Config::default()).map_err(|e| e.to_string())?;
-    let page = log.list_runs(None, 1).map_err(|e| e.to_string())?;
-    if !page.runs.is_empty() || !page.damaged.is_empty() {
-        return Err(format!(
-            "schema {} already holds runs; pick another ?schema=",
-            pg.schema(name)
-        ));
-    }
-    Ok(url)
 }
 
 fn run_all(
@@ -242,7 +192,7 @@ fn run_all(
             if dir.exists() {
                 return Err(format!("{} exists; pick another --dir", dir.display()));
             }
-            let store = pg.map(|pg| pg_store(pg, &name)).transpose()?;
+            let store = pg.map(|pg| pg.store(&name)).transpose()?;
             if store.is_some() {
                 // The file store is not used: the directory holds only the runner claims.
                 std::fs::create_dir_all(&dir)
@@ -323,45 +273,5 @@ fn print_reports(args: &StormArgs, reports: &[StormReport]) {
         if let Some(e) = &r.replay.first_error {
             println!("  {} error(s), first: {e}", r.replay.errors);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn storm_schemas_are_distinct_and_short_enough_for_the_notify_channel() {
-        let generated = PgStorms::new("postgresql://u@%2Ftmp/db");
-        let given =
-            PgStorms::new("postgresql://u@%2Ftmp/db?schema=t_01jabcdefghjkmnpqrstvwxyz0&x=1");
-        assert!(generated.temporary && !given.temporary);
-        assert_eq!(given.base, "t_01jabcdefghjkmnpqrstvwxyz0");
-        for pg in [&generated, &given] {
-            let mut schemas = Vec::new();
-            for scenario in Scenario::ALL {
-                for (processes, fenced) in
-                    [(false, true), (false, false), (true, true), (true, false)]
-                {
-                    let name = storm_name(scenario, processes, fenced);
-                    let schema = pg.schema(&name);
-                    assert!(schema.len() <= SCHEMA_LEN_MAX, "{schema}");
-                    assert!(pg.url(&name).ends_with(&format!("schema={schema}")));
-                    schemas.push(schema);
-                }
-            }
-            let count = schemas.len();
-            schemas.sort();
-            schemas.dedup();
-            assert_eq!(schemas.len(), count, "{schemas:?}");
-        }
-        assert_eq!(
-            given.schema("step-storm-processes-unfenced"),
-            "t_01jabcdefghjkmnpqrstvwxyz0_step_proc_unfenced"
-        );
-        assert_eq!(
-            given.url("control-threads-fenced"),
-            "postgresql://u@%2Ftmp/db?x=1&schema=t_01jabcdefghjkmnpqrstvwxyz0_ctl_thr_fenced"
-        );
     }
 }

@@ -11,7 +11,8 @@ use runlog::{Config, Error, Event, RunId, RunInfo, RunLog, Seq, Store};
 use runlog_cli::import::{OrderScheme, RunStamp};
 
 use crate::output::error_text;
-use runlog_pg::{Target, open_target, open_target_read_only};
+pub use runlog_cli::target::postgres_url;
+use runlog_cli::target::{self, Access, Opened};
 
 /// Events or runs fetched per store call while paging.
 pub const PAGE_LEN: usize = 1024;
@@ -107,7 +108,7 @@ pub fn store_exit_code(e: &Error) -> u8 {
 /// command but `repair` goes through it), and the file store itself when it is one.
 pub struct Backend {
     log: Arc<dyn RunLog>,
-    file: Option<Arc<Store>>,
+    file: Option<Store>,
 }
 
 impl Deref for Backend {
@@ -117,15 +118,16 @@ impl Deref for Backend {
     }
 }
 
-impl Backend {
-    fn file(store: Store) -> Backend {
-        let store = Arc::new(store);
+impl From<Opened> for Backend {
+    fn from(opened: Opened) -> Backend {
         Backend {
-            log: store.clone(),
-            file: Some(store),
+            log: opened.log,
+            file: opened.file,
         }
     }
+}
 
+impl Backend {
     /// A shared handle on the backend (for the World and its streams).
     pub fn log(&self) -> Arc<dyn RunLog> {
         Arc::clone(&self.log)
@@ -133,7 +135,7 @@ impl Backend {
 
     /// The file store, when the target is one (`None` on PostgreSQL).
     pub fn file_store(&self) -> Option<&Store> {
-        self.file.as_deref()
+        self.file.as_ref()
     }
 
     /// Whether `run` exists. On the file store this looks at its directory only, so a run
@@ -172,25 +174,10 @@ fn writer_config() -> Config {
 
 /// Opens (creating if missing) the store `target` names for a writing command: a file store
 /// directory, or PostgreSQL for a `postgres://`/`postgresql://` URL (`?schema=NAME` picks the
-/// schema, created with runlog's tables if missing).
+/// schema, created with runlog's tables if missing), with [`writer_config`] on either
+/// ([`target::open`]).
 pub fn open_store(target: &Path) -> Result<Backend, CliError> {
-    match postgres_url(target) {
-        None => Ok(Backend::file(Store::open(target, writer_config())?)),
-        Some(url) => Ok(Backend {
-            log: open_target(url, Config::default())?,
-            file: None,
-        }),
-    }
-}
-
-/// The PostgreSQL URL `target` is, or `None` for a file store directory ([`Target::parse`];
-/// a path that is not UTF-8 is always a directory).
-pub fn postgres_url(target: &Path) -> Option<&str> {
-    let text = target.to_str()?;
-    match Target::parse(text) {
-        Target::Postgres(url) => Some(url),
-        Target::File(_) => None,
-    }
+    Ok(target::open(target, writer_config(), Access::Write)?.into())
 }
 
 /// Opens an existing store for a writing command that must not create it (`append` without
@@ -208,26 +195,22 @@ pub fn open_existing(target: &Path) -> Result<Backend, CliError> {
 /// Opens an existing store for a reading command. The file store with
 /// [`Store::open_read_only`]: no lock taken, nothing created, written, truncated or recovered,
 /// every file opened read-only (so another user's store or a read-only mount reads), and every
-/// command sees the same committed view. PostgreSQL with [`open_target_read_only`]: no
+/// command sees the same committed view. PostgreSQL read-only ([`target::open`]): no
 /// migration, and the server refuses every write of the connection. A missing directory, or a
 /// schema without runlog's tables, is bad input.
 pub fn open_for_reading(target: &Path) -> Result<Backend, CliError> {
-    match postgres_url(target) {
-        None => {
-            require_dir(target)?;
-            Ok(Backend::file(Store::open_read_only(
-                target,
-                Config::default(),
-            )?))
-        }
-        Some(url) => match open_target_read_only(url, Config::default()) {
-            Ok(log) => Ok(Backend { log, file: None }),
-            Err(Error::NotAStore { path, detail }) => Err(CliError::Input(format!(
+    if postgres_url(target).is_none() {
+        require_dir(target)?;
+    }
+    match target::open(target, Config::default(), Access::ReadOnly) {
+        Ok(opened) => Ok(opened.into()),
+        Err(Error::NotAStore { path, detail }) if postgres_url(target).is_some() => {
+            Err(CliError::Input(format!(
                 "no store at {} ({detail}; `runlog import` or `runlog append --create` creates one)",
                 path.display()
-            ))),
-            Err(e) => Err(e.into()),
-        },
+            )))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -17,6 +17,7 @@ use std::process::Output;
 
 use cli_support::*;
 use runlog::{Config, Error, NewEvent, RunId};
+use runlog_cli::target::{Access, open};
 use serde_json::Value;
 
 /// Whether a server is configured; reports the skip (a failure under `RUNLOG_NO_SKIP=1`), or
@@ -361,7 +362,9 @@ fn a_read_only_postgres_connection_refuses_every_write() {
     }
     let db = Schema::fresh();
     ok(&append(db.path(), &["r1", "--create", "--kind", "k"]));
-    let log = runlog_pg::open_target_read_only(&db.url, Config::default()).expect("open");
+    let log = open(Path::new(&db.url), Config::default(), Access::ReadOnly)
+        .expect("open")
+        .log;
     let r1 = RunId::new("r1").unwrap();
     let r2 = RunId::new("r2").unwrap();
     let refused = [
@@ -561,7 +564,7 @@ fn add_synthetic_runs(store: &Path, tmp: &Path) {
     for args in runs {
         ok(&append(store, args));
     }
-    let empty = runlog_pg::open_target(store.to_str().unwrap(), Config::default()).unwrap();
+    let empty = open(store, Config::default(), Access::Write).unwrap().log;
     empty
         .create_run(&RunId::new("syn-empty").unwrap(), b"opaque meta")
         .unwrap();

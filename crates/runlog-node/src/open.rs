@@ -1,11 +1,126 @@
-//! How `Store.openOrReadOnly` (and `createWorld()` through it) opens a file store: for
-//! writing when this process can write it, else read-only (issue 20 item 4: as another user,
-//! or on a read-only mount, every read works and every write is `READ_ONLY`).
+//! How `Store.open`, `Store.openReadOnly` and `Store.openOrReadOnly` (and `createWorld()`
+//! through them) open the store a target names: through `runlog_pg::open_target`, the one
+//! opener the CLI uses too (a file store directory, or PostgreSQL with the `Config`'s payload
+//! and batch limits), and for `openOrReadOnly` a file store for writing when this process can
+//! write it, else read-only (issue 20 item 4: as another user, or on a read-only mount, every
+//! read works and every write is `READ_ONLY`).
+//!
+//! Built without the `postgres` cargo feature, `runlog-pg` is not compiled in: a PostgreSQL
+//! URL rejects with `UNSUPPORTED` saying so, and file stores open as before.
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
-use runlog::{Config, Store as CoreStore};
+use runlog::{Config, RunLog, Store as CoreStore};
+
+use crate::errors::BindError;
+
+/// How [`open_target`] opens a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// For writing (`Store.open`).
+    Write,
+    /// For reading only (`Store.openReadOnly`).
+    Read,
+    /// A file store for writing when this process can write it, else for reading only
+    /// (`Store.openOrReadOnly`, [`open_file_store`]); PostgreSQL for writing.
+    WriteOrRead,
+}
+
+/// A store [`open_target`] opened.
+pub(crate) struct Opened {
+    /// Every call goes through it.
+    pub(crate) log: Arc<dyn RunLog>,
+    /// The same store when it is a file store (for its commit counters), `None` on PostgreSQL.
+    pub(crate) file: Option<CoreStore>,
+    /// Why an [`Access::WriteOrRead`] open is read-only, if it is.
+    pub(crate) read_only_cause: Option<runlog::Error>,
+}
+
+impl Opened {
+    fn file(store: CoreStore, read_only_cause: Option<runlog::Error>) -> Opened {
+        Opened {
+            log: Arc::new(store.clone()),
+            file: Some(store),
+            read_only_cause,
+        }
+    }
+}
+
+/// Whether `target` is a PostgreSQL URL (the rule of `runlog_pg::Target::parse`: a
+/// `postgres://` or `postgresql://` prefix, any case).
+fn is_postgres(target: &str) -> bool {
+    #[cfg(feature = "postgres")]
+    {
+        matches!(
+            runlog_pg::Target::parse(target),
+            runlog_pg::Target::Postgres(_)
+        )
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        // runlog-pg is not compiled in: its rule, so that a URL is refused, not taken for a
+        // directory.
+        let lower = target.get(..13).unwrap_or(target).to_ascii_lowercase();
+        lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+    }
+}
+
+/// Opens the store `target` names as `access` says, with `config` on either backend.
+///
+/// # Errors
+/// Those of `runlog_pg::open_target` and [`open_file_store`]; `UNSUPPORTED` (op `open`) for a
+/// PostgreSQL URL in a build without the `postgres` feature.
+pub(crate) fn open_target(
+    target: &str,
+    config: Config,
+    access: Access,
+) -> Result<Opened, BindError> {
+    if access == Access::WriteOrRead && !is_postgres(target) {
+        let (store, cause) = open_file_store(Path::new(target), config)?;
+        return Ok(Opened::file(store, cause));
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let access = match access {
+            Access::Read => runlog_pg::Access::ReadOnly,
+            Access::Write | Access::WriteOrRead => runlog_pg::Access::Write,
+        };
+        Ok(match runlog_pg::open_target(target, config, access)? {
+            runlog_pg::Opened::File(store) => Opened::file(store, None),
+            runlog_pg::Opened::Postgres(pg) => Opened {
+                log: Arc::new(pg),
+                file: None,
+                read_only_cause: None,
+            },
+        })
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        if is_postgres(target) {
+            return Err(no_postgres());
+        }
+        Ok(Opened::file(
+            match access {
+                Access::Read => CoreStore::open_read_only(target, config)?,
+                Access::Write | Access::WriteOrRead => CoreStore::open(target, config)?,
+            },
+            None,
+        ))
+    }
+}
+
+/// The rejection of a PostgreSQL target in a build without the `postgres` feature (the URL
+/// is not repeated: it may hold a password).
+#[cfg(not(feature = "postgres"))]
+fn no_postgres() -> BindError {
+    BindError::unsupported(
+        "open",
+        "a postgres:// store, but this addon was built without PostgreSQL support \
+         (the `postgres` cargo feature of runlog-node)",
+    )
+}
 
 /// Whether the operating system refused a write for good: EACCES or EPERM (permission bits,
 /// an ACL, an immutable file) or EROFS (a read-only mount).
@@ -205,6 +320,34 @@ mod tests {
         }
         assert!(out.status.success(), "the child as nobody: {text}");
         assert!(text.contains("1 passed"), "{text}");
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn without_the_postgres_feature_a_url_rejects_unsupported_naming_the_feature() {
+        for url in ["postgres://u@h/db", "PostgreSQL:///db?schema=s"] {
+            for access in [Access::Write, Access::Read, Access::WriteOrRead] {
+                let Err(e) = open_target(url, Config::default(), access) else {
+                    panic!("{url} {access:?}: opened");
+                };
+                assert_eq!(e.code.as_str(), "UNSUPPORTED", "{url} {access:?}");
+                assert!(
+                    e.message.contains("built without PostgreSQL support"),
+                    "{e:?}"
+                );
+                assert!(e.message.contains("`postgres` cargo feature"), "{e:?}");
+                assert!(!e.message.contains("u@h"), "{e:?}");
+            }
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("store");
+        let opened = open_target(
+            dir.to_str().expect("utf-8"),
+            Config::default(),
+            Access::Write,
+        )
+        .expect("a file store opens");
+        assert!(opened.file.is_some() && opened.read_only_cause.is_none());
     }
 
     #[test]

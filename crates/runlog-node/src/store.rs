@@ -1,9 +1,10 @@
 //! The `Store` class: a runlog store as a Promise API, on either backend: a file store
 //! directory (`runlog::Store`) or PostgreSQL (`runlog_pg::PgLog`, opened when the target is
 //! a `postgres://` or `postgresql://` URL, as `runlog_pg::Target` classifies it;
-//! `?schema=NAME` picks the schema). Every call but `commitStats` goes through the
-//! backend-neutral `runlog::RunLog` contract, so it means the same on both; `commitStats`
-//! reads the file store's group commit counters and throws `UNSUPPORTED` on PostgreSQL.
+//! `?schema=NAME` picks the schema; opened by `open::open_target`). Every call but
+//! `commitStats` goes through the backend-neutral `runlog::RunLog` contract, so it means the
+//! same on both; `commitStats` reads the file store's group commit counters and throws
+//! `UNSUPPORTED` on PostgreSQL.
 //!
 //! Every method but `commitStats` returns a promise, checks its arguments first (a bad one
 //! rejects with `INVALID_INPUT` before anything is queued), then runs the store call on the
@@ -12,7 +13,6 @@
 //! (2^53 events in one run: not reachable in practice) rejects with `OUT_OF_RANGE` rather
 //! than lose precision.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,11 +21,10 @@ use napi::{Env, sys};
 use napi_derive::napi;
 use parking_lot::{Condvar, Mutex};
 use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, RunLog, Store as CoreStore};
-use runlog_pg::{PgLog, Target};
 
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
-use crate::open::open_file_store;
+use crate::open::{Access, open_target};
 use crate::out::{
     AppendedOut, EventsPage, InfoOut, MetaOut, Number, Numbers, RunsPage, Unit, VerifyOut,
 };
@@ -53,66 +52,6 @@ pub struct JsStore {
 pub(crate) struct Backend {
     pub(crate) log: Arc<dyn RunLog>,
     file: Option<CoreStore>,
-}
-
-/// How [`Backend::open`] opens a store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// For writing (`Store.open`).
-    Write,
-    /// For reading only (`Store.openReadOnly`).
-    Read,
-    /// A file store for writing when this process can write it, else for reading only
-    /// (`Store.openOrReadOnly`, [`open_file_store`]); PostgreSQL for writing.
-    WriteOrRead,
-}
-
-impl Backend {
-    /// Opens the store `target` names: a file store directory with `config`, or PostgreSQL
-    /// (tables created unless read-only; `?schema=NAME` picks the schema), which takes
-    /// `config`'s payload and batch limits (the rest are the file store's). The second value
-    /// is why a [`Access::WriteOrRead`] open is read-only, if it is.
-    fn open(
-        target: &str,
-        config: Config,
-        access: Access,
-    ) -> runlog::Result<(Backend, Option<runlog::Error>)> {
-        match Target::parse(target) {
-            Target::File(dir) => {
-                let (store, cause) = match access {
-                    Access::Read => (CoreStore::open_read_only(dir, config)?, None),
-                    Access::Write => (CoreStore::open(dir, config)?, None),
-                    Access::WriteOrRead => open_file_store(Path::new(dir), config)?,
-                };
-                let backend = Backend {
-                    log: Arc::new(store.clone()),
-                    file: Some(store),
-                };
-                Ok((backend, cause))
-            }
-            Target::Postgres(url) => {
-                let read_only = access == Access::Read;
-                let (url, schema) = runlog_pg::split_schema(url);
-                let options = runlog_pg::Options {
-                    schema,
-                    payload_len_bytes_max: config.payload_len_bytes_max,
-                    batch_events_max: config.batch_events_max,
-                    read_only,
-                    ..runlog_pg::Options::default()
-                };
-                let log = if read_only {
-                    PgLog::connect_read_only(&url, options)?
-                } else {
-                    PgLog::connect_with(&url, options)?
-                };
-                let backend = Backend {
-                    log: Arc::new(log),
-                    file: None,
-                };
-                Ok((backend, None))
-            }
-        }
-    }
 }
 
 pub(crate) struct Shared {
@@ -603,7 +542,12 @@ fn open_with(
         }
         let config = config(optional(options, "options"))?;
         spawn(&env, &pool::IO, move || {
-            let (store, cause) = Backend::open(&dir, config, access)?;
+            let opened = open_target(&dir, config, access)?;
+            let cause = opened.read_only_cause;
+            let store = Backend {
+                log: opened.log,
+                file: opened.file,
+            };
             let worlds = crate::world::Worlds::new(store.log.clone());
             Ok(JsStore {
                 shared: Arc::new(Shared {

@@ -97,7 +97,7 @@ use commit::Queues;
 use notify::Notifier;
 pub use runlog::CommitStatsSnapshot;
 use runlog::group::{AppendKind, Outcome};
-pub use target::{Target, drop_schema, open_target, open_target_read_only, split_schema};
+pub use target::{Access, Opened, Target, drop_schema, open_target, pg_options, split_schema};
 
 /// The schema migration, applied at connect.
 pub const MIGRATION_001: &str = include_str!("../migrations/001_init.sql");

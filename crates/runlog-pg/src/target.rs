@@ -58,45 +58,84 @@ pub fn split_schema(url: &str) -> (String, Option<String>) {
     (url, schema)
 }
 
-fn pg_options(url: &str, read_only: bool) -> (String, Options) {
-    let (url, schema) = split_schema(url);
-    (
-        url,
-        Options {
-            schema,
-            read_only,
-            ..Options::default()
-        },
-    )
+/// How [`open_target`] opens a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// For writing: the file store created if missing and recovered ([`Store::open`]), or
+    /// PostgreSQL with the schema migrated ([`PgLog::connect_with`]).
+    Write,
+    /// For reading only: the file store with no lock, no recovery and nothing written
+    /// ([`Store::open_read_only`]), or PostgreSQL with no migration and every write refused
+    /// by the server ([`PgLog::connect_read_only`]).
+    ReadOnly,
 }
 
-/// Opens the store `target` names for writing: the file store with `config` (creating it
-/// when missing), or PostgreSQL (migrating the schema; `?schema=NAME` picks it).
-///
-/// # Errors
-/// Those of [`Store::open`] and [`PgLog::connect_with`].
-pub fn open_target(target: &str, config: Config) -> Result<Arc<dyn RunLog>> {
-    Ok(match Target::parse(target) {
-        Target::File(dir) => Arc::new(Store::open(dir, config)?),
-        Target::Postgres(url) => {
-            let (url, options) = pg_options(url, false);
-            Arc::new(PgLog::connect_with(&url, options)?)
+/// A store [`open_target`] opened, with its concrete type (the file store's commit counters
+/// and read-only state are not part of [`RunLog`]).
+#[derive(Clone)]
+pub enum Opened {
+    /// A file store directory.
+    File(Store),
+    /// A PostgreSQL store.
+    Postgres(PgLog),
+}
+
+impl Opened {
+    /// The store behind the backend-neutral contract.
+    pub fn log(&self) -> Arc<dyn RunLog> {
+        match self {
+            Opened::File(store) => Arc::new(store.clone()),
+            Opened::Postgres(pg) => Arc::new(pg.clone()),
         }
-    })
+    }
+
+    /// The file store, or `None` on PostgreSQL.
+    pub fn file(&self) -> Option<&Store> {
+        match self {
+            Opened::File(store) => Some(store),
+            Opened::Postgres(_) => None,
+        }
+    }
 }
 
-/// Opens the store `target` names for reading only: [`Store::open_read_only`] (no lock, no
-/// recovery, nothing written) or [`PgLog::connect_read_only`] (no migration; the server
-/// refuses writes).
+/// The connection URL and [`Options`] of a PostgreSQL target: `?schema=NAME` split off
+/// ([`split_schema`]), and the limits both backends enforce taken from `config`
+/// (`payload_len_bytes_max`, `batch_events_max`); the rest of `config` is the file store's.
+pub fn pg_options(url: &str, config: &Config, access: Access) -> (String, Options) {
+    let (url, schema) = split_schema(url);
+    let options = Options {
+        schema,
+        payload_len_bytes_max: config.payload_len_bytes_max,
+        batch_events_max: config.batch_events_max,
+        read_only: access == Access::ReadOnly,
+        ..Options::default()
+    };
+    (url, options)
+}
+
+/// Opens the store `target` names ([`Target::parse`]; a path that is not UTF-8 is a
+/// directory) as `access` says: the file store with
+/// `config`, or PostgreSQL with `config`'s payload and batch limits ([`pg_options`];
+/// `?schema=NAME` picks the schema). The one way the CLI and the Node binding open a store
+/// by name.
 ///
 /// # Errors
-/// Those of [`Store::open_read_only`] and [`PgLog::connect_read_only`].
-pub fn open_target_read_only(target: &str, config: Config) -> Result<Arc<dyn RunLog>> {
-    Ok(match Target::parse(target) {
-        Target::File(dir) => Arc::new(Store::open_read_only(dir, config)?),
-        Target::Postgres(url) => {
-            let (url, options) = pg_options(url, true);
-            Arc::new(PgLog::connect_read_only(&url, options)?)
+/// Those of [`Store::open`], [`Store::open_read_only`], [`PgLog::connect_with`] and
+/// [`PgLog::connect_read_only`].
+pub fn open_target(target: impl AsRef<Path>, config: Config, access: Access) -> Result<Opened> {
+    let target = target.as_ref();
+    // A path that is not UTF-8 is not a URL: always a directory.
+    let parsed = target.to_str().map_or(Target::File(target), Target::parse);
+    Ok(match (parsed, access) {
+        (Target::File(dir), Access::Write) => Opened::File(Store::open(dir, config)?),
+        (Target::File(dir), Access::ReadOnly) => Opened::File(Store::open_read_only(dir, config)?),
+        (Target::Postgres(url), Access::Write) => {
+            let (url, options) = pg_options(url, &config, access);
+            Opened::Postgres(PgLog::connect_with(&url, options)?)
+        }
+        (Target::Postgres(url), Access::ReadOnly) => {
+            let (url, options) = pg_options(url, &config, access);
+            Opened::Postgres(PgLog::connect_read_only(&url, options)?)
         }
     })
 }

@@ -2,6 +2,7 @@
 //! processes, and judging every stored log at the end.
 
 use std::fmt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread;
@@ -14,9 +15,10 @@ use crate::storm::report::StormReport;
 use crate::storm::verdict::{Problem, ProblemKind, RunVerdict, check_run};
 use crate::storm::workflow;
 use crate::storm::{ReplayStats, StormConfig, StormError};
+use crate::target::Access;
 use runlog::RunId;
 use runlog::replay::ReplayLog;
-use runlog::{Config, RunLog, Store};
+use runlog::{Config, RunLog};
 
 /// Builds the command that starts worker process `spec.worker` (for example the current
 /// executable with a hidden worker flag carrying `spec` as JSON). The worker must print the
@@ -72,12 +74,10 @@ pub fn run_storm(config: &StormConfig, transport: &Transport) -> Result<StormRep
 /// store at `config.dir` (created if missing).
 ///
 /// # Errors
-/// Those of `runlog_pg::open_target` and [`Store::open`].
+/// Those of [`crate::target::open`].
 pub fn open_storm_store(config: &StormConfig) -> Result<Arc<dyn RunLog>, StormError> {
-    Ok(match &config.store {
-        Some(url) => runlog_pg::open_target(url, Config::default())?,
-        None => Arc::new(Store::open(&config.dir, Config::default())?),
-    })
+    let target = config.store.as_deref().map_or(&*config.dir, Path::new);
+    Ok(crate::target::open(target, Config::default(), Access::Write)?.log)
 }
 
 /// [`run_storm`] on any backend: creates the runs in `store`, drives them, judges them.
