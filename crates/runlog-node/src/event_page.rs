@@ -1,37 +1,30 @@
-//! The wire form of event pages (`eventsList`, `eventsListByCorrelationId`): the page as
-//! JSON text plus the places where JavaScript must turn a value back into a `Uint8Array` or
-//! a `Date`, found here while the payloads are scanned, so that JavaScript revives exactly
-//! those instead of walking every value of every event (`packages/world-runlog/src/storage.js`,
-//! `fromEventPage`).
+//! The wire form of event pages (`eventsList`, `eventsListByCorrelationId`), specified in
+//! `docs/EVENT-PAGE.md`: the page as JSON text in columns, the bytes of its binary values
+//! beside it, and the places where JavaScript must turn a value back into a `Uint8Array` or
+//! a `Date` (`fixPaths`/`fix`), found here while the payloads are scanned, so that
+//! JavaScript revives exactly those instead of walking every value of every event
+//! (`fromEventPage` in `packages/world-runlog/src/storage.js`).
 //!
-//! ```text
-//! {"run":<the run id of every event>|null, "runs":[…] (only when run is null),
-//!  "ids":[eventId…], "typeNames":[eventType…], "types":[index into typeNames…],
-//!  "corr":[correlationId|null…], "data":[<stored eventData>|0…],
-//!  "absent":[indexes of events without eventData],
-//!  "at":[createdAt in ms since the epoch, as the difference from the event before (the
-//!  first from 0)…], "spec":[specVersion|null…],
-//!  "fixPaths":[[<kind>,"eventData",<key or index>…], …],
-//!  "fix":[<event index>,<index into fixPaths>, …],
-//!  "cursor":"…"|null, "hasMore":bool}
-//! ```
+//! The place kinds ([`FixKind`]) and the date keys ([`DATE_KEYS`]) are defined here once;
+//! `packages/world-runlog/src/event-page-format.js` is generated from them, and
+//! `packages/world-runlog/test/fixtures/event-page.json` is a set of pages written by this
+//! module that the package's tests decode (module `files`; `RUNLOG_WRITE_GENERATED=1 cargo
+//! test -p runlog-node generated_event_page` rewrites both).
+//!
+//! Only the page's text changes: the payload stored is the payload written, and JavaScript
+//! ends with the same values as its generic reviver (`revive` in storage.js) gives for the
+//! stored payload. These are that reviver's rules: a binary value's object is not looked
+//! into; strings inside arrays are not dates; of a repeated key the last value counts. A
+//! payload the scanner cannot walk (nesting deeper than the JSON parser's limit) makes the
+//! page fall back to the plain JSON of the page with `"walk":true`, which JavaScript revives
+//! with the generic walk.
+//!
 //! Columns instead of one object per event: JavaScript builds each event object itself
 //! (fields in the order of the SDK's shape, absent ones left out). Event types and revive
-//! places are written once each and referred to by index (a page's events share a handful
+//! paths are written once each and referred to by index (a page's events share a handful
 //! of each). For a 900-event page of the Node benchmark that is 131 KB of text instead of
 //! 270 KB as plain event objects, and `JSON.parse` plus the revive took 0.9 ms instead of
 //! 2.1 ms (median of 400, 2026-11-30).
-//! Kind 0: the value at the path is `{"__type":"Uint8Array","data":<base64>}` (the shape
-//! world-local writes binary values in); kind 2: the same value, written in the page as its
-//! base64 string alone (where its object holds only strings without escapes: then the
-//! object's bytes are replaced by the `data` string's, which saves JavaScript an object per
-//! binary value); kind 1: a string under one of [`DATE_KEYS`] that JavaScript turns into a
-//! `Date` when it parses as one. Only the page's text changes: the payload stored is the
-//! payload written, and JavaScript ends with the same values as the generic reviver. These are the rules of the generic
-//! reviver (`revive` in storage.js): a marker object is not looked into; strings inside
-//! arrays are not dates. A payload the scanner cannot walk (nesting deeper than the JSON
-//! parser's limit) makes the page fall back to the plain JSON of the page with `"walk":true`,
-//! which JavaScript revives with the generic walk.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -53,8 +46,10 @@ use crate::errors::BindError;
 use crate::js::{IntoJs, Raw, array, buffer};
 use crate::world::Json;
 
-/// Keys whose string values are dates in the SDK's entities and event data (as
-/// `DATE_KEYS` in storage.js).
+/// Keys whose string values are dates in the SDK's entities and event data: a string under
+/// one of them anywhere in a payload (except directly inside an array) is a place of
+/// [`FixKind::Date`]. JavaScript's generic reviver uses the same list (generated into
+/// `event-page-format.js`).
 pub(crate) const DATE_KEYS: [&str; 7] = [
     "createdAt",
     "updatedAt",
@@ -64,6 +59,56 @@ pub(crate) const DATE_KEYS: [&str; 7] = [
     "resumeAt",
     "expiredAt",
 ];
+
+/// What JavaScript does at a revive place: the first element of each `fixPaths` entry, as
+/// its number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum FixKind {
+    /// A binary value left as the object world-local writes it in,
+    /// `{"__type":"Uint8Array","data":<base64>}` (its text has an escape or a non-string
+    /// member, or its base64 is not canonical): JavaScript decodes `data` into a `Uint8Array`.
+    BinaryObject = 0,
+    /// A string under one of [`DATE_KEYS`]: JavaScript makes it a `Date` when it parses as
+    /// one, and leaves it a string otherwise.
+    Date = 1,
+    /// A binary value sent as bytes: in the page its whole object is replaced by an integer
+    /// `k`, and its bytes are `bins[2k]` (offset) and `bins[2k+1]` (length) into the page's
+    /// bytes. JavaScript puts a `Uint8Array` copy of them there.
+    BinaryBytes = 2,
+}
+
+// Read by the generator of `event-page-format.js` (module `files`) alone.
+#[cfg(test)]
+impl FixKind {
+    /// Every kind, by number.
+    pub(crate) const ALL: [FixKind; 3] =
+        [FixKind::BinaryObject, FixKind::Date, FixKind::BinaryBytes];
+
+    /// The name JavaScript knows the kind by (`FIX_KIND.<name>`).
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            FixKind::BinaryObject => "BINARY_OBJECT",
+            FixKind::Date => "DATE",
+            FixKind::BinaryBytes => "BINARY_BYTES",
+        }
+    }
+
+    /// What JavaScript does at a place of this kind (the generated constant's comment).
+    pub(crate) const fn meaning(self) -> &'static str {
+        match self {
+            FixKind::BinaryObject => {
+                "a binary value's {__type: 'Uint8Array', data} object: decode its base64 `data` into a Uint8Array"
+            }
+            FixKind::Date => {
+                "a string under a date key: a Date when it parses as one, else left a string"
+            }
+            FixKind::BinaryBytes => {
+                "a binary value sent as bytes: the integer k there stands for bins[2k] (offset) and bins[2k+1] (length) into the page's bytes"
+            }
+        }
+    }
+}
 
 enum Seg<'a> {
     Key(Cow<'a, str>),
@@ -145,12 +190,12 @@ struct PageWriter {
     fix: String,
     /// Event types in order of first appearance, and their indexes.
     type_names: Vec<&'static str>,
-    /// Revive paths (`[kind,"eventData",…]` as JSON) in order of first appearance (a page
+    /// Revive paths (`[kind,"eventData",…]` as JSON, the kind by its number) in order of first appearance (a page
     /// has a handful; looked through from the last one found).
     fix_paths: Vec<String>,
     /// Scratch for one path's text.
     path_text: String,
-    /// The bytes of the binary values of kind 2, one after another, and their
+    /// The bytes of the binary values of kind `BinaryBytes`, one after another, and their
     /// `offset,length` pairs.
     bin: Vec<u8>,
     bins: String,
@@ -241,12 +286,10 @@ impl PageWriter {
                 if walk.deserialize(&mut de).is_err() || de.end().is_err() {
                     return Err(Unwalkable);
                 }
-                // The payload, each binary value of kind 2 written as its base64 string
-                // (found in document order, none inside another).
-                // The payload, each binary value of kind 2 written as its index into `bins`
-                // (its bytes decoded into `bin`); one whose base64 is not canonical stays
-                // the object it is (kind 0), for JavaScript's decoder. Spans are found in
-                // document order, none inside another.
+                // The payload, each binary value of kind `BinaryBytes` written as its index
+                // into `bins` (its bytes decoded into `bin`); one whose base64 is not
+                // canonical stays the object it is (`BinaryObject`), for JavaScript's
+                // decoder. Spans are found in document order, none inside another.
                 let mut copied = 0;
                 for fix in found.iter_mut() {
                     let Some((span, data)) = fix.replace.take() else {
@@ -258,7 +301,7 @@ impl PageWriter {
                     let start = self.bin.len();
                     if BASE64.decode_vec(&payload[data], &mut self.bin).is_err() {
                         self.bin.truncate(start);
-                        fix.kind = 0;
+                        fix.kind = FixKind::BinaryObject;
                         continue;
                     }
                     self.data.push_str(&payload[copied..span.start]);
@@ -276,7 +319,7 @@ impl PageWriter {
                 for Fix { kind, segs, .. } in found {
                     self.path_text.clear();
                     self.path_text.push('[');
-                    self.path_text.push(char::from(b'0' + kind));
+                    push_uint(&mut self.path_text, u64::from(kind as u8));
                     for seg in segs {
                         self.path_text.push(',');
                         match seg {
@@ -388,8 +431,9 @@ impl PageWriter {
     }
 }
 
-/// An event page on its way to JavaScript: the JSON text above, the bytes its binary
-/// values of kind 2 point into (`bins`), and its cursor and `hasMore` again outside the text
+/// An event page on its way to JavaScript: the JSON text of `docs/EVENT-PAGE.md`, the
+/// bytes its binary values of kind `BinaryBytes` point into (`bins`; none, and `null` in
+/// JavaScript, when those values are all empty or there are none), and its cursor and `hasMore` again outside the text
 /// (so that the next page can be asked for before this one is parsed). Resolves as
 /// `[text, Buffer | null, cursor | null, hasMore]`.
 pub(crate) struct PageWire {
@@ -418,7 +462,7 @@ impl IntoJs for PageWire {
     }
 }
 
-/// The JSON text of `page` in the wire form above.
+/// The JSON text of `page` in the wire form of `docs/EVENT-PAGE.md`.
 ///
 /// # Errors
 /// `INTERNAL` when the page cannot be serialized (never for valid UTF-8).
@@ -507,11 +551,11 @@ struct Seen {
     at: Option<Range<usize>>,
 }
 
-/// A place JavaScript revives: its kind (0, 1 or 2, see the module's text), its path, and
-/// for kind 2 the payload bytes the binary value's object spans and those of its base64
-/// text (written in its place, as a string).
+/// A place JavaScript revives: its kind, its path, and for a binary value that may go as
+/// bytes the payload bytes its object spans and those of its base64 text (the object's text
+/// is replaced by an index into `bins`, the base64 decoded into the page's bytes).
 struct Fix<'de> {
-    kind: u8,
+    kind: FixKind,
     segs: Vec<Seg<'de>>,
     replace: Option<(Range<usize>, Range<usize>)>,
 }
@@ -540,7 +584,7 @@ impl<'de> Walk<'_, 'de> {
         if self.date_key {
             let here = self.here();
             self.fixes.push(Fix {
-                kind: 1,
+                kind: FixKind::Date,
                 segs: here,
                 replace: None,
             });
@@ -656,7 +700,7 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
         let mark = self.fixes.len();
         let depth = self.path.len();
         let (mut uint8_type, mut data_string) = (false, false);
-        // For a binary value written as its base64 string: where its first key starts, its
+        // For a binary value that may go as bytes: where its first key starts, its
         // last value ends and its (last) `data` text lies, while every key and value of it is
         // a string without escapes.
         let (mut first_key, mut last_value, mut data_at) = (None, None, None);
@@ -692,8 +736,9 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
             }
         }
         if uint8_type && data_string {
-            // A binary value: revived whole, never looked into. Written as its base64
-            // string where its text allows (kind 2), else left as the object (kind 0).
+            // A binary value: revived whole, never looked into. Sent as bytes where its
+            // text allows (`BinaryBytes`), else left as the object
+            // (`BinaryObject`).
             self.fixes.truncate(mark);
             let replace = match (plain, first_key, last_value, data_at) {
                 (true, Some(first), Some(last), Some(data)) => {
@@ -703,7 +748,11 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
             };
             let here = self.here();
             self.fixes.push(Fix {
-                kind: if replace.is_some() { 2 } else { 0 },
+                kind: if replace.is_some() {
+                    FixKind::BinaryBytes
+                } else {
+                    FixKind::BinaryObject
+                },
                 segs: here,
                 replace,
             });
@@ -773,6 +822,9 @@ impl<'de> Visitor<'de> for KeySeed {
 }
 
 #[cfg(test)]
+mod files;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use runlog_world::{EventType, RawJson};
@@ -802,12 +854,6 @@ mod tests {
         assert_eq!(v["typeNames"], serde_json::json!(["step_created"]));
         assert_eq!(v["ids"], serde_json::json!(["evnt_1", "evnt_1"]));
         assert_eq!(v["types"], serde_json::json!([0, 0]));
-        // What JavaScript ends with: the generic reviver's values for the stored payload.
-        assert_eq!(
-            revived(&v, &wire.bin)[1],
-            generic_revive(serde_json::from_str(data).unwrap(), false),
-            "{data}"
-        );
         assert_eq!(v["at"], serde_json::json!([1_764_510_048_882u64, 0]));
         assert_eq!(v["corr"][1], "s\"1");
         assert_eq!(v["spec"][1], 5);
@@ -819,74 +865,7 @@ mod tests {
         revive_places(&v)
     }
 
-    use serde_json::{Value, json};
-
-    /// The events' payloads as `fromEventPage` revives them, binary values as
-    /// `{"$bytes": base64}` and dates as `{"$date": text}`.
-    fn revived(page: &Value, bin: &[u8]) -> Vec<Value> {
-        let bins: Vec<usize> = page["bins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_u64().unwrap() as usize)
-            .collect();
-        let mut data: Vec<Value> = page["data"].as_array().unwrap().clone();
-        for place in revive_places(page).as_array().unwrap() {
-            let place = place.as_array().unwrap();
-            let (event, kind) = (
-                place[0].as_u64().unwrap() as usize,
-                place[1].as_u64().unwrap(),
-            );
-            assert_eq!(place[2], "eventData");
-            let mut v = &mut data[event];
-            for seg in &place[3..] {
-                v = match seg {
-                    Value::String(k) => &mut v[k.as_str()],
-                    n => &mut v[n.as_u64().unwrap() as usize],
-                };
-            }
-            *v = match kind {
-                0 => json!({ "$bytes": v["data"].as_str().unwrap() }),
-                1 => json!({ "$date": v.as_str().unwrap() }),
-                2 => {
-                    let k = v.as_u64().unwrap() as usize;
-                    let bytes = &bin[bins[2 * k]..bins[2 * k] + bins[2 * k + 1]];
-                    json!({ "$bytes": BASE64.encode(bytes) })
-                }
-                k => panic!("kind {k}"),
-            };
-        }
-        data
-    }
-
-    /// `revive` of storage.js on a parsed payload (in the same notation as [`revived`]).
-    fn generic_revive(v: Value, date_key: bool) -> Value {
-        match v {
-            Value::Object(map) => {
-                if map.get("__type") == Some(&json!("Uint8Array"))
-                    && let Some(Value::String(d)) = map.get("data")
-                {
-                    return json!({ "$bytes": d });
-                }
-                Value::Object(
-                    map.into_iter()
-                        .map(|(k, v)| {
-                            let date = DATE_KEYS.contains(&k.as_str());
-                            (k, generic_revive(v, date))
-                        })
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(
-                items
-                    .into_iter()
-                    .map(|v| generic_revive(v, false))
-                    .collect(),
-            ),
-            Value::String(s) if date_key => json!({ "$date": s }),
-            other => other,
-        }
-    }
+    use serde_json::json;
 
     /// `fix` as `[event, kind, "eventData", key or index…]` per place, from the
     /// `fix`/`fixPaths` pair of the wire form.
@@ -911,16 +890,82 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn binary_values_and_date_strings_are_found_where_the_generic_walk_finds_them() {
-        let data = r#"{"input":{"__type":"Uint8Array","data":"AQI="},
+    // The payloads of the tests below. JavaScript must end with the same values from the
+    // page as its generic reviver gives for the stored payload: the fixture page
+    // `revivePlaces` (module `files`) holds every one of them, and the package's
+    // test/event-page-fixture.test.mjs checks that for each.
+    const MARKERS_AND_DATES: &str = r#"{"input":{"__type":"Uint8Array","data":"AQI="},
             "list":[{"__type":"Uint8Array","data":"AA=="},"2026-01-01T00:00:00.000Z"],
             "resumeAt":"2026-11-30T10:00:00.000Z",
             "nested":{"retryAfter":"soon","x\u0041":{"createdAt":5}},
             "notBinary":{"__type":"Uint8Array","data":7},
             "marker":{"__type":"Uint8Array","data":"", "resumeAt":"2026-01-01"}}"#;
+    /// Whitespace anywhere JSON allows it.
+    const SPACED_MARKER: &str =
+        "{ \"a\" : {\n \"__type\" :\t\"Uint8Array\" ,\r\"data\": \"AQI=\" } , \"b\":1}";
+    /// Binary values whose text does not let them go as bytes.
+    const LEFT_AS_OBJECTS: [&str; 9] = [
+        // An escape in a key or value, or a value that is no string.
+        r#"{"a":{"__type":"Uint8Array","data":"A\/I="}}"#,
+        r#"{"a":{"__type":"Uint8\u0041rray","data":"AQI="}}"#,
+        r#"{"a":{"\u005f_type":"Uint8Array","data":"AQI="}}"#,
+        r#"{"a":{"__type":"Uint8Array","data":"AQI=","n":1}}"#,
+        r#"{"a":{"__type":"Uint8Array","n":[],"data":"AQI="}}"#,
+        // Base64 that is not canonical (JavaScript's decoder is lenient; this one is not).
+        r#"{"a":{"__type":"Uint8Array","data":"AR=="}}"#,
+        r#"{"a":{"__type":"Uint8Array","data":"-_8="}}"#,
+        r#"{"a":{"__type":"Uint8Array","data":"AQI"}}"#,
+        r#"{"a":{"__type":"Uint8Array","data":"AQ I="}}"#,
+    ];
+    const REPEATED_DATA_KEY: &str =
+        r#"{"a":{"data":"AA==","__type":"Uint8Array","data":"AQI="},"z":"AA=="}"#;
+    const SIDE_BY_SIDE: &str = r#"{"a":{"__type":"Uint8Array","data":"AA=="},"b":[{"__type":"Uint8Array","data":"AQ=="}],"a":{"__type":"Uint8Array","data":"Ag=="}}"#;
+    const REPEATED_KEYS: &str = r#"{"a":{"b":{"createdAt":"2026-01-01"}},"a":null,
+            "c":{"__type":"Uint8Array","data":"AA=="},"c":{"data":"text"},
+            "d":[{"__type":"Uint8Array","data":"AA=="}],"d":[{"resumeAt":"2026-01-02"}],
+            "e":1,"e":{"createdAt":"2026-01-03"}}"#;
+    const WHOLE_MARKER: &str = r#"{"__type":"Uint8Array","data":"AQI="}"#;
+    const SCALAR: &str = r#""text""#;
+
+    /// More keys in one object than [`Keys::INLINE`], some repeated.
+    fn many_keys() -> String {
+        let many: String = (0..12).map(|i| format!(r#""k{i}":0,"#)).collect();
+        format!(
+            r#"{{{many}"x":{{"createdAt":"2026-01-01"}},"k1":{{"resumeAt":"2026-01-02"}},"x":null,"k11":{{"createdAt":"2026-01-03"}},"k1":1,"y":{{"updatedAt":"2026-01-04"}}}}"#
+        )
+    }
+
+    /// A binary value 120 arrays deep (the parser's limit is 128).
+    fn deep() -> String {
+        format!(
+            "{}{{\"__type\":\"Uint8Array\",\"data\":\"AA==\"}}{}",
+            "[".repeat(120),
+            "]".repeat(120)
+        )
+    }
+
+    /// Every payload of the tests of the revive places.
+    pub(super) fn revive_payloads() -> Vec<String> {
+        let mut all: Vec<String> = [MARKERS_AND_DATES, SPACED_MARKER]
+            .into_iter()
+            .chain(LEFT_AS_OBJECTS)
+            .chain([
+                REPEATED_DATA_KEY,
+                SIDE_BY_SIDE,
+                REPEATED_KEYS,
+                WHOLE_MARKER,
+                SCALAR,
+            ])
+            .map(str::to_owned)
+            .collect();
+        all.extend([many_keys(), deep()]);
+        all
+    }
+
+    #[test]
+    fn binary_values_and_date_strings_are_found_where_the_generic_walk_finds_them() {
         assert_eq!(
-            fixes(data),
+            fixes(MARKERS_AND_DATES),
             serde_json::json!([
                 [1, 2, "eventData", "input"],
                 [1, 2, "eventData", "list", 0],
@@ -934,34 +979,15 @@ mod tests {
     #[test]
     fn a_binary_value_goes_as_bytes_only_where_its_text_allows() {
         // Whitespace anywhere JSON allows it: still replaced, by exactly the data text.
-        let spaced =
-            "{ \"a\" : {\n \"__type\" :\t\"Uint8Array\" ,\r\"data\": \"AQI=\" } , \"b\":1}";
-        assert_eq!(fixes(spaced), json!([[1, 2, "eventData", "a"]]));
-        // An escape in a key or value, or a value that is no string: left as the object.
-        for data in [
-            r#"{"a":{"__type":"Uint8Array","data":"A\/I="}}"#,
-            r#"{"a":{"__type":"Uint8\u0041rray","data":"AQI="}}"#,
-            r#"{"a":{"\u005f_type":"Uint8Array","data":"AQI="}}"#,
-            r#"{"a":{"__type":"Uint8Array","data":"AQI=","n":1}}"#,
-            r#"{"a":{"__type":"Uint8Array","n":[],"data":"AQI="}}"#,
-            // Base64 that is not canonical (JavaScript's decoder is lenient; this one is not).
-            r#"{"a":{"__type":"Uint8Array","data":"AR=="}}"#,
-            r#"{"a":{"__type":"Uint8Array","data":"-_8="}}"#,
-            r#"{"a":{"__type":"Uint8Array","data":"AQI"}}"#,
-            r#"{"a":{"__type":"Uint8Array","data":"AQ I="}}"#,
-        ] {
+        assert_eq!(fixes(SPACED_MARKER), json!([[1, 2, "eventData", "a"]]));
+        for data in LEFT_AS_OBJECTS {
             assert_eq!(fixes(data), json!([[1, 0, "eventData", "a"]]), "{data}");
         }
         // A repeated data key: the last one's text, as JSON.parse keeps it.
-        assert_eq!(
-            fixes(r#"{"a":{"data":"AA==","__type":"Uint8Array","data":"AQI="},"z":"AA=="}"#),
-            json!([[1, 2, "eventData", "a"]])
-        );
+        assert_eq!(fixes(REPEATED_DATA_KEY), json!([[1, 2, "eventData", "a"]]));
         // Two binary values side by side, and one in an earlier value of a repeated key.
         assert_eq!(
-            fixes(
-                r#"{"a":{"__type":"Uint8Array","data":"AA=="},"b":[{"__type":"Uint8Array","data":"AQ=="}],"a":{"__type":"Uint8Array","data":"Ag=="}}"#
-            ),
+            fixes(SIDE_BY_SIDE),
             json!([[1, 2, "eventData", "b", 0], [1, 2, "eventData", "a"]])
         );
     }
@@ -971,12 +997,8 @@ mod tests {
         // `JSON.parse` keeps the last value of a repeated key: the places found in an
         // earlier value are not in the parsed payload (a fix there would walk into null,
         // or revive a non-marker object that has a string `data`).
-        let data = r#"{"a":{"b":{"createdAt":"2026-01-01"}},"a":null,
-            "c":{"__type":"Uint8Array","data":"AA=="},"c":{"data":"text"},
-            "d":[{"__type":"Uint8Array","data":"AA=="}],"d":[{"resumeAt":"2026-01-02"}],
-            "e":1,"e":{"createdAt":"2026-01-03"}}"#;
         assert_eq!(
-            fixes(data),
+            fixes(REPEATED_KEYS),
             serde_json::json!([
                 [1, 1, "eventData", "d", 0, "resumeAt"],
                 [1, 1, "eventData", "e", "createdAt"],
@@ -986,12 +1008,8 @@ mod tests {
 
     #[test]
     fn repeated_keys_are_found_past_the_keys_kept_in_place() {
-        let many: String = (0..12).map(|i| format!(r#""k{i}":0,"#)).collect();
-        let data = format!(
-            r#"{{{many}"x":{{"createdAt":"2026-01-01"}},"k1":{{"resumeAt":"2026-01-02"}},"x":null,"k11":{{"createdAt":"2026-01-03"}},"k1":1,"y":{{"updatedAt":"2026-01-04"}}}}"#
-        );
         assert_eq!(
-            fixes(&data),
+            fixes(&many_keys()),
             json!([
                 [1, 1, "eventData", "k11", "createdAt"],
                 [1, 1, "eventData", "y", "updatedAt"]
@@ -1002,10 +1020,10 @@ mod tests {
     #[test]
     fn a_payload_that_is_itself_binary_or_a_scalar() {
         assert_eq!(
-            fixes(r#"{"__type":"Uint8Array","data":"AQI="}"#),
+            fixes(WHOLE_MARKER),
             serde_json::json!([[1, 2, "eventData"]])
         );
-        assert_eq!(fixes(r#""text""#), serde_json::json!([]));
+        assert_eq!(fixes(SCALAR), serde_json::json!([]));
     }
 
     #[test]
@@ -1041,12 +1059,7 @@ mod tests {
 
     #[test]
     fn a_payload_nested_to_the_parsers_depth_limit_is_walked() {
-        let deep = format!(
-            "{}{{\"__type\":\"Uint8Array\",\"data\":\"AA==\"}}{}",
-            "[".repeat(120),
-            "]".repeat(120)
-        );
-        let fix = fixes(&deep);
+        let fix = fixes(&deep());
         let mut want = vec![
             serde_json::json!(1),
             serde_json::json!(2),

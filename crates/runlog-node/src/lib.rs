@@ -24,6 +24,8 @@
 
 mod errors;
 mod event_page;
+#[cfg(test)]
+mod generated;
 mod js;
 mod open;
 mod out;

@@ -9,6 +9,7 @@
 // rejection is mapped to the SDK's error classes by `toWorkflowError`, and every method's
 // arguments are type-checked first by src/validate.js (a wrong type is INVALID_INPUT, 400).
 import { toWorkflowError } from './errors.js';
+import { DATE_KEYS as DATE_KEY_LIST, FIX_KIND } from './event-page-format.js';
 import { checkArg, checked, invalidInput, SIGNATURES } from './validate.js';
 
 /** The World methods, by namespace, that storage provides (those of `SIGNATURES`). */
@@ -16,8 +17,8 @@ export const STORAGE_METHODS = Object.freeze(
   Object.fromEntries(Object.entries(SIGNATURES).map(([ns, methods]) => [ns, Object.freeze(Object.keys(methods))])),
 );
 
-/** Keys whose ISO string values are `Date`s in the SDK's entities and event data. */
-const DATE_KEYS = new Set(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt']);
+/** Keys whose ISO string values are `Date`s in the SDK's entities and event data (the addon's list). */
+const DATE_KEYS = new Set(DATE_KEY_LIST);
 
 /** `JSON.stringify` replacer: binary values as world-local writes them (Buffers too). */
 export function jsonReplacer(key, value) {
@@ -81,16 +82,18 @@ export function toJson(value, field = 'params') {
 }
 export const fromJson = (text) => revive(JSON.parse(text));
 
+/** No bytes: what a page without `bytes` points into (its binary values are all empty). */
+const NO_BYTES = new Uint8Array(0);
+
 /**
- * An event page in the addon's wire form (crates/runlog-node/src/event_page.rs), `[text,
- * bytes | null]`: one column per field, event types as indexes into `typeNames`,
- * `createdAt` in ms since the epoch as the difference from the event before, and the places
- * the generic walk would revive as `fix` pairs `[event index, path index]` into `fixPaths`,
- * each path `[kind, 'eventData', key or index...]`: 0, a binary value's `{__type, data}`
- * object; 1, a date string; 2, a binary value sent as bytes: the number at the path is its
- * index into `bins` (`offset, length` pairs into `bytes`). Building each event here and
- * reviving just those places gives what `fromJson` gives for the same events, without
- * visiting every value of every event.
+ * An event page in the addon's wire form (docs/EVENT-PAGE.md), `[text, bytes | null, ...]`:
+ * one column per field, event types as indexes into `typeNames`, `createdAt` in ms since
+ * the epoch as the difference from the event before, and the places the generic walk would
+ * revive as `fix` pairs `[event index, path index]` into `fixPaths`, each path `[kind,
+ * 'eventData', key or index...]` with a kind of `FIX_KIND` (src/event-page-format.js,
+ * generated from the encoder). Building each event here and reviving just those places
+ * gives what `fromJson` gives for the same events, without visiting every value of every
+ * event.
  */
 export function fromEventPage(wire) {
   const [text, bytes] = wire;
@@ -98,7 +101,7 @@ export function fromEventPage(wire) {
   if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
   const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths, bins } = page;
   // A plain Uint8Array over the bytes: its `slice` makes plain Uint8Array copies.
-  const bin = bytes && new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bin = bytes ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : NO_BYTES;
   const data = new Array(ids.length);
   let nextAbsent = 0;
   let createdAt = 0;
@@ -119,13 +122,14 @@ export function fromEventPage(wire) {
     for (let k = 1; k < last; k++) parent = parent[path[k]];
     const key = path[last];
     const v = parent[key];
-    if (path[0] === 2) {
+    const kind = path[0];
+    if (kind === FIX_KIND.BINARY_BYTES) {
       parent[key] = bin.slice(bins[2 * v], bins[2 * v] + bins[2 * v + 1]);
-    } else if (path[0] === 0) {
+    } else if (kind === FIX_KIND.BINARY_OBJECT) {
       if (v !== null && typeof v === 'object' && typeof v.data === 'string') {
         parent[key] = new Uint8Array(Buffer.from(v.data, 'base64'));
       }
-    } else if (typeof v === 'string') {
+    } else if (kind === FIX_KIND.DATE && typeof v === 'string') {
       const d = new Date(v);
       if (!Number.isNaN(d.getTime())) parent[key] = d;
     }

@@ -4,7 +4,6 @@
 //! test -p runlog-node generated_error_files` rewrites them.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use runlog_world::error_table::{Code, ERROR_KINDS, ErrorKind, KindCode, Surface};
 
@@ -177,10 +176,6 @@ fn errors_md() -> String {
     out
 }
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 #[test]
 fn generated_error_files_match_the_table() {
     let files = [
@@ -191,21 +186,7 @@ fn generated_error_files_match_the_table() {
         ),
         ("docs/ERRORS.md", errors_md()),
     ];
-    let write = std::env::var_os("RUNLOG_WRITE_GENERATED").is_some_and(|v| v == "1");
-    let mut stale = Vec::new();
-    for (path, want) in files {
-        let full = repo().join(path);
-        if write {
-            std::fs::write(&full, &want).unwrap();
-        } else if std::fs::read_to_string(&full).ok().as_deref() != Some(want.as_str()) {
-            stale.push(path);
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "{stale:?} differ from the error table; rewrite them with \
-         RUNLOG_WRITE_GENERATED=1 cargo test -p runlog-node generated_error_files"
-    );
+    crate::generated::check_files(&files, "the error table", "generated_error_files");
 }
 
 #[test]
