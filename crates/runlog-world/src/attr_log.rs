@@ -245,6 +245,34 @@ impl<B: RunLog> World<B> {
         }
     }
 
+    /// Sets `req.merged_attributes` for an `attr_set` (the run's attributes as `state` and
+    /// the attribute log hold them, which its changes are validated against, so that the
+    /// per-run limit counts both logs); nothing for other requests. The caller may hold the
+    /// run's state lock (the attribute log's is taken after it).
+    ///
+    /// # Errors
+    /// Storage errors reading the attribute log.
+    pub(crate) fn merge_for_decision(
+        &self,
+        entry: &RunEntry,
+        state: &crate::fold::RunState,
+        req: &mut crate::rules::Checked,
+    ) -> Result<(), WorldError> {
+        if req.ty != crate::model::EventType::AttrSet {
+            return Ok(());
+        }
+        req.merged_attributes = match state.run() {
+            Some(own) => {
+                let mut merged = own.clone();
+                self.attr_log(entry, &req.run)?
+                    .overlay(&mut merged, state.attr_changed_at_ms());
+                Some(merged.attributes)
+            }
+            None => None,
+        };
+        Ok(())
+    }
+
     /// `found` (`run` as its own log's fold holds it, whose keys changed at
     /// `run_changed_at_ms`) with its attribute log merged in: the one step from a run's
     /// fold to the run the World returns. `has_log: Some(false)` (a store-wide listing

@@ -235,6 +235,7 @@ impl<B: RunLog> World<B> {
         let mut events = Vec::new();
         let now = crate::ids::now_ms();
         for m in members.iter_mut() {
+            self.merge_for_decision(entry, &work, &mut m.req)?;
             let mut remints = 0;
             let decision = loop {
                 match rules::decide(&work, &m.req, &m.params, now) {

@@ -38,6 +38,10 @@ pub(crate) struct Checked {
     pub caller_event_id: bool,
     pub created_at_ms: u64,
     pub since_seq: Option<Seq>,
+    /// For an `attr_set`: the run's attributes with its attribute log merged in
+    /// (`attr_log.rs`), what its changes are validated against; set by the World right
+    /// before each decision (the run's own attributes when `None`).
+    pub merged_attributes: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl Checked {
@@ -109,6 +113,7 @@ impl Checked {
             caller_event_id,
             created_at_ms,
             since_seq,
+            merged_attributes: None,
         };
         if checked.creation_data().is_some() {
             checked.check_creation()?;
@@ -554,7 +559,7 @@ fn attr_set(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
         .map(|c| (c.key.as_str(), c.value.as_deref()));
     attrs::validate(
         changes,
-        &run.attributes,
+        req.merged_attributes.as_ref().unwrap_or(&run.attributes),
         d.allow_reserved_attributes == Some(true),
     )?;
     let deduped = matches!(d.writer, AttrWriter::Workflow) && req.corr.is_some();

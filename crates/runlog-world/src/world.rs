@@ -295,6 +295,7 @@ impl<B: RunLog> World<B> {
             attempt += 1;
             let (plan, base, scratch) = {
                 let state = self.load(entry, &req.run)?;
+                self.merge_for_decision(entry, &state, &mut req)?;
                 let decision = match rules::decide(&state, &req, params, now_ms()) {
                     Err(WorldError::DuplicateEventId { .. })
                         if !req.caller_event_id && attempt < self.config.fence_retries_max =>

@@ -350,3 +350,94 @@ fn another_world_on_the_store_sees_the_changes() {
         map(&[("x", "1")])
     );
 }
+
+#[test]
+fn an_attr_set_event_is_validated_against_both_logs() {
+    let (_d, w) = world();
+    let run = running_run(&w);
+    let fill: Vec<(String, Option<String>)> = (0..ATTRIBUTES_PER_RUN_MAX)
+        .map(|i| (format!("k{i}"), Some("v".into())))
+        .collect();
+    w.set_run_attributes(&run, &fill, false).unwrap();
+    let data = r#"{"changes":[{"key":"one-more","value":"v"}],"writer":{"type":"workflow"}}"#;
+    let over = ev(&w, &run, EventType::AttrSet, None, Some(data));
+    assert_class(over, "AttributeValidationError", 400);
+    // Replacing a key the attribute log set stays within the limit, and the event, a later
+    // ms (a tie would go to the attribute log), wins.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let data = r#"{"changes":[{"key":"k0","value":"event"}],"writer":{"type":"workflow"}}"#;
+    let r = ev(&w, &run, EventType::AttrSet, None, Some(data)).unwrap();
+    let attrs = r.run.unwrap().attributes;
+    assert_eq!(
+        (attrs.len(), attrs["k0"].as_str()),
+        (ATTRIBUTES_PER_RUN_MAX, "event")
+    );
+}
+
+/// Commits another writer's change to a run's attribute log (through a World of its own on
+/// the same store) right before the first attribute-log append it sees goes on: that append
+/// was validated against a log that has moved since.
+struct OtherWriterFirst {
+    store: Arc<runlog::Store>,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+impl OtherWriterFirst {
+    fn before(&self, log: &RunId) {
+        let owner = log.as_str().strip_prefix("attrs-").map(str::to_string);
+        if let Some(run) = owner
+            && !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let other = World::new(self.store.clone(), WorldConfig::default());
+            other
+                .set_run_attributes(&run, &[("last-b".into(), Some("v".into()))], false)
+                .expect("the other writer's change fits");
+        }
+    }
+}
+
+impl Interposer for OtherWriterFirst {
+    fn append_decisions(
+        &self,
+        inner: &dyn RunLog,
+        call: Decisions<'_>,
+    ) -> runlog::Result<Vec<runlog::Seq>> {
+        self.before(call.run);
+        call.pass(inner)
+    }
+
+    // An unfenced append would land here: the same race.
+    fn append_facts(
+        &self,
+        inner: &dyn RunLog,
+        call: Facts<'_>,
+    ) -> runlog::Result<Vec<runlog::Appended>> {
+        self.before(call.run);
+        call.pass(inner)
+    }
+}
+
+#[test]
+fn a_change_validated_against_a_log_that_moved_is_revalidated_and_refused_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(runlog::Store::open(dir.path(), runlog::Config::default()).unwrap());
+    let plain = World::new(store.clone(), WorldConfig::default());
+    let run = running_run(&plain);
+    let fill: Vec<(String, Option<String>)> = (0..ATTRIBUTES_PER_RUN_MAX - 1)
+        .map(|i| (format!("k{i}"), Some("v".into())))
+        .collect();
+    plain.set_run_attributes(&run, &fill, false).unwrap();
+    let racer = OtherWriterFirst {
+        store: store.clone(),
+        fired: Default::default(),
+    };
+    let a = World::new(
+        Interposed::new(store.clone(), racer),
+        WorldConfig::default(),
+    );
+    let mine = a.set_run_attributes(&run, &[("last-a".into(), Some("v".into()))], false);
+    assert_class(mine, "AttributeValidationError", 400);
+    let got = plain.get_run(&run, ResolveData::None).unwrap().attributes;
+    assert_eq!(got.len(), ATTRIBUTES_PER_RUN_MAX);
+    assert!(got.contains_key("last-b") && !got.contains_key("last-a"));
+}
