@@ -5,7 +5,9 @@
 # .crate file against the others through a local overlay registry), the core's package
 # checked to hold no test, bench or fuzz data, the licence files in every package, the docs
 # built with warnings as errors (all features, as docs.rs builds them, and the core's default
-# features), and the embedding example (examples/job_runner.rs) run and checked once
+# features), the CLI and the Node addon built and their opening tests run without their
+# default `postgres` feature (no runlog-pg compiled in; a postgres:// target refused), and the
+# embedding example (examples/job_runner.rs) run and checked once
 # (its kill -9 test is tests/job_runner_survives_kill9.rs, run by cargo test).
 #   .ci/publish-check.sh
 # On a working tree with uncommitted changes it passes --allow-dirty (and says so). Exits
@@ -82,6 +84,21 @@ step "cargo doc, warnings as errors (all features; and the core with its default
 RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -q -p runlog --no-deps
 echo "docs clean"
+
+step "without PostgreSQL: runlog-cli and runlog-node with --no-default-features"
+for c in runlog-cli runlog-node; do
+  deps="$(cargo tree -q -p "$c" --no-default-features -e normal)"
+  if grep -qE '(runlog-pg|postgres) v' <<<"$deps"; then
+    fail "$c --no-default-features still depends on runlog-pg or postgres"
+  fi
+  cargo build -q -p "$c" --no-default-features
+done
+# The refusal naming the feature, and a file store opening, in those builds.
+cargo test -q -p runlog-cli --no-default-features --lib target:: 2>&1 | grep -E '^test result' \
+  || fail "runlog-cli --no-default-features: the target tests failed"
+cargo test -q -p runlog-node --no-default-features --lib open:: 2>&1 | grep -E '^test result' \
+  || fail "runlog-node --no-default-features: the open tests failed"
+echo "both build and open file stores without runlog-pg"
 
 step "the embedding example: examples/job_runner.rs, run then --check"
 store="$work/jobs.runlog"

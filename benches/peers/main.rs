@@ -17,11 +17,11 @@
 //! Full: 2 s cells, 3 rounds, a 1M-event long run, a 100k-run store (a few minutes).
 //! `--dir` defaults to the system temp dir; it must be a real disk, not tmpfs (the table
 //! header names the file system). Workloads: w1 w2 w3 w4 w5 w6len w6store (includes w7 open
-//! and memory) import.
+//! and memory). The corpus import (w7b) is the CLI crate's bench:
+//! `cargo bench -p runlog-cli --bench import`.
 
 mod compare;
 mod drive;
-mod import;
 mod report;
 mod scaling;
 #[path = "../support/mod.rs"]
@@ -150,7 +150,7 @@ fn run(args: &[String]) -> BenchResult<()> {
     };
     eprintln!("peers: {} mode in {}", report.mode, report.machine.fs);
     type Workload = fn(&Ctx) -> BenchResult<Vec<Row>>;
-    let workloads: [(&str, Workload); 8] = [
+    let workloads: [(&str, Workload); 7] = [
         ("w1", compare::w1_facts),
         ("w2", compare::w2_decisions),
         ("w3", compare::w3_many_runs),
@@ -158,15 +158,9 @@ fn run(args: &[String]) -> BenchResult<()> {
         ("w5", compare::w5_reads),
         ("w6len", scaling::w6_run_length),
         ("w6store", scaling::w6_store_size_w7_open),
-        ("import", import::w7_import),
     ];
-    let corpus = support::corpus::corpus_root();
     for (name, workload) in workloads {
-        if name == "import" && wanted(name) && !corpus.is_dir() {
-            report
-                .skipped
-                .push(format!("import: no corpus at {}", corpus.display()));
-        } else if wanted(name) {
+        if wanted(name) {
             eprintln!("{name}");
             report.rows.extend(workload(ctx)?);
         }
