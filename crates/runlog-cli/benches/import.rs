@@ -147,7 +147,12 @@ fn run(args: &[String]) -> BenchResult<()> {
         return Err(format!("no corpus at {}", corpus.display()).into());
     }
     let rows = w7_import(&root, &corpus)?;
-    println!("{}", if as_json { json(&rows) } else { markdown(&rows) });
+    let text = if as_json {
+        json(&rows)
+    } else {
+        markdown(&rows)
+    };
+    println!("{text}");
     Ok(())
 }
 
