@@ -60,6 +60,12 @@ pub(crate) const DATE_KEYS: [&str; 7] = [
     "expiredAt",
 ];
 
+/// Keys whose value is left as JSON has it, never looked into for places: a run's
+/// `attributes` are strings to strings whatever their names (an attribute named `startedAt`
+/// stays the string it was set to, as in world-local). JavaScript's generic reviver skips
+/// them too (generated into `event-page-format.js`).
+pub(crate) const PLAIN_KEYS: [&str; 1] = ["attributes"];
+
 /// What JavaScript does at a revive place: the first element of each `fixPaths` entry, as
 /// its number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -719,8 +725,13 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
                 // the earlier one are gone.
                 drop_fixes_under(self.fixes, mark, depth, &key);
             }
+            let plain_value = PLAIN_KEYS.contains(&key.as_ref());
+            let key_mark = self.fixes.len();
             self.path.push(Seg::Key(key));
             let seen = map.next_value_seed(self.child(date_key))?;
+            if plain_value {
+                self.fixes.truncate(key_mark);
+            }
             self.path.pop();
             match &seen.at {
                 Some(at) => last_value = Some(at.end),
@@ -926,6 +937,10 @@ mod tests {
             "e":1,"e":{"createdAt":"2026-01-03"}}"#;
     const WHOLE_MARKER: &str = r#"{"__type":"Uint8Array","data":"AQI="}"#;
     const SCALAR: &str = r#""text""#;
+    /// A run's attributes named like dates (`run_created`'s eventData): left strings.
+    const ATTRIBUTES: &str = r#"{"attributes":{"startedAt":"2026-01-01T00:00:00.000Z","x":"y"},
+            "nested":{"attributes":{"createdAt":"2026-01-02"}},
+            "startedAt":"2026-01-03T00:00:00.000Z"}"#;
 
     /// More keys in one object than [`Keys::INLINE`], some repeated.
     fn many_keys() -> String {
@@ -955,6 +970,7 @@ mod tests {
                 REPEATED_KEYS,
                 WHOLE_MARKER,
                 SCALAR,
+                ATTRIBUTES,
             ])
             .map(str::to_owned)
             .collect();
@@ -974,6 +990,11 @@ mod tests {
                 [1, 2, "eventData", "marker"],
             ])
         );
+    }
+
+    #[test]
+    fn nothing_under_attributes_is_a_place_whatever_the_keys_are_named() {
+        assert_eq!(fixes(ATTRIBUTES), json!([[1, 1, "eventData", "startedAt"]]));
     }
 
     #[test]

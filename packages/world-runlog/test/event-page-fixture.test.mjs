@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { createWorld } from '../index.js';
-import { DATE_KEYS, FIX_KIND } from '../src/event-page-format.js';
+import { DATE_KEYS, FIX_KIND, PLAIN_KEYS } from '../src/event-page-format.js';
 import { fromEventPage, fromJson } from '../src/storage.js';
 import { storeTarget, tempDir } from './helpers.mjs';
 
@@ -32,10 +32,11 @@ function wire(name) {
 const decode = (name) => fromEventPage(wire(name));
 
 describe('the generated constants', () => {
-  test('name the three place kinds by number and the seven date keys', () => {
+  test('name the three place kinds by number, the seven date keys and the one key never looked into', () => {
     expect(FIX_KIND).toStrictEqual({ BINARY_OBJECT: 0, DATE: 1, BINARY_BYTES: 2 });
     expect(Object.isFrozen(FIX_KIND)).toBe(true);
     expect(DATE_KEYS).toStrictEqual(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt']);
+    expect(PLAIN_KEYS).toStrictEqual(['attributes']);
   });
 
   test('every kind is in the fixture, and no other', () => {
@@ -186,8 +187,18 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
     expect(page.data[0].eventData).toStrictEqual({ deploymentId: 'd', workflowName: 'wf', input: new Uint8Array(0) });
   });
 
+  test('nothing under attributes is revived, whatever the keys are named (a run’s attributes are strings)', () => {
+    const i = pages.get('revivePlaces').stored.findIndex((t) => t?.startsWith('{"attributes"'));
+    expect(i).toBeGreaterThanOrEqual(0);
+    expect(decode('revivePlaces').data[i].eventData).toStrictEqual({
+      attributes: { startedAt: '2026-01-01T00:00:00.000Z', x: 'y' },
+      nested: { attributes: { createdAt: '2026-01-02' } },
+      startedAt: new Date('2026-01-03T00:00:00.000Z'),
+    });
+  });
+
   test('every event’s data is what the generic reviver gives for its stored payload', () => {
-    expect(pages.get('revivePlaces').stored).toHaveLength(18);
+    expect(pages.get('revivePlaces').stored).toHaveLength(19);
     let checked = 0;
     for (const { name, stored } of fixture.pages) {
       const page = decode(name);
@@ -198,7 +209,7 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
         checked++;
       });
     }
-    expect(checked).toBe(3 + 6 + 3 + 3 + 0 + 1 + 18);
+    expect(checked).toBe(3 + 6 + 3 + 3 + 0 + 1 + 19);
   });
 });
 

@@ -187,6 +187,44 @@ describe.each([
 });
 
 /** `maxEvents` of the results of one run's lifecycle on `w`. */
+/** Attributes named like the entities' date fields, set at creation and afterwards. */
+async function dateNamedAttributes(w) {
+  const { run } = await w.events.create(null, {
+    eventType: 'run_created',
+    specVersion: w.specVersion,
+    eventData: {
+      deploymentId: 'dpl_attrs',
+      workflowName: 'wf',
+      input: bytes('[]'),
+      attributes: { startedAt: '2026-01-01T00:00:00.000Z', resumeAt: 'tomorrow' },
+    },
+  });
+  const runId = run.runId;
+  await w.events.create(runId, { eventType: 'run_started', specVersion: w.specVersion });
+  const set = await w.runs.experimentalSetAttributes(runId, [{ key: 'createdAt', value: '2026-02-02T00:00:00.000Z' }]);
+  const got = await w.runs.get(runId);
+  const listed = (await w.runs.list({})).data[0];
+  const created = (await w.events.list({ runId, pagination: { sortOrder: 'asc' } })).data[0];
+  const types = (o) => Object.fromEntries(Object.entries(o ?? {}).map(([k, v]) => [k, v instanceof Date ? 'Date' : typeof v]));
+  return {
+    created: types(run.attributes),
+    set: types(set.attributes),
+    got: types(got.attributes),
+    listed: types(listed.attributes),
+    event: types(created.eventData?.attributes),
+    startedAtIsDate: got.startedAt instanceof Date,
+  };
+}
+
+test('attributes named like date fields stay strings, as on world-local 5.0.0-beta.46 (the entities\' own dates are Dates)', async () => {
+  const l = await dateNamedAttributes(localBeta55());
+  const r = await dateNamedAttributes(runlogBeta55());
+  const strings = { startedAt: 'string', resumeAt: 'string', createdAt: 'string' };
+  expect(l.got).toEqual(strings);
+  expect(r).toEqual(l);
+  expect(r.startedAtIsDate).toBe(true);
+});
+
 async function ceilings(w) {
   const created = await w.events.create(null, {
     eventType: 'run_created',

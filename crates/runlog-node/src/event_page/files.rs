@@ -11,7 +11,7 @@ use base64::Engine as _;
 use runlog_world::{Event, EventType, Page, RawJson};
 use serde::Serialize;
 
-use super::{DATE_KEYS, FixKind, PageWire, events_page_json, walk_page_json};
+use super::{DATE_KEYS, FixKind, PLAIN_KEYS, PageWire, events_page_json, walk_page_json};
 use crate::generated::{check_files, header};
 
 const SOURCE: &str = "the event page's encoder (crates/runlog-node/src/event_page.rs)";
@@ -46,6 +46,14 @@ fn format_js() -> String {
          (places of kind DATE, and the generic reviver). */\nexport const DATE_KEYS = \
          Object.freeze([{}]);",
         keys.join(", ")
+    );
+    let plain: Vec<String> = PLAIN_KEYS.iter().map(|k| format!("'{k}'")).collect();
+    let _ = writeln!(
+        out,
+        "\n/** Keys whose values are left as JSON has them, never looked into (a run's \
+         attributes: strings whatever their names). */\nexport const PLAIN_KEYS = \
+         Object.freeze([{}]);",
+        plain.join(", ")
     );
     out
 }
