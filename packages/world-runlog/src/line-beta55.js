@@ -7,14 +7,14 @@
 // The event ids, `eventCount` bump-and-report, createBatch and cancelMany are the Rust
 // World's (crates/runlog-world); this file only declares, checks (src/validate.js's
 // BETA55_SIGNATURES) and routes them; stream write sessions are src/write-session.js's.
-// `maxEvents` (the line's `getMaxEventsPerRun()`) is on every events.create result that
-// carries the run, as world-local 5.0.0-beta.46 reports it (a createBatch item has no such
-// member in the line's `BatchEventItemResult`).
+// `maxEvents` is on every events.create result that carries the run (src/max-events.js; a
+// createBatch item has no such member in the line's `BatchEventItemResult`).
 // `occurredAt` (of create params and of createBatch items) is type-checked and not stored:
 // world-local 5.0.0-beta.46 stores none either, and its events carry no `occurredAt`.
 // Both spec versions are served: runlog assigns each seq at the commit that fills it, so a
 // log has no hole to seal and never a `noop`.
 import { toWorkflowError } from './errors.js';
+import { withMaxEvents } from './max-events.js';
 import { fromJson, toJson } from './storage.js';
 import { BETA55_SIGNATURES, checkArg, checked } from './validate.js';
 import { writeSessionFactory } from './write-session.js';
@@ -46,21 +46,13 @@ export function extendForBeta55(world, { line, openWorld }) {
       throw toWorkflowError(err);
     }
   };
-  // world-local 5.0.0-beta.46 reports the line's per-run event ceiling on every result that
-  // carries the run (the run_started preload included); runlog reports the same number, read
-  // per call from the line's own @workflow/world so that `WORKFLOW_MAX_EVENTS` is honoured.
-  const maxEvents = line.getMaxEventsPerRun;
-  const withMaxEvents = (result) => {
-    if (maxEvents !== undefined && result?.run) result.maxEvents = maxEvents();
-    return result;
-  };
   const create = world.events.create;
   const events = {
     ...world.events,
     create: async (runId, request, params) => {
       const bad = checkArg('params.occurredAt', 'optionalDate', params?.occurredAt);
       if (bad !== null) throw toWorkflowError(bad);
-      const result = withMaxEvents(await create(runId, request, params));
+      const result = withMaxEvents(line, await create(runId, request, params));
       // The skipped-event report must not move the caller's read position.
       if (params?.eventCount !== undefined && typeof params.sinceCursor !== 'string' && Array.isArray(result.events) && result.cursor === undefined) {
         result.cursor = null;

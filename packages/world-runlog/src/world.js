@@ -12,6 +12,7 @@ import { setAttributesMember } from './attributes.js';
 import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
 import { extendForBeta55 } from './line-beta55.js';
+import { reportMaxEvents } from './max-events.js';
 import { detectLine, LINES } from './line.js';
 import { Store } from './native.js';
 import { recoverActiveRuns } from './recovery.js';
@@ -161,6 +162,7 @@ export function createWorld(options = {}) {
   // Declared by @workflow/world 5.x (beta.21 and beta.37), not by 4.x (src/attributes.js).
   if (line.name !== LINES.V4) self.runs = { ...self.runs, experimentalSetAttributes: setAttributesMember(openWorld) };
   if (line.name === LINES.BETA55) extendForBeta55(self, { line, openWorld });
+  if (line.name === LINES.V4) reportMaxEvents(self, line);
   return self;
 }
 

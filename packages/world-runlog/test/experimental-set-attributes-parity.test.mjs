@@ -225,17 +225,17 @@ test('attributes named like date fields stay strings, as on world-local 5.0.0-be
   expect(r.startedAtIsDate).toBe(true);
 });
 
-async function ceilings(w) {
+async function ceilings(w, data = bytes) {
   const created = await w.events.create(null, {
     eventType: 'run_created',
     specVersion: w.specVersion,
-    eventData: { deploymentId: 'dpl_attrs', workflowName: 'wf', input: bytes('[]') },
+    eventData: { deploymentId: 'dpl_attrs', workflowName: 'wf', input: data('[]') },
   });
   const runId = created.run.runId;
   const started = await w.events.create(runId, { eventType: 'run_started', specVersion: w.specVersion });
   const skipped = await w.events.create(runId, { eventType: 'run_started', specVersion: w.specVersion }, { skipPreload: true });
-  const step = await w.events.create(runId, { eventType: 'step_created', correlationId: 'step_1', eventData: { stepName: 's', input: bytes('[]') } });
-  const completed = await w.events.create(runId, { eventType: 'run_completed', eventData: { output: bytes('1') } });
+  const step = await w.events.create(runId, { eventType: 'step_created', correlationId: 'step_1', eventData: { stepName: 's', input: data('[]') } });
+  const completed = await w.events.create(runId, { eventType: 'run_completed', eventData: { output: data('1') } });
   return { created: created.maxEvents, started: started.maxEvents, skipped: skipped.maxEvents, step: step.maxEvents, completed: completed.maxEvents };
 }
 
@@ -257,6 +257,21 @@ describe('maxEvents', () => {
     expect(r).toEqual(l);
     vi.stubEnv('WORKFLOW_MAX_EVENTS', '77');
     expect((await ceilings(runlog)).completed).toBe(77);
+  });
+
+  test('4.x: on every result carrying the run, as world-local 4.4.1 reports it (the 4.8.9 runtime enforces it)', async () => {
+    const v4Local = createRequire(path.join(V4_APP, 'package.json'))('@workflow/world-local');
+    const local = keep(v4Local.createLocalWorld({ dataDir: path.join(tmp.dir, 'local-v4') }));
+    vi.spyOn(process, 'cwd').mockReturnValue(V4_APP);
+    const runlog = keep(createWorld({ dataDir: path.join(tmp.dir, 'runlog-v4') }));
+    vi.restoreAllMocks();
+    expect(runlog.runlog.line.name).toBe(LINES.V4);
+    const json = (text) => JSON.parse(text);
+    vi.stubEnv('WORKFLOW_MAX_EVENTS', '321');
+    const l = await ceilings(local, json);
+    const r = await ceilings(runlog, json);
+    expect(l).toEqual({ created: 321, started: 321, skipped: 321, step: undefined, completed: 321 });
+    expect(r).toEqual(l);
   });
 
   test('beta.35: none, as world-local 5.0.0-beta.29 reports none', async () => {
