@@ -17,7 +17,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createWorld } from '../index.js';
 import { extendForBeta55 } from '../src/line-beta55.js';
 import { detectLine, LINES } from '../src/line.js';
-import { rejection, tempDir } from './helpers.mjs';
+import { normalizeAcrossWorlds, rejection, tempDir } from './helpers.mjs';
 
 const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples/sdk-5.0.0-beta.55');
 const app = createRequire(path.join(APP_DIR, 'package.json'));
@@ -59,33 +59,6 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-/**
- * `value` with what legitimately differs between two Worlds replaced: run ids by `<run N>`
- * (in order of first appearance, `ids` shared across calls of one World), `Date`s by
- * `<date>`, page cursors (opaque, each World's own format; a `null` one stays `null`) by
- * `<cursor>`, and the hook/step/wait ids the test chose kept. Slot event ids are the same
- * on both Worlds (dense positions), so they are kept too.
- */
-function normalize(value, ids) {
-  if (value instanceof Date) return '<date>';
-  if (value instanceof Uint8Array) return `<bytes ${Buffer.from(value).toString('base64')}>`;
-  if (typeof value === 'string') {
-    return value.replace(/wrun_[0-9A-HJKMNP-TV-Z]{26}/g, (id) => {
-      if (!ids.has(id)) ids.set(id, `<run ${ids.size + 1}>`);
-      return ids.get(id);
-    });
-  }
-  if (Array.isArray(value)) return value.map((v) => normalize(v, ids));
-  if (value !== null && typeof value === 'object') {
-    const out = {};
-    for (const key of Object.keys(value).sort()) {
-      if (value[key] === undefined) continue;
-      out[key] = key === 'cursor' && typeof value[key] === 'string' ? '<cursor>' : normalize(value[key], ids);
-    }
-    return out;
-  }
-  return value;
-}
 
 /** The function members of `obj` two levels deep (`runs.get`, `start`, ...). */
 function functionMembers(obj) {
@@ -125,7 +98,7 @@ async function onBoth(script) {
   const out = {};
   for (const [name, w] of both()) {
     const ids = new Map();
-    out[name] = normalize(await script(w), ids);
+    out[name] = normalizeAcrossWorlds(await script(w), ids);
   }
   return out;
 }
@@ -346,11 +319,11 @@ describe('members world-local lacks, against what the runtime does there without
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 404]);
     // Each item answers what its single create answered on world-local.
     const asSingle = results.map((r) => (r.status === 200 ? { event: r.event, step: r.step, wait: r.wait, run: r.run } : { status: r.status }));
-    expect(normalize(asSingle.slice(0, 3), ids)).toEqual(normalize(singles.slice(0, 3).map((s) => ({ event: s.ok.event, step: s.ok.step, wait: s.ok.wait, run: s.ok.run })), new Map()));
+    expect(normalizeAcrossWorlds(asSingle.slice(0, 3), ids)).toEqual(normalizeAcrossWorlds(singles.slice(0, 3).map((s) => ({ event: s.ok.event, step: s.ok.step, wait: s.ok.wait, run: s.ok.run })), new Map()));
     expect(singles[3].error.status ?? 404).toBe(results[3].status);
     // And the logs and entities they leave are the same.
     const state = async (w, runId) =>
-      normalize({ events: (await w.events.list({ runId, pagination: { sortOrder: 'asc' } })).data, steps: (await w.steps.list({ runId })).data }, new Map());
+      normalizeAcrossWorlds({ events: (await w.events.list({ runId, pagination: { sortOrder: 'asc' } })).data, steps: (await w.steps.list({ runId })).data }, new Map());
     expect(await state(runlog, runlogRun)).toEqual(await state(local, localRun));
   });
 
@@ -431,7 +404,7 @@ describe('members world-local lacks, against what the runtime does there without
         if (done) break;
         chunks.push(Buffer.from(value).toString());
       }
-      return { chunks, page: normalize(await w.streams.getChunks(runId, 'out'), new Map()), info: await w.streams.getInfo(runId, 'out'), list: await w.streams.list(runId) };
+      return { chunks, page: normalizeAcrossWorlds(await w.streams.getChunks(runId, 'out'), new Map()), info: await w.streams.getInfo(runId, 'out'), list: await w.streams.list(runId) };
     };
     const local = localWorld();
     const localRun = await runningRun(local);

@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createWorld } from '../index.js';
 import { extendForBeta55 } from '../src/line-beta55.js';
 import { detectLine, LINES } from '../src/line.js';
-import { rejection, tempDir } from './helpers.mjs';
+import { normalizeAcrossWorlds, rejection, tempDir } from './helpers.mjs';
 
 const EXAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples');
 const BETA55_APP = path.join(EXAMPLES, 'sdk-5.0.0-beta.55');
@@ -66,26 +66,6 @@ async function runningRun(w) {
   return run.runId;
 }
 
-/** What legitimately differs between the Worlds (run ids, minted event ids, dates, cursors) replaced. */
-function normalize(value, ids = new Map()) {
-  if (value instanceof Date) return '<date>';
-  if (value instanceof Uint8Array) return `<bytes ${Buffer.from(value).toString('base64')}>`;
-  if (typeof value === 'string') {
-    // Spec-5 event ids are minted ULIDs (slot ids, dense positions, are kept).
-    if (/^evnt_[0-9A-HJKMNP-TV-Z]{26}$/.test(value)) return '<minted event id>';
-    return value.replace(/wrun_[0-9A-HJKMNP-TV-Z]{26}/g, (id) => {
-      if (!ids.has(id)) ids.set(id, `<run ${ids.size + 1}>`);
-      return ids.get(id);
-    });
-  }
-  if (Array.isArray(value)) return value.map((v) => normalize(v, ids));
-  if (value !== null && typeof value === 'object') {
-    const out = {};
-    for (const k of Object.keys(value).sort()) out[k] = k === 'cursor' && value[k] !== null ? '<cursor>' : normalize(value[k], ids);
-    return out;
-  }
-  return value;
-}
 
 const errorName = async (p) => (await rejection(p))?.name;
 
@@ -147,8 +127,8 @@ describe.each([
   ['5.0.0-beta.35', localBeta35, runlogBeta35],
 ])('runs.experimentalSetAttributes on the %s line', (lineName, local, runlog) => {
   test('the same calls give the same snapshots, entities and error classes on world-local and runlog', async () => {
-    const l = normalize(await attributeScript(local()));
-    const r = normalize(await attributeScript(runlog()));
+    const l = normalizeAcrossWorlds(await attributeScript(local()));
+    const r = normalizeAcrossWorlds(await attributeScript(runlog()));
     expect(l.first).toEqual({ attributes: { a: '1', b: '2' } });
     expect(l.errors.unknownRun).toBe('WorkflowRunNotFoundError');
     expect(l.errors.overLimit).toBe('AttributeValidationError');

@@ -68,3 +68,38 @@ export function storeTarget(dir) {
   return { url: schemaUrls[dir] };
 }
 const schemaUrls = {};
+
+/** A minted (ULID) event id, as spec-5 Worlds give; slot ids (spec ≥ 6) are decimal positions. */
+const MINTED_EVENT_ID = /^evnt_(?![0-9]{26}$)[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/**
+ * `value` with what legitimately differs between two Worlds replaced, for comparing one
+ * script's results on world-local and on runlog: run ids by `<run N>` (in order of first
+ * appearance; `ids` shared across the calls of one World), `Date`s by `<date>`, bytes by
+ * `<bytes base64>`, page cursors (opaque, each World's own format; a `null` one stays `null`)
+ * by `<cursor>`, minted (ULID) event ids by `<minted event id>`; keys whose value is
+ * `undefined` dropped. Slot event ids, dense positions, are the same on both and kept, as are
+ * the hook/step/wait ids a test chose.
+ */
+export function normalizeAcrossWorlds(value, ids = new Map()) {
+  if (value instanceof Date) return '<date>';
+  if (value instanceof Uint8Array) return `<bytes ${Buffer.from(value).toString('base64')}>`;
+  if (typeof value === 'string') {
+    if (MINTED_EVENT_ID.test(value)) return '<minted event id>';
+    return value.replace(/wrun_[0-9A-HJKMNP-TV-Z]{26}/g, (id) => {
+      if (!ids.has(id)) ids.set(id, `<run ${ids.size + 1}>`);
+      return ids.get(id);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v) => normalizeAcrossWorlds(v, ids));
+  if (value !== null && typeof value === 'object') {
+    const out = {};
+    for (const key of Object.keys(value).sort()) {
+      const v = value[key];
+      if (v === undefined) continue;
+      out[key] = key === 'cursor' && v !== null ? '<cursor>' : normalizeAcrossWorlds(v, ids);
+    }
+    return out;
+  }
+  return value;
+}
