@@ -197,6 +197,12 @@ pub fn backoff<R: Rng + ?Sized>(config: &ReplayConfig, restarts: u32, rng: &mut 
     Duration::from_micros(rng.random_range(1..=ceiling))
 }
 
+/// [`backoff`] drawn from the calling thread's generator (seeded from the OS), for a caller
+/// that retries in process and keeps no generator of its own (the World's fenced retries).
+pub fn thread_backoff(config: &ReplayConfig, restarts: u32) -> Duration {
+    backoff(config, restarts, &mut rand::rng())
+}
+
 /// Drives decision steps against one backend (any [`RunLog`]; the file [`Store`] by
 /// default). Holds the jitter RNG; one per worker thread.
 #[derive(Debug)]
@@ -511,6 +517,34 @@ mod tests {
                 let b = backoff(&config, restarts, &mut rng);
                 assert!(b > Duration::ZERO && b <= ceiling, "{restarts}: {b:?}");
             }
+        }
+    }
+
+    #[test]
+    fn thread_backoff_doubles_its_ceiling_per_restart_up_to_the_cap() {
+        let config = ReplayConfig {
+            backoff_base: Duration::from_micros(200),
+            backoff_max: Duration::from_millis(4),
+            ..ReplayConfig::default()
+        };
+        for (restarts, ceiling_us) in [(1, 200), (2, 400), (5, 3200), (6, 4000), (60, 4000)] {
+            let drawn: Vec<Duration> = (0..300)
+                .map(|_| thread_backoff(&config, restarts))
+                .collect();
+            let ceiling = Duration::from_micros(ceiling_us);
+            assert!(
+                drawn.iter().all(|b| *b > Duration::ZERO && *b <= ceiling),
+                "{restarts}"
+            );
+            // Full jitter: the draws spread over the range, not one value.
+            assert!(
+                drawn.iter().any(|b| *b > ceiling / 2),
+                "{restarts}: {drawn:?}"
+            );
+            assert!(
+                drawn.iter().any(|b| *b <= ceiling / 2),
+                "{restarts}: {drawn:?}"
+            );
         }
     }
 

@@ -27,7 +27,7 @@ use crate::ids::now_ms;
 use crate::json::RawJson;
 use crate::logs::ATTRIBUTE_LOG_PREFIX;
 use crate::model::WorkflowRun;
-use crate::world::{RunEntry, World};
+use crate::world::{Attempted, RunEntry, World};
 
 /// The kind of every event of an attribute log.
 const CHANGES_KIND: &str = "attributes_set";
@@ -173,11 +173,11 @@ impl<B: RunLog> World<B> {
                     self.advance_attr_log(&log, &mut attrs)?;
                     let mut after = own;
                     attrs.overlay(&mut after, &changed_at);
-                    Ok(Some(after.attributes))
+                    Ok(Attempted::Done(after.attributes))
                 }
                 Err(runlog::Error::Fenced { .. } | runlog::Error::RunNotFound { .. }) => {
                     *attrs = AttrLog::default();
-                    Ok(None)
+                    Ok(Attempted::Fenced)
                 }
                 Err(e) => Err(WorldError::from(e)),
             }

@@ -9,7 +9,8 @@
 //! before it, and writes nothing; the others commit with one fdatasync instead of one each.
 //!
 //! When the fence fails (another process wrote the run), the whole group is decided again
-//! against the new state. A storage fault fails the members whose events were in the batch
+//! against the new state, through the World's one fenced retry (`world/fenced.rs`), as is
+//! a member whose World-minted event id met an existing one (minted afresh). A storage fault fails the members whose events were in the batch
 //! with that fault (as each would have failed alone; never retried, since a lost reply may
 //! hide a commit), and the others commit on their own; a duplicate minted id makes every
 //! member commit on its own. A member that
@@ -25,13 +26,10 @@ use runlog::{NewEvent, RunLog, Seq};
 use crate::error::WorldError;
 use crate::model::{CreateEventParams, EventResult};
 use crate::rules::{self, Checked, Decision, Plan};
-use crate::world::{RunEntry, World, backoff, map_append_error, result_of};
+use crate::world::{Attempt, Attempted, RunEntry, World, map_append_error, result_of};
 
 /// Requests one group commit takes at most; the rest wait for the next group.
 pub(crate) const GROUP_MEMBERS_MAX: usize = 64;
-
-/// Times a member's World-minted event id is minted again when it meets an existing one.
-const REMINTS_MAX: u32 = 3;
 
 /// How long a queued request waits for its answer before it looks again whether it should
 /// lead (a safety net: a leader nudges the next queued request when it is done).
@@ -149,6 +147,19 @@ struct Decided {
     after: crate::fold::RunState,
 }
 
+/// How a group's fenced retry ended; each is answered to the members after it.
+enum GroupEnd {
+    /// Committed (or nothing to write): each member's outcome.
+    Committed(Vec<Outcome>),
+    /// Each member commits on its own (the group could not be decided, or a minted id met
+    /// an existing one in the store).
+    Each,
+    /// The batch failed with a storage fault.
+    Failed(Vec<Outcome>, runlog::Error),
+    /// Committed, but not at the seqs the fence said.
+    Misplaced { seq: Seq, reason: String },
+}
+
 impl<B: RunLog> World<B> {
     /// Commits `members` (all of one run, in queue order) and leaves each one's answer in
     /// its slot. The caller holds the run's writer lock.
@@ -159,75 +170,88 @@ impl<B: RunLog> World<B> {
             m.slot.answer(answer);
             return;
         }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let Ok(decided) = self.decide_group(entry, &mut members) else {
-                return self.commit_each(entry, members);
-            };
-            if decided.events.is_empty() {
-                return self.answer(entry, members, decided.outcomes);
+        let run = members[0].req.run.to_string();
+        let Ok(ended) = self.run_fenced(|attempt| {
+            Ok::<_, std::convert::Infallible>(self.attempt_group(entry, &mut members, attempt))
+        });
+        match ended {
+            Some(GroupEnd::Committed(outcomes)) => self.answer(entry, members, outcomes),
+            Some(GroupEnd::Each) => self.commit_each(entry, members),
+            Some(GroupEnd::Failed(outcomes, e)) => self.fail_planned(entry, members, outcomes, &e),
+            Some(GroupEnd::Misplaced { seq, reason }) => {
+                for m in members {
+                    m.slot.answer(Err(WorldError::InvalidStoredEvent {
+                        run_id: run.clone(),
+                        seq,
+                        reason: reason.clone(),
+                    }));
+                }
             }
-            let run = members[0].req.run.clone();
-            let n = decided.events.len() as u64;
-            match self
-                .backend
-                .append_decisions(&run, decided.base, decided.events)
-            {
-                Ok(seqs) if seqs.first() == Some(&(decided.base + 1)) && seqs.len() as u64 == n => {
-                    let mut cached = entry.state.lock();
-                    if cached.as_ref().is_some_and(|s| s.seq() == decided.base) {
-                        *cached = Some(decided.after);
-                    }
-                    drop(cached);
-                    return self.answer(entry, members, decided.outcomes);
+            None => {
+                for m in members {
+                    m.slot.answer(Err(self.busy(&run)));
                 }
-                Ok(seqs) => {
-                    // Committed, but not where the fence said: report, never guess.
-                    for m in members {
-                        m.slot.answer(Err(WorldError::InvalidStoredEvent {
-                            run_id: run.to_string(),
-                            seq: decided.base + 1,
-                            reason: format!(
-                                "the backend acknowledged seqs {:?} for a batch of {n} fenced at {}",
-                                seqs.first()..seqs.last(),
-                                decided.base
-                            ),
-                        }));
-                    }
-                    return;
-                }
-                Err(runlog::Error::Fenced { .. }) if attempt < self.config.fence_retries_max => {
-                    backoff(attempt);
-                }
-                Err(runlog::Error::Fenced { .. }) => {
-                    for m in members {
-                        m.slot.answer(Err(WorldError::Busy {
-                            run_id: run.to_string(),
-                            attempts: attempt,
-                        }));
-                    }
-                    return;
-                }
-                // A minted id met an existing one: each member on its own mints afresh.
-                Err(runlog::Error::DuplicateDecision { .. }) => {
-                    return self.commit_each(entry, members);
-                }
-                // A storage fault: what a member appending alone would get. Whether the batch
-                // is in the log may be unknown (a lost reply), so it is not retried member by
-                // member, which could turn an ambiguous outcome into a misleading conflict.
-                Err(e) => return self.fail_planned(entry, members, decided.outcomes, &e),
             }
         }
     }
 
+    /// One attempt of a group commit: decide every member, append the batch fenced.
+    fn attempt_group(
+        &self,
+        entry: &RunEntry,
+        members: &mut [Queued],
+        attempt: Attempt,
+    ) -> Attempted<GroupEnd> {
+        let decided = match self.decide_group(entry, members, attempt) {
+            Ok(Some(decided)) => decided,
+            Ok(None) => return Attempted::Again,
+            Err(_) => return Attempted::Done(GroupEnd::Each),
+        };
+        if decided.events.is_empty() {
+            return Attempted::Done(GroupEnd::Committed(decided.outcomes));
+        }
+        let run = &members[0].req.run;
+        let n = decided.events.len() as u64;
+        let end = match self
+            .backend
+            .append_decisions(run, decided.base, decided.events)
+        {
+            Ok(seqs) if seqs.first() == Some(&(decided.base + 1)) && seqs.len() as u64 == n => {
+                let mut cached = entry.state.lock();
+                if cached.as_ref().is_some_and(|s| s.seq() == decided.base) {
+                    *cached = Some(decided.after);
+                }
+                GroupEnd::Committed(decided.outcomes)
+            }
+            // Committed, but not where the fence said: report, never guess.
+            Ok(seqs) => GroupEnd::Misplaced {
+                seq: decided.base + 1,
+                reason: format!(
+                    "the backend acknowledged seqs {:?} for a batch of {n} fenced at {}",
+                    seqs.first()..seqs.last(),
+                    decided.base
+                ),
+            },
+            Err(runlog::Error::Fenced { .. }) => return Attempted::Fenced,
+            // A minted id met an existing one: each member on its own mints afresh.
+            Err(runlog::Error::DuplicateDecision { .. }) => GroupEnd::Each,
+            // A storage fault: what a member appending alone would get. Whether the batch is
+            // in the log may be unknown (a lost reply), so it is not retried member by
+            // member, which could turn an ambiguous outcome into a misleading conflict.
+            Err(e) => GroupEnd::Failed(decided.outcomes, e),
+        };
+        Attempted::Done(end)
+    }
+
     /// Decides every member against the run's state, each seeing the events of the
-    /// members before it.
+    /// members before it. `Ok(None)`: a member's World-minted event id met an existing one
+    /// and was minted afresh (unless this is the last attempt): decide the group again.
     fn decide_group(
         &self,
         entry: &RunEntry,
         members: &mut [Queued],
-    ) -> Result<Decided, WorldError> {
+        attempt: Attempt,
+    ) -> Result<Option<Decided>, WorldError> {
         let run = members[0].req.run.clone();
         let mut work = self.load(entry, &run)?.clone();
         let base = work.seq();
@@ -236,17 +260,14 @@ impl<B: RunLog> World<B> {
         let now = crate::ids::now_ms();
         for m in members.iter_mut() {
             self.merge_for_decision(entry, &work, &mut m.req)?;
-            let mut remints = 0;
-            let decision = loop {
-                match rules::decide(&work, &m.req, &m.params, now) {
-                    Err(WorldError::DuplicateEventId { .. })
-                        if !m.req.caller_event_id && remints < REMINTS_MAX =>
-                    {
-                        remints += 1;
-                        m.req.remint();
-                    }
-                    decision => break decision,
+            let decision = match rules::decide(&work, &m.req, &m.params, now) {
+                Err(WorldError::DuplicateEventId { .. })
+                    if !m.req.caller_event_id && !attempt.is_last() =>
+                {
+                    m.req.remint();
+                    return Ok(None);
                 }
+                decision => decision,
             };
             let outcome = match decision {
                 Err(e) => Outcome::Rejected(e),
@@ -272,12 +293,12 @@ impl<B: RunLog> World<B> {
             };
             outcomes.push(outcome);
         }
-        Ok(Decided {
+        Ok(Some(Decided {
             base,
             outcomes,
             events,
             after: work,
-        })
+        }))
     }
 
     /// Answers every member once its group committed (or had nothing to write).

@@ -56,7 +56,7 @@ use crate::error::WorldError;
 use crate::ids::{now_ms, parse_run_id};
 use crate::model::StorageFault;
 use crate::rules::{self, Checked};
-use crate::world::World;
+use crate::world::{Attempted, World};
 
 /// The runlog run holding the hook token claims.
 pub const HOOK_TOKENS_RUN: &str = "_world-hook-tokens";
@@ -216,27 +216,26 @@ impl<B: RunLog> World<B> {
         let run = tokens_run();
         let hook_id = req.corr.as_deref().unwrap_or_default();
         let mut claims = self.claims.lock();
-        for _ in 0..self.config.fence_retries_max {
+        self.retry_fenced(HOOK_TOKENS_RUN, |_| {
             self.advance_claims(&mut claims)?;
             let mut batch = Vec::new();
             match claims.by_token.get(token).cloned() {
                 Some(c)
                     if c.run_id == req.run.as_str() && c.hook_id == hook_id && c.at_seq == base =>
                 {
-                    return Ok(ClaimOutcome::Claimed);
+                    return Ok(Attempted::Done(ClaimOutcome::Claimed));
                 }
                 // Our own earlier claim, made at another seq of the run: renewed below.
                 Some(c) if c.run_id == req.run.as_str() && c.hook_id == hook_id => {}
                 Some(c) => match self.liveness(&c)? {
                     Liveness::Live => {
-                        return Ok(ClaimOutcome::Conflict {
-                            holder_run: c.run_id,
-                        });
+                        let holder_run = c.run_id;
+                        return Ok(Attempted::Done(ClaimOutcome::Conflict { holder_run }));
                     }
                     Liveness::Dead => batch.push(release_of(&c)),
                     Liveness::Pending => {
                         if !self.settle_after_grace(&mut claims, &c, req.run.as_str())? {
-                            continue;
+                            return Ok(Attempted::Again);
                         }
                         batch.push(release_of(&c));
                     }
@@ -253,16 +252,15 @@ impl<B: RunLog> World<B> {
             match self.backend.append_decisions(&run, claims.seq, batch) {
                 Ok(_) => {
                     self.advance_claims(&mut claims)?;
-                    return Ok(ClaimOutcome::Claimed);
+                    Ok(Attempted::Done(ClaimOutcome::Claimed))
                 }
-                Err(runlog::Error::Fenced { .. }) => {}
-                Err(runlog::Error::RunNotFound { .. }) => *claims = Claims::default(),
-                Err(e) => return Err(e.into()),
+                Err(runlog::Error::Fenced { .. }) => Ok(Attempted::Fenced),
+                Err(runlog::Error::RunNotFound { .. }) => {
+                    *claims = Claims::default();
+                    Ok(Attempted::Again)
+                }
+                Err(e) => Err(e.into()),
             }
-        }
-        Err(WorldError::Busy {
-            run_id: HOOK_TOKENS_RUN.to_string(),
-            attempts: self.config.fence_retries_max,
         })
     }
 
@@ -333,9 +331,10 @@ impl<B: RunLog> World<B> {
     pub(crate) fn release_tokens(&self, run_id: &str, releases: &[(String, String)]) {
         let run = tokens_run();
         let mut claims = self.claims.lock();
-        for _ in 0..self.config.fence_retries_max {
+        // A hint: a spent budget leaves the claims as they are, like any other failure.
+        let _ = self.retry_fenced(HOOK_TOKENS_RUN, |_| {
             if self.advance_claims(&mut claims).is_err() {
-                return;
+                return Ok(Attempted::Done(()));
             }
             let batch: Vec<NewEvent> = releases
                 .iter()
@@ -348,17 +347,17 @@ impl<B: RunLog> World<B> {
                 .map(release_of)
                 .collect();
             if batch.is_empty() {
-                return;
+                return Ok(Attempted::Done(()));
             }
             match self.backend.append_decisions(&run, claims.seq, batch) {
                 Ok(_) => {
                     let _ = self.advance_claims(&mut claims);
-                    return;
+                    Ok(Attempted::Done(()))
                 }
-                Err(runlog::Error::Fenced { .. }) => {}
-                Err(_) => return,
+                Err(runlog::Error::Fenced { .. }) => Ok(Attempted::Fenced),
+                Err(_) => Ok(Attempted::Done(())),
             }
-        }
+        });
     }
 
     /// Whether claim `c` still holds, read from its run's log. A run whose log cannot be
@@ -572,11 +571,11 @@ impl<B: RunLog> World<B> {
                 Ok(true) => {}
                 Ok(false) => {
                     *claims = Claims::default();
-                    return self.recreate_claims(false).map(Some);
+                    return self.recreate_claims(false).map(Attempted::Done);
                 }
                 Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
                     *claims = Claims::default();
-                    return self.recreate_claims(true).map(Some);
+                    return self.recreate_claims(true).map(Attempted::Done);
                 }
                 Err(e) => return Err(e),
             }
@@ -592,9 +591,9 @@ impl<B: RunLog> World<B> {
             match self.backend.append_decisions(&run, claims.seq, events) {
                 Ok(_) => {
                     self.read_claims(&mut claims)?;
-                    Ok(Some(report))
+                    Ok(Attempted::Done(report))
                 }
-                Err(runlog::Error::Fenced { .. }) => Ok(None),
+                Err(runlog::Error::Fenced { .. }) => Ok(Attempted::Fenced),
                 Err(e) => Err(e.into()),
             }
         })

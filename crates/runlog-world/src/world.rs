@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use runlog::{RunId, RunLog, Seq};
@@ -22,6 +21,10 @@ use crate::model::{
 };
 use crate::rules::{self, Checked, Decision, Plan};
 use crate::tokens::{ClaimOutcome, Claims};
+
+mod fenced;
+
+pub(crate) use fenced::{Attempt, Attempted};
 
 /// Events a `run_started` preload returns at most (the reference's 1000).
 pub const PRELOAD_EVENTS_MAX: usize = 1000;
@@ -139,6 +142,8 @@ pub struct World<B: RunLog> {
     pub(crate) identity: Arc<HookIdentity>,
     runs: Mutex<RunCache>,
     pub(crate) claims: Mutex<Claims>,
+    /// The core's backoff settings for the fenced retries (`world/fenced.rs`).
+    backoff: runlog::replay::ReplayConfig,
 }
 
 impl<B: RunLog> World<B> {
@@ -150,6 +155,7 @@ impl<B: RunLog> World<B> {
         World {
             backend,
             identity: Arc::new(config.hook_identity.clone()),
+            backoff: fenced::backoff_config(&config),
             config,
             runs: Mutex::new(RunCache::default()),
             claims: Mutex::new(Claims::default()),
@@ -282,73 +288,76 @@ impl<B: RunLog> World<B> {
     }
 
     /// One request on its own: decided against the run's state at seq N and appended
-    /// fenced at N; a fenced rejection re-reads, re-decides and retries. The caller holds
-    /// the run's writer lock.
+    /// fenced at N; a fenced rejection re-reads, re-decides and retries
+    /// ([`World::retry_fenced`]). The caller holds the run's writer lock.
     pub(crate) fn commit_one(
         &self,
         entry: &RunEntry,
         mut req: Checked,
         params: &CreateEventParams,
     ) -> Result<EventResult, WorldError> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let (plan, base, scratch) = {
-                let state = self.load(entry, &req.run)?;
-                self.merge_for_decision(entry, &state, &mut req)?;
-                let decision = match rules::decide(&state, &req, params, now_ms()) {
-                    Err(WorldError::DuplicateEventId { .. })
-                        if !req.caller_event_id && attempt < self.config.fence_retries_max =>
-                    {
-                        req.remint();
-                        continue;
-                    }
-                    decision => decision?,
-                };
-                match decision {
-                    Decision::Done { result, event_seq } => {
-                        drop(state);
-                        return self.finish_done(&req, params, *result, event_seq);
-                    }
-                    Decision::Append(plan) => {
-                        (plan, state.seq(), state.scratch(req.corr.as_deref()))
-                    }
-                }
-            };
-            let plan = match plan.claim.clone() {
-                Some(token) => match self.claim_token(&req, &token, base)? {
-                    ClaimOutcome::Claimed => plan,
-                    ClaimOutcome::Conflict { holder_run } => {
-                        plan.into_conflict(&token, &holder_run)
-                    }
-                },
-                None => plan,
-            };
-            let events = plan.events.iter().map(|p| p.to_new_event()).collect();
-            match self.backend.append_decisions(&req.run, base, events) {
-                Ok(seqs) => {
-                    return self.finish_append(entry, &req, params, plan, base, &seqs, scratch);
-                }
-                Err(runlog::Error::Fenced { .. }) if attempt < self.config.fence_retries_max => {
-                    backoff(attempt);
-                }
-                Err(runlog::Error::Fenced { .. }) => {
-                    return Err(WorldError::Busy {
-                        run_id: req.run.to_string(),
-                        attempts: attempt,
-                    });
-                }
-                // A minted id met another writer's (see `Checked::remint`); the synthetic
-                // events' ids are minted afresh by the next decision.
-                Err(runlog::Error::DuplicateDecision { key, .. })
-                    if attempt < self.config.fence_retries_max && minted_id(&req, &plan, &key) =>
+        let run = req.run.clone();
+        self.retry_fenced(run.as_str(), |attempt| {
+            self.attempt_one(entry, &mut req, params, attempt)
+        })
+    }
+
+    /// One attempt of [`World::commit_one`]: decide, claim the hook token if the plan has
+    /// one, append fenced. A World-minted id that met another writer's is minted afresh
+    /// ([`Attempted::Again`]), unless this is the last attempt.
+    fn attempt_one(
+        &self,
+        entry: &RunEntry,
+        req: &mut Checked,
+        params: &CreateEventParams,
+        attempt: Attempt,
+    ) -> Result<Attempted<EventResult>, WorldError> {
+        let (plan, base, scratch) = {
+            let state = self.load(entry, &req.run)?;
+            self.merge_for_decision(entry, &state, req)?;
+            let decision = match rules::decide(&state, req, params, now_ms()) {
+                Err(WorldError::DuplicateEventId { .. })
+                    if !req.caller_event_id && !attempt.is_last() =>
                 {
-                    if key == req.event_id.to_string() {
-                        req.remint();
-                    }
+                    req.remint();
+                    return Ok(Attempted::Again);
                 }
-                Err(e) => return Err(map_append_error(&req, e)),
+                decision => decision?,
+            };
+            match decision {
+                Decision::Done { result, event_seq } => {
+                    drop(state);
+                    return self
+                        .finish_done(req, params, *result, event_seq)
+                        .map(Attempted::Done);
+                }
+                Decision::Append(plan) => (plan, state.seq(), state.scratch(req.corr.as_deref())),
             }
+        };
+        let plan = match plan.claim.clone() {
+            Some(token) => match self.claim_token(req, &token, base)? {
+                ClaimOutcome::Claimed => plan,
+                ClaimOutcome::Conflict { holder_run } => plan.into_conflict(&token, &holder_run),
+            },
+            None => plan,
+        };
+        let events = plan.events.iter().map(|p| p.to_new_event()).collect();
+        match self.backend.append_decisions(&req.run, base, events) {
+            Ok(seqs) => self
+                .finish_append(entry, req, params, plan, base, &seqs, scratch)
+                .map(Attempted::Done),
+            Err(runlog::Error::Fenced { .. }) => Ok(Attempted::Fenced),
+            // A minted id met another writer's (see `Checked::remint`); the synthetic
+            // events' ids are minted afresh by the next decision.
+            Err(runlog::Error::DuplicateDecision { key, .. })
+                if !attempt.is_last() && minted_id(req, &plan, &key) =>
+            {
+                if key == req.event_id.to_string() {
+                    req.remint();
+                }
+                Ok(Attempted::Again)
+            }
+            Err(e) => Err(map_append_error(req, e)),
         }
     }
 
@@ -591,48 +600,6 @@ impl<B: RunLog> World<B> {
         let entry = self.entry(&run);
         let state = self.load(&entry, &run)?;
         Ok(state.clone())
-    }
-}
-
-impl<B: RunLog> World<B> {
-    /// Runs `attempt` (given its number, from 1) until it gives an answer: each call decides
-    /// against the log `log_id` as it reads it and appends fenced; `Ok(None)` says the fence
-    /// was lost (the log moved), and the next call re-reads and decides again, after
-    /// [`backoff`], up to [`WorldConfig::fence_retries_max`] calls in all.
-    ///
-    /// # Errors
-    /// The first error of `attempt`; [`WorldError::Busy`] naming `log_id` when every
-    /// attempt lost its fence.
-    pub(crate) fn retry_fenced<T>(
-        &self,
-        log_id: &str,
-        mut attempt: impl FnMut(u32) -> Result<Option<T>, WorldError>,
-    ) -> Result<T, WorldError> {
-        let max = self.config.fence_retries_max;
-        for n in 1..=max {
-            if let Some(answer) = attempt(n)? {
-                return Ok(answer);
-            }
-            backoff(n);
-        }
-        Err(WorldError::Busy {
-            run_id: log_id.to_string(),
-            attempts: max,
-        })
-    }
-}
-
-/// Sleeps a little after repeated fenced rejections, so that writers racing for one run
-/// spread out (no sleep for the first four).
-pub(crate) fn backoff(attempt: u32) {
-    if attempt > 4 {
-        use std::hash::{BuildHasher, Hasher};
-        let jitter = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish()
-            % 1000;
-        let max_us = 200 * u64::from(attempt.min(20));
-        std::thread::sleep(Duration::from_micros(jitter * max_us / 1000));
     }
 }
 
