@@ -46,6 +46,12 @@ step "npm install (examples/sdk-5.0.0-beta.55 and sdk-4.8.9, as locked: the refe
 step "build the addon (crates/runlog-node/build.sh)"
 bash crates/runlog-node/build.sh
 
+# The addon's declarations (packages/world-runlog/native.d.ts) are generated from its #[napi]
+# items: regenerated here (napi build --dts, a debug build without the postgres feature) and
+# compared with the checked-in file, which must be current.
+step "generated declarations are current (crates/runlog-node/dts.sh --check)"
+bash crates/runlog-node/dts.sh --check
+
 step "PostgreSQL for test/postgres.test.mjs"
 pg_ensure
 

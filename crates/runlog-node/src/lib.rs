@@ -76,7 +76,11 @@ pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
 /// `__panicForTest(where) → Promise<never>`: a test hook that panics inside the binding —
 /// `'worker'` in a job on the `io` lane, `'entry'` on the JavaScript thread before any job
 /// is queued — to prove that a panic rejects with `PANICKED` and the process goes on.
-#[napi(js_name = "__panicForTest", ts_return_type = "Promise<never>")]
+#[napi(
+    ts_args_type = "where: 'entry' | 'worker'",
+    js_name = "__panicForTest",
+    ts_return_type = "Promise<never>"
+)]
 pub fn panic_for_test(env: Env, place: Unknown<'_>) -> napi::Result<Raw> {
     entry(&env, || {
         let place = Arg::new(place, "where").string()?;

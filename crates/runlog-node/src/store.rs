@@ -212,7 +212,10 @@ impl JsStore {
     /// the file store at directory `target`, or the PostgreSQL store when `target` is a
     /// `postgres://`/`postgresql://` URL (creating its tables; `?schema=NAME` picks the
     /// schema). An unreachable server rejects with `IO` (`path` `postgres`).
-    #[napi(ts_return_type = "Promise<Store>")]
+    #[napi(
+        ts_args_type = "dir: string, options?: StoreOptions",
+        ts_return_type = "Promise<Store>"
+    )]
     pub fn open(env: Env, dir: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Raw> {
         open_with(env, dir, options, Access::Write)
     }
@@ -223,7 +226,10 @@ impl JsStore {
     /// path); asked of the kernel by opening `FORMAT` for writing, nothing written. A
     /// missing directory is created, and one that cannot be created rejects with that
     /// error; foreign files reject with `NOT_A_STORE`. PostgreSQL: as `open`.
-    #[napi(ts_return_type = "Promise<Store>")]
+    #[napi(
+        ts_args_type = "dir: string, options?: StoreOptions",
+        ts_return_type = "Promise<Store>"
+    )]
     pub fn open_or_read_only(
         env: Env,
         dir: Unknown<'_>,
@@ -235,7 +241,10 @@ impl JsStore {
     /// `Store.openReadOnly(target, options?) → Promise<Store>`: no lock, no write, no
     /// recovery (`runlog::Store::open_read_only`); on PostgreSQL no migration, and the
     /// server refuses writes.
-    #[napi(ts_return_type = "Promise<Store>")]
+    #[napi(
+        ts_args_type = "dir: string, options?: StoreOptions",
+        ts_return_type = "Promise<Store>"
+    )]
     pub fn open_read_only(
         env: Env,
         dir: Unknown<'_>,
@@ -285,7 +294,10 @@ impl JsStore {
 
     /// `createRun(runId, meta?) → Promise<void>`; `meta` ≤ 2 KiB (Buffer, Uint8Array or
     /// string).
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(
+        ts_args_type = "runId: string, meta?: Bytes",
+        ts_return_type = "Promise<void>"
+    )]
     pub fn create_run(
         &self,
         env: Env,
@@ -307,7 +319,10 @@ impl JsStore {
     }
 
     /// `appendFacts(runId, events) → Promise<{seq, duplicate}[]>`.
-    #[napi(ts_return_type = "Promise<Array<{ seq: number; duplicate: boolean }>>")]
+    #[napi(
+        ts_args_type = "runId: string, events: NewEvent[]",
+        ts_return_type = "Promise<Appended[]>"
+    )]
     pub fn append_facts(&self, env: Env, run: Unknown<'_>, evs: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = run_id(&Arg::new(run, "runId"))?;
@@ -322,7 +337,10 @@ impl JsStore {
     /// `appendDecisions(runId, expectedSeq, events) → Promise<number[]>` (the assigned
     /// seqs); rejects with `FENCED` (`expected`, `actual`) when the log is not at
     /// `expectedSeq`.
-    #[napi(ts_return_type = "Promise<number[]>")]
+    #[napi(
+        ts_args_type = "runId: string, expectedSeq: number, events: NewEvent[]",
+        ts_return_type = "Promise<number[]>"
+    )]
     pub fn append_decisions(
         &self,
         env: Env,
@@ -342,7 +360,10 @@ impl JsStore {
     }
 
     /// `read(runId, after = 0, limit = 1000) → Promise<{events, next, hasMore}>`.
-    #[napi(ts_return_type = "Promise<ReadPage>")]
+    #[napi(
+        ts_args_type = "runId: string, after?: number, limit?: number",
+        ts_return_type = "Promise<ReadPage>"
+    )]
     pub fn read(
         &self,
         env: Env,
@@ -362,7 +383,7 @@ impl JsStore {
     }
 
     /// `lastSeq(runId) → Promise<number>`.
-    #[napi(ts_return_type = "Promise<number>")]
+    #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<number>")]
     pub fn last_seq(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = run_id(&Arg::new(run, "runId"))?;
@@ -376,7 +397,10 @@ impl JsStore {
     /// `wait(runId, after, timeoutMs) → Promise<number>`: the run's last seq once it exceeds
     /// `after`, or at the timeout (then ≤ `after`). The timeout counts from the call. Runs
     /// on the `wait` lane; `close()` rejects pending waits with `CLOSED`.
-    #[napi(ts_return_type = "Promise<number>")]
+    #[napi(
+        ts_args_type = "runId: string, after: number, timeoutMs: number",
+        ts_return_type = "Promise<number>"
+    )]
     pub fn wait(
         &self,
         env: Env,
@@ -397,7 +421,7 @@ impl JsStore {
     }
 
     /// `runInfo(runId) → Promise<RunInfo>`.
-    #[napi(ts_return_type = "Promise<RunInfo>")]
+    #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<RunInfo>")]
     pub fn run_info(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = run_id(&Arg::new(run, "runId"))?;
@@ -409,7 +433,7 @@ impl JsStore {
     }
 
     /// `runMeta(runId) → Promise<Buffer>`: the metadata given to `createRun`.
-    #[napi(ts_return_type = "Promise<Buffer>")]
+    #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<Buffer>")]
     pub fn run_meta(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = run_id(&Arg::new(run, "runId"))?;
@@ -422,7 +446,10 @@ impl JsStore {
 
     /// `listRuns(after?, limit = 1000) → Promise<{runs, next, hasMore, damaged}>`, in run id
     /// order after `after` (exclusive; `null`/`undefined` for the start).
-    #[napi(ts_return_type = "Promise<RunPage>")]
+    #[napi(
+        ts_args_type = "after?: string | null, limit?: number",
+        ts_return_type = "Promise<RunPage>"
+    )]
     pub fn list_runs(
         &self,
         env: Env,
@@ -443,7 +470,7 @@ impl JsStore {
     }
 
     /// `deleteRun(runId) → Promise<void>`.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<void>")]
     pub fn delete_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = run_id(&Arg::new(run, "runId"))?;
@@ -457,7 +484,10 @@ impl JsStore {
 
     /// `verifyRun(runId) → Promise<VerifyReport>`: every byte of the run checked; problems
     /// are in the report (`ok` false), not a rejection.
-    #[napi(ts_return_type = "Promise<VerifyReport>")]
+    #[napi(
+        ts_args_type = "runId: string",
+        ts_return_type = "Promise<VerifyReport>"
+    )]
     pub fn verify_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = run_id(&Arg::new(run, "runId"))?;

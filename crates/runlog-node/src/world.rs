@@ -684,7 +684,10 @@ impl JsWorld {
     /// `createEvent(runId | null, request, params?) → Promise<string>`: `events.create`;
     /// `request` and `params` are JSON text (or objects); resolves with the `EventResult`
     /// as JSON text.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string | null, request: JsonArg, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn create_event(
         &self,
         env: Env,
@@ -717,7 +720,10 @@ impl JsWorld {
     /// that run and meet in one group commit on one worker thread, instead of a thread and a
     /// promise each (`runlog_world::World::create_events`). Rejects as a whole only when
     /// `calls` is no array or the World is closed.
-    #[napi(ts_return_type = "Promise<Array<string | Error>>")]
+    #[napi(
+        ts_args_type = "calls: Array<[runId: string | null, request: JsonArg, params?: JsonArg]>",
+        ts_return_type = "Promise<Array<string | RunlogError>>"
+    )]
     pub fn create_events(&self, env: Env, calls: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let calls = Arg::new(calls, "calls").array_items()?;
@@ -751,7 +757,10 @@ impl JsWorld {
     /// array); resolves with `{results: [...]}` as JSON text, one `BatchEventItemResult`
     /// per event (`runlog_world::World::create_batch`). Rejects as a whole for a batch the
     /// reference refuses.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string, events: JsonArg, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn create_batch(
         &self,
         env: Env,
@@ -779,7 +788,10 @@ impl JsWorld {
     }
 
     /// `runsGetMany(runIds, params?) → Promise<string>`: `(run | null)[]` in input order.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runIds: JsonArg, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn runs_get_many(
         &self,
         env: Env,
@@ -801,7 +813,7 @@ impl JsWorld {
     /// `{runIds, cancelReason?}` (JSON text or object); resolves with the
     /// `BulkCancelWorkflowRunsResult` as JSON text (`runlog_world::World::cancel_runs`).
     /// Rejects as a whole (`INVALID_INPUT`) for a request the SDK's schema refuses.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(ts_args_type = "request: JsonArg", ts_return_type = "Promise<string>")]
     pub fn runs_cancel_many(&self, env: Env, request: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let text = Arg::new(request, "request").json_text()?;
@@ -824,7 +836,10 @@ impl JsWorld {
     /// unknown run (checked first), with `INVALID_INPUT` / `AttributeValidationError` for
     /// changes breaking the SDK's rules (a key or value of the wrong type too, as
     /// `validateAttributeChanges` says), and with `INVALID_INPUT` when `changes` is no array.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string, changes: JsonArg, options?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn runs_set_attributes(
         &self,
         env: Env,
@@ -869,7 +884,10 @@ impl JsWorld {
 
     /// `runsWaitForTerminalStatus(runId, timeoutMs, params?) → Promise<string>`: the run
     /// once terminal, or as it is after `timeoutMs` (waits on the run's log).
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string, timeoutMs: number, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn runs_wait_for_terminal_status(
         &self,
         env: Env,
@@ -892,7 +910,10 @@ impl JsWorld {
     }
 
     /// `runsGet(runId, params?) → Promise<string>` (`params.resolveData`).
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn runs_get(
         &self,
         env: Env,
@@ -910,7 +931,7 @@ impl JsWorld {
 
     /// `runsList(params?) → Promise<string>`: `{workflowName, status, pagination,
     /// resolveData}`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(ts_args_type = "params?: JsonArg", ts_return_type = "Promise<string>")]
     pub fn runs_list(&self, env: Env, params: Option<Unknown<'_>>) -> napi::Result<Raw> {
         entry(&env, || {
             let v = opt_json(params, "params")?;
@@ -931,7 +952,10 @@ impl JsWorld {
     }
 
     /// `stepsGet(runId, stepId, params?) → Promise<string>`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string, stepId: string, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn steps_get(
         &self,
         env: Env,
@@ -950,7 +974,7 @@ impl JsWorld {
     }
 
     /// `stepsList(params) → Promise<string>`: `{runId, pagination, resolveData}`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(ts_args_type = "params: JsonArg", ts_return_type = "Promise<string>")]
     pub fn steps_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let v = opt_json(Some(params), "params")?;
@@ -965,7 +989,10 @@ impl JsWorld {
     }
 
     /// `eventsGet(runId, eventId, params?) → Promise<string>`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "runId: string, eventId: string, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn events_get(
         &self,
         env: Env,
@@ -990,7 +1017,10 @@ impl JsWorld {
     /// `eventsList(params) → Promise<[text, bytes, cursor, hasMore]>`: `{runId, pagination,
     /// resolveData}`; the page in the wire form of `event_page.rs`, the bytes of its binary
     /// values (or `null`), its cursor (or `null`) and `hasMore`.
-    #[napi(ts_return_type = "Promise<[string, Buffer | null, string | null, boolean]>")]
+    #[napi(
+        ts_args_type = "params: JsonArg",
+        ts_return_type = "Promise<EventPageWire>"
+    )]
     pub fn events_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let v = opt_json(Some(params), "params")?;
@@ -1012,7 +1042,10 @@ impl JsWorld {
     /// `eventsListByCorrelationId(params) → Promise<[text, bytes, cursor, hasMore]>`:
     /// `{correlationId, runId?, pagination, resolveData}` (without `runId`: across the
     /// store); the same form as `eventsList`.
-    #[napi(ts_return_type = "Promise<[string, Buffer | null, string | null, boolean]>")]
+    #[napi(
+        ts_args_type = "params: JsonArg",
+        ts_return_type = "Promise<EventPageWire>"
+    )]
     pub fn events_list_by_correlation_id(
         &self,
         env: Env,
@@ -1036,7 +1069,10 @@ impl JsWorld {
     }
 
     /// `hooksGet(hookId, params?) → Promise<string>`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(
+        ts_args_type = "hookId: string, params?: JsonArg",
+        ts_return_type = "Promise<string>"
+    )]
     pub fn hooks_get(
         &self,
         env: Env,
@@ -1053,7 +1089,7 @@ impl JsWorld {
     }
 
     /// `hooksGetByToken(token) → Promise<string>`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(ts_args_type = "token: string", ts_return_type = "Promise<string>")]
     pub fn hooks_get_by_token(&self, env: Env, token: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let token = string_arg(token, "token")?;
@@ -1064,7 +1100,7 @@ impl JsWorld {
     }
 
     /// `hooksList(params?) → Promise<string>`: `{runId?, pagination, resolveData}`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(ts_args_type = "params?: JsonArg", ts_return_type = "Promise<string>")]
     pub fn hooks_list(&self, env: Env, params: Option<Unknown<'_>>) -> napi::Result<Raw> {
         entry(&env, || {
             let v = opt_json(params, "params")?;
@@ -1083,7 +1119,10 @@ impl JsWorld {
     }
 
     /// `streamsWrite(runId, name, chunk) → Promise<number>`: the chunk's index.
-    #[napi(ts_return_type = "Promise<number>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string, chunk: Bytes",
+        ts_return_type = "Promise<number>"
+    )]
     pub fn streams_write(
         &self,
         env: Env,
@@ -1108,7 +1147,10 @@ impl JsWorld {
     }
 
     /// `streamsWriteMulti(runId, name, chunks) → Promise<{start, end}>`: one atomic batch.
-    #[napi(ts_return_type = "Promise<{ start: number; end: number }>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string, chunks: Bytes[]",
+        ts_return_type = "Promise<StreamRange>"
+    )]
     pub fn streams_write_multi(
         &self,
         env: Env,
@@ -1138,7 +1180,10 @@ impl JsWorld {
     }
 
     /// `streamsClose(runId, name) → Promise<void>`.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string",
+        ts_return_type = "Promise<void>"
+    )]
     pub fn streams_close(
         &self,
         env: Env,
@@ -1162,7 +1207,10 @@ impl JsWorld {
 
     /// `streamsRead(runId, name, startIndex = 0, limit = 100) → Promise<{chunks, nextIndex,
     /// hasMore, done}>`; a negative `startIndex` counts back from the end.
-    #[napi(ts_return_type = "Promise<StreamRead>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string, startIndex?: number, limit?: number",
+        ts_return_type = "Promise<StreamRead>"
+    )]
     pub fn streams_read(
         &self,
         env: Env,
@@ -1197,7 +1245,10 @@ impl JsWorld {
     /// `streamsWait(runId, name, index, timeoutMs) → Promise<{tailIndex, done}>`: until chunk
     /// `index` exists or the stream is closed, at most `timeoutMs`; on the `wait` lane;
     /// `close()` ends it with `CLOSED`.
-    #[napi(ts_return_type = "Promise<{ tailIndex: number; done: boolean }>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string, index: number, timeoutMs: number",
+        ts_return_type = "Promise<StreamInfo>"
+    )]
     pub fn streams_wait(
         &self,
         env: Env,
@@ -1235,7 +1286,10 @@ impl JsWorld {
 
     /// `streamsGetChunks(runId, name, params?) → Promise<{data, cursor, hasMore, done}>`:
     /// `params` `{limit, cursor}`.
-    #[napi(ts_return_type = "Promise<StreamChunkPage>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string, params?: JsonArg",
+        ts_return_type = "Promise<StreamChunkPage>"
+    )]
     pub fn streams_get_chunks(
         &self,
         env: Env,
@@ -1263,7 +1317,10 @@ impl JsWorld {
     }
 
     /// `streamsInfo(runId, name) → Promise<{tailIndex, done}>` (`tailIndex` −1: no chunk).
-    #[napi(ts_return_type = "Promise<{ tailIndex: number; done: boolean }>")]
+    #[napi(
+        ts_args_type = "runId: string, name: string",
+        ts_return_type = "Promise<StreamInfo>"
+    )]
     pub fn streams_info(&self, env: Env, run: Unknown<'_>, name: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = stream_run(run)?;
@@ -1278,7 +1335,7 @@ impl JsWorld {
     }
 
     /// `streamsList(runId) → Promise<string[]>`: the run's stream names.
-    #[napi(ts_return_type = "Promise<string[]>")]
+    #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<string[]>")]
     pub fn streams_list(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         entry(&env, || {
             let run = stream_run(run)?;
