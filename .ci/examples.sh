@@ -29,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 unset RUNLOG_NODE_ADDON
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 
 runlog_bin=target/release/runlog
 [ -x "$runlog_bin" ] || cargo build --release -q -p runlog-cli

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 unset RUNLOG_NODE_ADDON
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 fail() { echo "install-no-rust: $*" >&2; exit 1; }
 
 lines=("$@")

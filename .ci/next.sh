@@ -26,7 +26,7 @@ for line in "${lines[@]}"; do
   [ -f "examples/next-sdk-$line/package-lock.json" ] || { echo "no Next app for line $line (examples/next-sdk-$line)" >&2; exit 2; }
 done
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 
 runlog_bin=target/release/runlog
 [ -x "$runlog_bin" ] || cargo build --release -q -p runlog-cli

@@ -17,7 +17,7 @@ export CARGO_TERM_COLOR=never
 . .ci/common.sh
 ci_init
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 
 pkg=packages/world-runlog
 if [ ! -d "$pkg/node_modules/@workflow/world-testing" ]; then

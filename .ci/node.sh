@@ -21,7 +21,7 @@ export CARGO_TERM_COLOR=never
 . .ci/common.sh
 ci_init
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 
 step "node toolchain"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 fail() { echo "publish-check: $*" >&2; exit 1; }
 
 crates=(runlog runlog-world runlog-pg runlog-cli)

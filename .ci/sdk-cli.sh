@@ -20,7 +20,7 @@ unset RUNLOG_NODE_ADDON
 NODE_WHEEL_VERSION=24.19.0
 PLAYWRIGHT_CORE_VERSION=1.65.1
 
-step() { printf '\n== %s ==\n' "$*"; }
+. .ci/step.sh
 
 tools="$(mktemp -d /tmp/sdk-cli-tools.XXXXXX)"
 work="${SDK_CLI_WORK:-$(mktemp -d /tmp/sdk-cli-work.XXXXXX)}"
