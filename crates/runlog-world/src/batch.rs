@@ -235,7 +235,10 @@ impl<B: RunLog> World<B> {
             })?;
             let now = Instant::now();
             if found.status.is_terminal() || now >= deadline {
-                return self.get_run(run_id, resolve).or(Ok(found));
+                // The run as `runs.get` gives it (attributes of both logs merged, data
+                // resolved as asked); its error, if any, is the caller's, never hidden
+                // behind the fold's unmerged copy.
+                return self.get_run(run_id, resolve);
             }
             self.backend
                 .wait(&run, seq, deadline - now)
