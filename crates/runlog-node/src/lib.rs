@@ -18,10 +18,12 @@
 //! rejects the promise with an `Error` carrying a stable `code` (module `errors`); a panic is
 //! caught and rejects with `PANICKED`; nothing aborts the process.
 //!
-//! Layers: `store` (the class and its argument checks; `open`: writable or read-only) → `js` (values across the boundary,
-//! promises) and `out` (results) → `pool` (threads) → `errors`.
+//! Layers: `store` and `world` (the classes and their argument checks; `open`: writable or
+//! read-only) → `call` (the one shape of a method: arguments, lease, lane; the one wait loop) →
+//! `js` (values across the boundary, promises) and `out` (results) → `pool` (threads) → `errors`.
 #![deny(missing_docs)]
 
+mod call;
 mod errors;
 mod event_page;
 #[cfg(test)]

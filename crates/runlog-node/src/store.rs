@@ -22,23 +22,19 @@ use napi_derive::napi;
 use parking_lot::{Condvar, Mutex};
 use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, RunLog, Store as CoreStore};
 
+use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
 use crate::open::{Access, open_target};
 use crate::out::{
     AppendedOut, EventsPage, InfoOut, MetaOut, Number, Numbers, RunsPage, Unit, VerifyOut,
 };
-use crate::pool;
+use crate::pool::{self, Pool};
 
 /// Default `limit` of `read` and `listRuns`.
 const PAGE_DEFAULT: u64 = 1000;
 /// Largest `limit` of `read` and `listRuns` (bounds one page's memory).
 const PAGE_MAX: u64 = 100_000;
-/// Largest `wait` timeout: about 24.8 days (`setTimeout`'s limit).
-const WAIT_TIMEOUT_MS_MAX: u64 = (1 << 31) - 1;
-/// A `wait` sleeps in slices of at most this long, so that `close()` ends it promptly
-/// (commits of this process wake it at once whatever the slice).
-const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// An open runlog store (`Store.open` / `Store.openReadOnly`).
 #[napi(js_name = "Store")]
@@ -206,6 +202,23 @@ fn events(arg: &Arg) -> Result<Vec<NewEvent>, BindError> {
     arg.array_items()?.iter().map(new_event).collect()
 }
 
+impl JsStore {
+    /// [`call`] with this store's lease: `work` reaches the store through `Lease::store`.
+    fn call<A, T>(
+        &self,
+        env: &Env,
+        lane: &'static Pool,
+        args: impl FnOnce() -> Result<A, BindError>,
+        work: impl FnOnce(&Lease, A) -> Result<T, BindError> + Send + 'static,
+    ) -> napi::Result<Raw>
+    where
+        A: Send + 'static,
+        T: IntoJs,
+    {
+        call(env, lane, || self.shared.lease(), args, work)
+    }
+}
+
 #[napi]
 impl JsStore {
     /// `Store.open(target, options?) → Promise<Store>`: opens (creating if missing or empty)
@@ -304,18 +317,22 @@ impl JsStore {
         run: Unknown<'_>,
         meta: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let meta = match optional(meta, "meta") {
-                Some(m) => m.bytes()?,
-                None => Vec::new(),
-            };
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                let meta = match optional(meta, "meta") {
+                    Some(m) => m.bytes()?,
+                    None => Vec::new(),
+                };
+                Ok((run, meta))
+            },
+            move |lease, (run, meta)| {
                 lease.store.create_run(&run, &meta)?;
                 Ok(Unit)
-            })
-        })
+            },
+        )
     }
 
     /// `appendFacts(runId, events) → Promise<{seq, duplicate}[]>`.
@@ -324,14 +341,16 @@ impl JsStore {
         ts_return_type = "Promise<Appended[]>"
     )]
     pub fn append_facts(&self, env: Env, run: Unknown<'_>, evs: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let evs = events(&Arg::new(evs, "events"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
-                AppendedOut::new(lease.store.append_facts(&run, evs)?)
-            })
-        })
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                let evs = events(&Arg::new(evs, "events"))?;
+                Ok((run, evs))
+            },
+            move |lease, (run, evs)| AppendedOut::new(lease.store.append_facts(&run, evs)?),
+        )
     }
 
     /// `appendDecisions(runId, expectedSeq, events) → Promise<number[]>` (the assigned
@@ -348,15 +367,19 @@ impl JsStore {
         expected: Unknown<'_>,
         evs: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let expected = Arg::new(expected, "expectedSeq").uint(MAX_SAFE_INTEGER)?;
-            let evs = events(&Arg::new(evs, "events"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                let expected = Arg::new(expected, "expectedSeq").uint(MAX_SAFE_INTEGER)?;
+                let evs = events(&Arg::new(evs, "events"))?;
+                Ok((run, expected, evs))
+            },
+            move |lease, (run, expected, evs)| {
                 Numbers::seqs(lease.store.append_decisions(&run, expected, evs)?)
-            })
-        })
+            },
+        )
     }
 
     /// `read(runId, after = 0, limit = 1000) → Promise<{events, next, hasMore}>`.
@@ -371,27 +394,33 @@ impl JsStore {
         after: Option<Unknown<'_>>,
         limit: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let after = seq_or_zero(optional(after, "after"))?;
-            let limit = page_limit(optional(limit, "limit"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                let after = seq_or_zero(optional(after, "after"))?;
+                let limit = page_limit(optional(limit, "limit"))?;
+                Ok((run, after, limit))
+            },
+            move |lease, (run, after, limit)| {
                 EventsPage::new(lease.store.read(&run, after, limit)?)
-            })
-        })
+            },
+        )
     }
 
     /// `lastSeq(runId) → Promise<number>`.
     #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<number>")]
     pub fn last_seq(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
-                Number::seq(lease.store.last_seq(&run)?)
-            })
-        })
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                Ok(run)
+            },
+            move |lease, run| Number::seq(lease.store.last_seq(&run)?),
+        )
     }
 
     /// `wait(runId, after, timeoutMs) → Promise<number>`: the run's last seq once it exceeds
@@ -408,40 +437,52 @@ impl JsStore {
         after: Unknown<'_>,
         timeout_ms: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let after = Arg::new(after, "after").uint(MAX_SAFE_INTEGER)?;
-            let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
-            let deadline = Instant::now() + Duration::from_millis(timeout);
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::WAIT, move || {
-                Number::seq(wait_sliced(&lease, &run, after, deadline)?)
-            })
-        })
+        self.call(
+            &env,
+            &pool::WAIT,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                let after = Arg::new(after, "after").uint(MAX_SAFE_INTEGER)?;
+                let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
+                let deadline = Instant::now() + Duration::from_millis(timeout);
+                Ok((run, after, deadline))
+            },
+            move |lease, (run, after, deadline)| {
+                let closed = || lease.shared.is_closed();
+                Number::seq(wait_sliced(closed, deadline, |slice| {
+                    let last = lease.store.wait(&run, after, slice)?;
+                    Ok((last, last > after))
+                })?)
+            },
+        )
     }
 
     /// `runInfo(runId) → Promise<RunInfo>`.
     #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<RunInfo>")]
     pub fn run_info(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
-                InfoOut::new(lease.store.run_info(&run)?)
-            })
-        })
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                Ok(run)
+            },
+            move |lease, run| InfoOut::new(lease.store.run_info(&run)?),
+        )
     }
 
     /// `runMeta(runId) → Promise<Buffer>`: the metadata given to `createRun`.
     #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<Buffer>")]
     pub fn run_meta(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
-                Ok(MetaOut(lease.store.run_meta(&run)?))
-            })
-        })
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                Ok(run)
+            },
+            move |lease, run| Ok(MetaOut(lease.store.run_meta(&run)?)),
+        )
     }
 
     /// `listRuns(after?, limit = 1000) → Promise<{runs, next, hasMore, damaged}>`, in run id
@@ -456,30 +497,38 @@ impl JsStore {
         after: Option<Unknown<'_>>,
         limit: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let after = match optional(after, "after") {
-                Some(a) if !a.is_nullish()? => Some(run_id(&a)?),
-                _ => None,
-            };
-            let limit = page_limit(optional(limit, "limit"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let after = match optional(after, "after") {
+                    Some(a) if !a.is_nullish()? => Some(run_id(&a)?),
+                    _ => None,
+                };
+                let limit = page_limit(optional(limit, "limit"))?;
+                Ok((after, limit))
+            },
+            move |lease, (after, limit)| {
                 RunsPage::new(lease.store.list_runs(after.as_ref(), limit)?)
-            })
-        })
+            },
+        )
     }
 
     /// `deleteRun(runId) → Promise<void>`.
     #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<void>")]
     pub fn delete_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                Ok(run)
+            },
+            move |lease, run| {
                 lease.store.delete_run(&run)?;
                 Ok(Unit)
-            })
-        })
+            },
+        )
     }
 
     /// `verifyRun(runId) → Promise<VerifyReport>`: every byte of the run checked; problems
@@ -489,13 +538,15 @@ impl JsStore {
         ts_return_type = "Promise<VerifyReport>"
     )]
     pub fn verify_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = run_id(&Arg::new(run, "runId"))?;
-            let lease = self.shared.lease()?;
-            spawn(&env, &pool::IO, move || {
-                VerifyOut::new(lease.store.verify_run(&run)?)
-            })
-        })
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = run_id(&Arg::new(run, "runId"))?;
+                Ok(run)
+            },
+            move |lease, run| VerifyOut::new(lease.store.verify_run(&run)?),
+        )
     }
 
     /// `world() → World`: the World layer (`runlog_world::World` and its streams) on this
@@ -565,37 +616,39 @@ fn open_with(
     options: Option<Unknown<'_>>,
     access: Access,
 ) -> napi::Result<Raw> {
-    entry(&env, || {
+    // Nothing to hold yet: the store is what the call opens.
+    let hold = || Ok(());
+    let args = || {
         let dir = Arg::new(dir, "dir").string()?;
         if dir.is_empty() {
             return Err(BindError::invalid("dir", "must not be empty"));
         }
-        let config = config(optional(options, "options"))?;
-        spawn(&env, &pool::IO, move || {
-            let opened = open_target(&dir, config, access)?;
-            let cause = opened.read_only_cause;
-            let store = Backend {
-                log: opened.log,
-                file: opened.file,
-            };
-            let worlds = crate::world::Worlds::new(store.log.clone());
-            Ok(JsStore {
-                shared: Arc::new(Shared {
-                    path: dir,
-                    read_only: access == Access::Read || cause.is_some(),
-                    read_only_cause: cause.map(BindError::from),
-                    backend: if store.file.is_some() {
-                        "file"
-                    } else {
-                        "postgres"
-                    },
-                    store: Mutex::new(Some(store)),
-                    inflight: Mutex::new(0),
-                    idle: Condvar::new(),
-                    stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
-                    world: Mutex::new(Some(Arc::new(worlds))),
-                }),
-            })
+        Ok((dir, config(optional(options, "options"))?))
+    };
+    call(&env, &pool::IO, hold, args, move |(), (dir, config)| {
+        let opened = open_target(&dir, config, access)?;
+        let cause = opened.read_only_cause;
+        let store = Backend {
+            log: opened.log,
+            file: opened.file,
+        };
+        let worlds = crate::world::Worlds::new(store.log.clone());
+        Ok(JsStore {
+            shared: Arc::new(Shared {
+                path: dir,
+                read_only: access == Access::Read || cause.is_some(),
+                read_only_cause: cause.map(BindError::from),
+                backend: if store.file.is_some() {
+                    "file"
+                } else {
+                    "postgres"
+                },
+                store: Mutex::new(Some(store)),
+                inflight: Mutex::new(0),
+                idle: Condvar::new(),
+                stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
+                world: Mutex::new(Some(Arc::new(worlds))),
+            }),
         })
     })
 }
@@ -628,24 +681,4 @@ fn throw(env: &Env, err: &BindError) -> napi::Result<Raw> {
     let mut undefined = std::ptr::null_mut();
     unsafe { sys::napi_get_undefined(env.raw(), &mut undefined) };
     Ok(Raw(undefined))
-}
-
-/// `RunLog::wait` in slices of [`WAIT_SLICE`] until `deadline`, giving up with `CLOSED` as
-/// soon as the store is closed.
-fn wait_sliced(
-    lease: &Lease,
-    run: &RunId,
-    after: u64,
-    deadline: Instant,
-) -> Result<u64, BindError> {
-    loop {
-        if lease.shared.is_closed() {
-            return Err(BindError::closed());
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        let last = lease.store.wait(run, after, left.min(WAIT_SLICE))?;
-        if last > after || left <= WAIT_SLICE {
-            return Ok(last);
-        }
-    }
 }

@@ -31,17 +31,13 @@ use runlog_world::{
 };
 use serde_json::Value;
 
+use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::event_page::{events_list_json, events_page_json};
-use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, entry, safe_number, spawn};
+use crate::js::{Arg, IntoJs, ObjOut, Raw, array, buffer, safe_number};
 use crate::out::{Number, Unit};
-use crate::pool;
+use crate::pool::{self, Pool};
 use crate::store::{Lease, Shared};
-
-/// Largest stream wait: about 24.8 days (`setTimeout`'s limit).
-const WAIT_TIMEOUT_MS_MAX: u64 = (1 << 31) - 1;
-/// A stream wait sleeps in slices of at most this long, so that `close()` ends it promptly.
-const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// The backend of the World: a file store or PostgreSQL, behind the `RunLog` contract.
 type Backend = Arc<dyn RunLog>;
@@ -92,23 +88,43 @@ impl JsWorld {
         })
     }
 
-    /// Runs `f` with the World on the `io` lane, the store held open until it ends.
-    fn world_call<T: IntoJs>(
+    /// [`call`] with this World's lease: `work` gets the World and its streams.
+    fn call<A, T>(
         &self,
         env: &Env,
-        f: impl FnOnce(&Worlds) -> Result<T, BindError> + Send + 'static,
-    ) -> Result<Raw, BindError> {
-        let lease = self.lease()?;
-        spawn(env, &pool::IO, move || f(&lease.worlds))
+        lane: &'static Pool,
+        args: impl FnOnce() -> Result<A, BindError>,
+        work: impl FnOnce(&WorldLease, A) -> Result<T, BindError> + Send + 'static,
+    ) -> napi::Result<Raw>
+    where
+        A: Send + 'static,
+        T: IntoJs,
+    {
+        call(env, lane, || self.lease(), args, work)
     }
 
-    /// Runs `f` with the World on the `io` lane; its `Ok` is JSON text.
-    fn json_call(
+    /// [`JsWorld::call`] on the `io` lane with the World alone.
+    fn world_call<A, T>(
         &self,
         env: &Env,
-        f: impl FnOnce(&Worlds) -> Result<String, BindError> + Send + 'static,
-    ) -> Result<Raw, BindError> {
-        self.world_call(env, move |w| f(w).map(Json))
+        args: impl FnOnce() -> Result<A, BindError>,
+        work: impl FnOnce(&Worlds, A) -> Result<T, BindError> + Send + 'static,
+    ) -> napi::Result<Raw>
+    where
+        A: Send + 'static,
+        T: IntoJs,
+    {
+        self.call(env, &pool::IO, args, move |lease, a| work(&lease.worlds, a))
+    }
+
+    /// [`JsWorld::world_call`] whose `Ok` is JSON text.
+    fn json_call<A: Send + 'static>(
+        &self,
+        env: &Env,
+        args: impl FnOnce() -> Result<A, BindError>,
+        work: impl FnOnce(&Worlds, A) -> Result<String, BindError> + Send + 'static,
+    ) -> napi::Result<Raw> {
+        self.world_call(env, args, move |w, a| work(w, a).map(Json))
     }
 }
 
@@ -695,11 +711,15 @@ impl JsWorld {
         request: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = Arg::new(run, "runId").opt_string()?;
-            let text = Arg::new(request, "request").json_text()?;
-            let params = create_params(&opt_json(params, "params")?)?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let run = Arg::new(run, "runId").opt_string()?;
+                let text = Arg::new(request, "request").json_text()?;
+                let params = create_params(&opt_json(params, "params")?)?;
+                Ok((run, text, params))
+            },
+            move |w, (run, text, params)| {
                 // Parsed on the worker: the JavaScript thread only copies the text.
                 let request: EventRequest = serde_json::from_str(&text)
                     .map_err(|e| BindError::invalid("request", e.to_string()))?;
@@ -708,8 +728,8 @@ impl JsWorld {
                     .create_event(run.as_deref(), request, &params)
                     .map_err(world_err)?;
                 to_json(&r)
-            })
-        })
+            },
+        )
     }
 
     /// `createEvents(calls) → Promise<Array<string | Error>>`: several `events.create` at
@@ -725,11 +745,15 @@ impl JsWorld {
         ts_return_type = "Promise<Array<string | RunlogError>>"
     )]
     pub fn create_events(&self, env: Env, calls: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let calls = Arg::new(calls, "calls").array_items()?;
-            let calls: Vec<Result<CreateCall, BindError>> =
-                calls.iter().map(CreateCall::read).collect();
-            self.world_call(&env, move |w| {
+        self.world_call(
+            &env,
+            || {
+                let calls = Arg::new(calls, "calls").array_items()?;
+                let calls: Vec<Result<CreateCall, BindError>> =
+                    calls.iter().map(CreateCall::read).collect();
+                Ok(calls)
+            },
+            move |w, calls| {
                 let mut out: Vec<Result<String, BindError>> = Vec::with_capacity(calls.len());
                 let mut valid = Vec::with_capacity(calls.len());
                 let mut places = Vec::with_capacity(calls.len());
@@ -748,8 +772,8 @@ impl JsWorld {
                     out[place] = answer.map_err(world_err).and_then(|r| to_json(&r));
                 }
                 Ok(Settled(out))
-            })
-        })
+            },
+        )
     }
 
     /// `createBatch(runId, events, params?) → Promise<string>`: `events.createBatch` of a
@@ -768,11 +792,15 @@ impl JsWorld {
         events: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = string_arg(run, "runId")?;
-            let text = Arg::new(events, "events").json_text()?;
-            let params = create_params(&opt_json(params, "params")?)?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                let text = Arg::new(events, "events").json_text()?;
+                let params = create_params(&opt_json(params, "params")?)?;
+                Ok((run, text, params))
+            },
+            move |w, (run, text, params)| {
                 let requests = batch_requests(&text)?;
                 let answers = w
                     .world
@@ -783,8 +811,8 @@ impl JsWorld {
                     .map(batch_item)
                     .collect::<Result<Vec<_>, _>>()?;
                 to_json(&serde_json::json!({ "results": results }))
-            })
-        })
+            },
+        )
     }
 
     /// `runsGetMany(runIds, params?) → Promise<string>`: `(run | null)[]` in input order.
@@ -798,15 +826,19 @@ impl JsWorld {
         runs: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let text = Arg::new(runs, "runIds").json_text()?;
-            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let text = Arg::new(runs, "runIds").json_text()?;
+                let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+                Ok((text, resolve))
+            },
+            move |w, (text, resolve)| {
                 let ids: Vec<String> = serde_json::from_str(&text)
                     .map_err(|e| BindError::invalid("runIds", e.to_string()))?;
                 to_json(&w.world.get_runs(&ids, resolve).map_err(world_err)?)
-            })
-        })
+            },
+        )
     }
 
     /// `runsCancelMany(request) → Promise<string>`: `runs.cancelMany`; `request` is
@@ -815,17 +847,21 @@ impl JsWorld {
     /// Rejects as a whole (`INVALID_INPUT`) for a request the SDK's schema refuses.
     #[napi(ts_args_type = "request: JsonArg", ts_return_type = "Promise<string>")]
     pub fn runs_cancel_many(&self, env: Env, request: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let text = Arg::new(request, "request").json_text()?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let text = Arg::new(request, "request").json_text()?;
+                Ok(text)
+            },
+            move |w, text| {
                 let (ids, reason) = cancel_request(&text)?;
                 let outcomes = w
                     .world
                     .cancel_runs(&ids, reason.as_deref())
                     .map_err(world_err)?;
                 to_json(&cancel_result(&ids, outcomes))
-            })
-        })
+            },
+        )
     }
 
     /// `runsSetAttributes(runId, changes, options?) → Promise<string>`:
@@ -847,22 +883,26 @@ impl JsWorld {
         changes: Unknown<'_>,
         options: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = string_arg(run, "runId")?;
-            let text = Arg::new(changes, "changes").json_text()?;
-            let options = opt_json(options, "options")?;
-            let allow = match options.get("allowReservedAttributes") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => {
-                    return Err(BindError::invalid(
-                        "options.allowReservedAttributes",
-                        "must be a boolean",
-                    ));
-                }
-            };
-            let changes = attribute_changes(&text)?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                let text = Arg::new(changes, "changes").json_text()?;
+                let options = opt_json(options, "options")?;
+                let allow = match options.get("allowReservedAttributes") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => {
+                        return Err(BindError::invalid(
+                            "options.allowReservedAttributes",
+                            "must be a boolean",
+                        ));
+                    }
+                };
+                let changes = attribute_changes(&text)?;
+                Ok((run, allow, changes))
+            },
+            move |w, (run, allow, changes)| {
                 let changes = match changes {
                     Ok(changes) => changes,
                     // The run is looked up first, as the reference does.
@@ -878,8 +918,8 @@ impl JsWorld {
                     .set_run_attributes(&run, &changes, allow)
                     .map_err(world_err)?;
                 to_json(&serde_json::json!({ "attributes": attributes }))
-            })
-        })
+            },
+        )
     }
 
     /// `runsWaitForTerminalStatus(runId, timeoutMs, params?) → Promise<string>`: the run
@@ -895,18 +935,22 @@ impl JsWorld {
         timeout_ms: u32,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = string_arg(run, "runId")?;
-            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-            let timeout = std::time::Duration::from_millis(u64::from(timeout_ms));
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+                let timeout = std::time::Duration::from_millis(u64::from(timeout_ms));
+                Ok((run, resolve, timeout))
+            },
+            move |w, (run, resolve, timeout)| {
                 to_json(
                     &w.world
                         .wait_for_terminal_run(&run, timeout, resolve)
                         .map_err(world_err)?,
                 )
-            })
-        })
+            },
+        )
     }
 
     /// `runsGet(runId, params?) → Promise<string>` (`params.resolveData`).
@@ -920,35 +964,39 @@ impl JsWorld {
         run: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = string_arg(run, "runId")?;
-            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-            self.json_call(&env, move |w| {
-                to_json(&w.world.get_run(&run, resolve).map_err(world_err)?)
-            })
-        })
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+                Ok((run, resolve))
+            },
+            move |w, (run, resolve)| to_json(&w.world.get_run(&run, resolve).map_err(world_err)?),
+        )
     }
 
     /// `runsList(params?) → Promise<string>`: `{workflowName, status, pagination,
     /// resolveData}`.
     #[napi(ts_args_type = "params?: JsonArg", ts_return_type = "Promise<string>")]
     pub fn runs_list(&self, env: Env, params: Option<Unknown<'_>>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let v = opt_json(params, "params")?;
-            obj(&v, "params")?;
-            let p = ListRunsParams {
-                workflow_name: opt_str(&v, "workflowName", "params")?,
-                status: opt_str(&v, "status", "params")?
-                    .as_deref()
-                    .map(run_status)
-                    .transpose()?,
-                pagination: pagination(&v, "params")?,
-                resolve_data: resolve_data(&v, "params")?,
-            };
-            self.json_call(&env, move |w| {
-                to_json(&w.world.list_runs(&p).map_err(world_err)?)
-            })
-        })
+        self.json_call(
+            &env,
+            || {
+                let v = opt_json(params, "params")?;
+                obj(&v, "params")?;
+                let p = ListRunsParams {
+                    workflow_name: opt_str(&v, "workflowName", "params")?,
+                    status: opt_str(&v, "status", "params")?
+                        .as_deref()
+                        .map(run_status)
+                        .transpose()?,
+                    pagination: pagination(&v, "params")?,
+                    resolve_data: resolve_data(&v, "params")?,
+                };
+                Ok(p)
+            },
+            move |w, p| to_json(&w.world.list_runs(&p).map_err(world_err)?),
+        )
     }
 
     /// `stepsGet(runId, stepId, params?) → Promise<string>`.
@@ -963,29 +1011,37 @@ impl JsWorld {
         step: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = string_arg(run, "runId")?;
-            let step = string_arg(step, "stepId")?;
-            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                let step = string_arg(step, "stepId")?;
+                let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+                Ok((run, step, resolve))
+            },
+            move |w, (run, step, resolve)| {
                 to_json(&w.world.get_step(&run, &step, resolve).map_err(world_err)?)
-            })
-        })
+            },
+        )
     }
 
     /// `stepsList(params) → Promise<string>`: `{runId, pagination, resolveData}`.
     #[napi(ts_args_type = "params: JsonArg", ts_return_type = "Promise<string>")]
     pub fn steps_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let v = opt_json(Some(params), "params")?;
-            let run = opt_str(&v, "runId", "params")?
-                .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
-            let p = pagination(&v, "params")?;
-            let resolve = resolve_data(&v, "params")?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let v = opt_json(Some(params), "params")?;
+                let run = opt_str(&v, "runId", "params")?
+                    .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
+                let p = pagination(&v, "params")?;
+                let resolve = resolve_data(&v, "params")?;
+                Ok((run, p, resolve))
+            },
+            move |w, (run, p, resolve)| {
                 to_json(&w.world.list_steps(&run, &p, resolve).map_err(world_err)?)
-            })
-        })
+            },
+        )
     }
 
     /// `eventsGet(runId, eventId, params?) → Promise<string>`.
@@ -1000,18 +1056,22 @@ impl JsWorld {
         event: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = string_arg(run, "runId")?;
-            let event = string_arg(event, "eventId")?;
-            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                let event = string_arg(event, "eventId")?;
+                let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+                Ok((run, event, resolve))
+            },
+            move |w, (run, event, resolve)| {
                 to_json(
                     &w.world
                         .get_event(&run, &event, resolve)
                         .map_err(world_err)?,
                 )
-            })
-        })
+            },
+        )
     }
 
     /// `eventsList(params) → Promise<[text, bytes, cursor, hasMore]>`: `{runId, pagination,
@@ -1022,21 +1082,25 @@ impl JsWorld {
         ts_return_type = "Promise<EventPageWire>"
     )]
     pub fn events_list(&self, env: Env, params: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let v = opt_json(Some(params), "params")?;
-            let run = opt_str(&v, "runId", "params")?
-                .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
-            let p = pagination(&v, "params")?;
-            let resolve = resolve_data(&v, "params")?;
-            self.world_call(&env, move |w| {
+        self.world_call(
+            &env,
+            || {
+                let v = opt_json(Some(params), "params")?;
+                let run = opt_str(&v, "runId", "params")?
+                    .ok_or_else(|| BindError::invalid("params.runId", "required"))?;
+                let p = pagination(&v, "params")?;
+                let resolve = resolve_data(&v, "params")?;
+                Ok((run, p, resolve))
+            },
+            move |w, (run, p, resolve)| {
                 if resolve == ResolveData::All
                     && let Some(page) = events_list_json(&w.world, &run, &p).map_err(world_err)?
                 {
                     return Ok(page);
                 }
                 events_page_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
-            })
-        })
+            },
+        )
     }
 
     /// `eventsListByCorrelationId(params) → Promise<[text, bytes, cursor, hasMore]>`:
@@ -1051,21 +1115,25 @@ impl JsWorld {
         env: Env,
         params: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let v = opt_json(Some(params), "params")?;
-            let corr = opt_str(&v, "correlationId", "params")?
-                .ok_or_else(|| BindError::invalid("params.correlationId", "required"))?;
-            let run = opt_str(&v, "runId", "params")?;
-            let p = pagination(&v, "params")?;
-            let resolve = resolve_data(&v, "params")?;
-            self.world_call(&env, move |w| {
+        self.world_call(
+            &env,
+            || {
+                let v = opt_json(Some(params), "params")?;
+                let corr = opt_str(&v, "correlationId", "params")?
+                    .ok_or_else(|| BindError::invalid("params.correlationId", "required"))?;
+                let run = opt_str(&v, "runId", "params")?;
+                let p = pagination(&v, "params")?;
+                let resolve = resolve_data(&v, "params")?;
+                Ok((corr, run, p, resolve))
+            },
+            move |w, (corr, run, p, resolve)| {
                 let page = w
                     .world
                     .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)
                     .map_err(world_err)?;
                 events_page_json(&page)
-            })
-        })
+            },
+        )
     }
 
     /// `hooksGet(hookId, params?) → Promise<string>`.
@@ -1079,43 +1147,53 @@ impl JsWorld {
         hook: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let hook = string_arg(hook, "hookId")?;
-            let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let hook = string_arg(hook, "hookId")?;
+                let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
+                Ok((hook, resolve))
+            },
+            move |w, (hook, resolve)| {
                 to_json(&w.world.get_hook(&hook, resolve).map_err(world_err)?)
-            })
-        })
+            },
+        )
     }
 
     /// `hooksGetByToken(token) → Promise<string>`.
     #[napi(ts_args_type = "token: string", ts_return_type = "Promise<string>")]
     pub fn hooks_get_by_token(&self, env: Env, token: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let token = string_arg(token, "token")?;
-            self.json_call(&env, move |w| {
-                to_json(&w.world.get_hook_by_token(&token).map_err(world_err)?)
-            })
-        })
+        self.json_call(
+            &env,
+            || {
+                let token = string_arg(token, "token")?;
+                Ok(token)
+            },
+            move |w, token| to_json(&w.world.get_hook_by_token(&token).map_err(world_err)?),
+        )
     }
 
     /// `hooksList(params?) → Promise<string>`: `{runId?, pagination, resolveData}`.
     #[napi(ts_args_type = "params?: JsonArg", ts_return_type = "Promise<string>")]
     pub fn hooks_list(&self, env: Env, params: Option<Unknown<'_>>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let v = opt_json(params, "params")?;
-            obj(&v, "params")?;
-            let run = opt_str(&v, "runId", "params")?;
-            let p = pagination(&v, "params")?;
-            let resolve = resolve_data(&v, "params")?;
-            self.json_call(&env, move |w| {
+        self.json_call(
+            &env,
+            || {
+                let v = opt_json(params, "params")?;
+                obj(&v, "params")?;
+                let run = opt_str(&v, "runId", "params")?;
+                let p = pagination(&v, "params")?;
+                let resolve = resolve_data(&v, "params")?;
+                Ok((run, p, resolve))
+            },
+            move |w, (run, p, resolve)| {
                 let page = w
                     .world
                     .list_hooks(run.as_deref(), &p, resolve)
                     .map_err(world_err)?;
                 to_json(&page)
-            })
-        })
+            },
+        )
     }
 
     /// `streamsWrite(runId, name, chunk) → Promise<number>`: the chunk's index.
@@ -1130,20 +1208,24 @@ impl JsWorld {
         name: Unknown<'_>,
         chunk: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let chunk = Arg::new(chunk, "chunk").bytes()?;
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                let chunk = Arg::new(chunk, "chunk").bytes()?;
+                Ok((run, name, chunk))
+            },
+            move |lease, (run, name, chunk)| {
                 let i = lease
                     .worlds
                     .streams
                     .write(&run, &name, chunk)
                     .map_err(stream_err)?;
                 Number::seq(i)
-            })
-        })
+            },
+        )
     }
 
     /// `streamsWriteMulti(runId, name, chunks) → Promise<{start, end}>`: one atomic batch.
@@ -1158,16 +1240,20 @@ impl JsWorld {
         name: Unknown<'_>,
         chunks: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let chunks = Arg::new(chunks, "chunks")
-                .array_items()?
-                .iter()
-                .map(|c| c.bytes().map(bytes::Bytes::from))
-                .collect::<Result<Vec<_>, _>>()?;
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                let chunks = Arg::new(chunks, "chunks")
+                    .array_items()?
+                    .iter()
+                    .map(|c| c.bytes().map(bytes::Bytes::from))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((run, name, chunks))
+            },
+            move |lease, (run, name, chunks)| {
                 let r = lease
                     .worlds
                     .streams
@@ -1175,8 +1261,8 @@ impl JsWorld {
                     .map_err(stream_err)?;
                 safe_number("index", r.end)?;
                 Ok(RangeOut(r))
-            })
-        })
+            },
+        )
     }
 
     /// `streamsClose(runId, name) → Promise<void>`.
@@ -1190,19 +1276,23 @@ impl JsWorld {
         run: Unknown<'_>,
         name: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                Ok((run, name))
+            },
+            move |lease, (run, name)| {
                 lease
                     .worlds
                     .streams
                     .close(&run, &name)
                     .map_err(stream_err)?;
                 Ok(Unit)
-            })
-        })
+            },
+        )
     }
 
     /// `streamsRead(runId, name, startIndex = 0, limit = 100) → Promise<{chunks, nextIndex,
@@ -1219,27 +1309,33 @@ impl JsWorld {
         start: Option<Unknown<'_>>,
         limit: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let start = match start.map(|s| Arg::new(s, "startIndex")) {
-                Some(a) if !a.is_nullish()? => a.int()?,
-                _ => 0,
-            };
-            let limit = match limit.map(|s| Arg::new(s, "limit")) {
-                Some(a) => a.uint_or(CHUNKS_PER_PAGE_DEFAULT as u64, MAX_SAFE_INTEGER)? as usize,
-                None => CHUNKS_PER_PAGE_DEFAULT,
-            };
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                let start = match start.map(|s| Arg::new(s, "startIndex")) {
+                    Some(a) if !a.is_nullish()? => a.int()?,
+                    _ => 0,
+                };
+                let limit = match limit.map(|s| Arg::new(s, "limit")) {
+                    Some(a) => {
+                        a.uint_or(CHUNKS_PER_PAGE_DEFAULT as u64, MAX_SAFE_INTEGER)? as usize
+                    }
+                    None => CHUNKS_PER_PAGE_DEFAULT,
+                };
+                Ok((run, name, start, limit))
+            },
+            move |lease, (run, name, start, limit)| {
                 let r = lease
                     .worlds
                     .streams
                     .read(&run, &name, start, limit)
                     .map_err(stream_err)?;
                 Ok(ReadOut(r))
-            })
-        })
+            },
+        )
     }
 
     /// `streamsWait(runId, name, index, timeoutMs) → Promise<{tailIndex, done}>`: until chunk
@@ -1257,31 +1353,35 @@ impl JsWorld {
         index: Unknown<'_>,
         timeout_ms: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let index = Arg::new(index, "index").uint(MAX_SAFE_INTEGER)?;
-            let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
-            let deadline = Instant::now() + Duration::from_millis(timeout);
-            let lease = self.lease()?;
-            let shared = self.shared.clone();
-            spawn(&env, &pool::WAIT, move || {
-                loop {
-                    if shared.is_closed() {
-                        return Err(BindError::closed());
-                    }
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    let info = lease
-                        .worlds
-                        .streams
-                        .wait(&run, &name, index, left.min(WAIT_SLICE))
-                        .map_err(stream_err)?;
-                    if info.done || info.tail_index >= index as i64 || left <= WAIT_SLICE {
-                        return Ok(InfoOut(info));
-                    }
-                }
-            })
-        })
+        self.call(
+            &env,
+            &pool::WAIT,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                let index = Arg::new(index, "index").uint(MAX_SAFE_INTEGER)?;
+                let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
+                let deadline = Instant::now() + Duration::from_millis(timeout);
+                let shared = self.shared.clone();
+                Ok((run, name, index, deadline, shared))
+            },
+            move |lease, (run, name, index, deadline, shared)| {
+                let info = wait_sliced(
+                    || shared.is_closed(),
+                    deadline,
+                    |slice| {
+                        let info = lease
+                            .worlds
+                            .streams
+                            .wait(&run, &name, index, slice)
+                            .map_err(stream_err)?;
+                        let done = info.done || info.tail_index >= index as i64;
+                        Ok((info, done))
+                    },
+                )?;
+                Ok(InfoOut(info))
+            },
+        )
     }
 
     /// `streamsGetChunks(runId, name, params?) → Promise<{data, cursor, hasMore, done}>`:
@@ -1297,23 +1397,27 @@ impl JsWorld {
         name: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let v = opt_json(params, "params")?;
-            obj(&v, "params")?;
-            let limit = opt_uint(&v, "limit", "params")?.map(|n| n as usize);
-            let cursor = opt_str(&v, "cursor", "params")?.filter(|c| !c.is_empty());
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                let v = opt_json(params, "params")?;
+                obj(&v, "params")?;
+                let limit = opt_uint(&v, "limit", "params")?.map(|n| n as usize);
+                let cursor = opt_str(&v, "cursor", "params")?.filter(|c| !c.is_empty());
+                Ok((run, name, limit, cursor))
+            },
+            move |lease, (run, name, limit, cursor)| {
                 let p = lease
                     .worlds
                     .streams
                     .get_chunks(&run, &name, cursor.as_deref(), limit)
                     .map_err(stream_err)?;
                 Ok(PageOut(p))
-            })
-        })
+            },
+        )
     }
 
     /// `streamsInfo(runId, name) → Promise<{tailIndex, done}>` (`tailIndex` −1: no chunk).
@@ -1322,28 +1426,34 @@ impl JsWorld {
         ts_return_type = "Promise<StreamInfo>"
     )]
     pub fn streams_info(&self, env: Env, run: Unknown<'_>, name: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let name = string_arg(name, "name")?;
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                let name = string_arg(name, "name")?;
+                Ok((run, name))
+            },
+            move |lease, (run, name)| {
                 Ok(InfoOut(
                     lease.worlds.streams.info(&run, &name).map_err(stream_err)?,
                 ))
-            })
-        })
+            },
+        )
     }
 
     /// `streamsList(runId) → Promise<string[]>`: the run's stream names.
     #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<string[]>")]
     pub fn streams_list(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
-        entry(&env, || {
-            let run = stream_run(run)?;
-            let lease = self.lease()?;
-            spawn(&env, &pool::IO, move || {
-                Ok(Names(lease.worlds.streams.list(&run).map_err(stream_err)?))
-            })
-        })
+        self.call(
+            &env,
+            &pool::IO,
+            || {
+                let run = stream_run(run)?;
+                Ok(run)
+            },
+            move |lease, run| Ok(Names(lease.worlds.streams.list(&run).map_err(stream_err)?)),
+        )
     }
 }
 
