@@ -21,6 +21,7 @@ import type {
 
 /** An open runlog store (`Store.open` / `Store.openReadOnly`). */
 export declare class Store {
+  private constructor()
   /**
    * `Store.open(target, options?) → Promise<Store>`: opens (creating if missing or empty)
    * the file store at directory `target`, or the PostgreSQL store when `target` is a
@@ -122,6 +123,7 @@ export type JsStore = Store
 
 /** The World of an open store (`store.world()`). */
 export declare class World {
+  private constructor()
   /** Whether the store under this World was closed. */
   get closed(): boolean
   /**

@@ -932,15 +932,18 @@ impl JsWorld {
         &self,
         env: Env,
         run: Unknown<'_>,
-        timeout_ms: u32,
+        timeout_ms: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
         self.json_call(
             &env,
             || {
                 let run = string_arg(run, "runId")?;
+                // Checked here like every argument (a typed `u32` threw synchronously for a
+                // string and wrapped -1 to 2^32 - 1); the JS side passes at most 2^32 - 1.
+                let timeout_ms = Arg::new(timeout_ms, "timeoutMs").uint(u32::MAX.into())?;
                 let resolve = resolve_data(&opt_json(params, "params")?, "params")?;
-                let timeout = std::time::Duration::from_millis(u64::from(timeout_ms));
+                let timeout = Duration::from_millis(timeout_ms);
                 Ok((run, resolve, timeout))
             },
             move |w, (run, resolve, timeout)| {
