@@ -897,6 +897,28 @@ mod tests {
         revive_places(&v)
     }
 
+    #[test]
+    fn resume_ids_are_index_pairs_and_a_page_without_one_has_no_resume_key() {
+        let mut resumed = event(r#"{"a":1}"#);
+        resumed.resume_id = Some("resm_\"1".into());
+        let page = Page {
+            data: vec![event(r#"{"a":1}"#), resumed.clone(), event("{}"), resumed],
+            cursor: None,
+            has_more: false,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&events_page_json(&page).unwrap().text).unwrap();
+        assert_eq!(v["resume"], json!([1, "resm_\"1", 3, "resm_\"1"]));
+        let plain = Page {
+            data: vec![event(r#"{"a":1}"#)],
+            cursor: None,
+            has_more: false,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&events_page_json(&plain).unwrap().text).unwrap();
+        assert!(v.get("resume").is_none(), "{v}");
+    }
+
     use serde_json::json;
 
     /// `fix` as `[event, kind, "eventData", key or index…]` per place, from the
