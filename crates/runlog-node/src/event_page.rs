@@ -140,6 +140,7 @@ struct Row<'a> {
     event_data: Option<&'a str>,
     created_at_ms: u64,
     spec_version: Option<u32>,
+    resume_id: Option<&'a str>,
 }
 
 impl<'a> From<&'a EventView<'a>> for Row<'a> {
@@ -156,6 +157,7 @@ impl<'a> From<&'a EventView<'a>> for Row<'a> {
             event_data: e.event_data,
             created_at_ms: e.created_at_ms,
             spec_version: e.spec_version,
+            resume_id: e.resume_id,
         }
     }
 }
@@ -170,6 +172,7 @@ impl<'a> From<&'a Event> for Row<'a> {
             event_data: e.event_data.as_ref().map(|d| d.as_str()),
             created_at_ms: e.created_at_ms,
             spec_version: e.spec_version,
+            resume_id: e.resume_id.as_deref(),
         }
     }
 }
@@ -206,6 +209,9 @@ struct PageWriter {
     bin: Vec<u8>,
     bins: String,
     bin_count: u64,
+    /// `event index, resumeId` pairs of the events that carry a `resumeId` (written only
+    /// when there is one: most pages have none).
+    resume: String,
 }
 
 impl PageWriter {
@@ -229,6 +235,7 @@ impl PageWriter {
             bin: Vec::new(),
             bins: String::with_capacity(capacity * 8),
             bin_count: 0,
+            resume: String::new(),
         }
     }
 
@@ -367,6 +374,14 @@ impl PageWriter {
             Some(v) => push_uint(&mut self.spec, u64::from(v)),
             None => self.spec.push_str("null"),
         }
+        if let Some(id) = e.resume_id {
+            if !self.resume.is_empty() {
+                self.resume.push(',');
+            }
+            push_uint(&mut self.resume, i as u64);
+            self.resume.push(',');
+            push_str(&mut self.resume, id);
+        }
         Ok(())
     }
 
@@ -418,6 +433,11 @@ impl PageWriter {
             out.push_str(key);
             out.push_str("\":[");
             out.push_str(col);
+            out.push(']');
+        }
+        if !self.resume.is_empty() {
+            out.push_str(",\"resume\":[");
+            out.push_str(&self.resume);
             out.push(']');
         }
         out.push_str(",\"cursor\":");
@@ -849,6 +869,7 @@ mod tests {
             event_data: Some(RawJson::from_text(data).unwrap()),
             created_at_ms: 1_764_510_048_882,
             spec_version: Some(5),
+            resume_id: None,
             seq: 1,
         }
     }
@@ -874,6 +895,28 @@ mod tests {
             (Some("c"), Some(true))
         );
         revive_places(&v)
+    }
+
+    #[test]
+    fn resume_ids_are_index_pairs_and_a_page_without_one_has_no_resume_key() {
+        let mut resumed = event(r#"{"a":1}"#);
+        resumed.resume_id = Some("resm_\"1".into());
+        let page = Page {
+            data: vec![event(r#"{"a":1}"#), resumed.clone(), event("{}"), resumed],
+            cursor: None,
+            has_more: false,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&events_page_json(&page).unwrap().text).unwrap();
+        assert_eq!(v["resume"], json!([1, "resm_\"1", 3, "resm_\"1"]));
+        let plain = Page {
+            data: vec![event(r#"{"a":1}"#)],
+            cursor: None,
+            has_more: false,
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&events_page_json(&plain).unwrap().text).unwrap();
+        assert!(v.get("resume").is_none(), "{v}");
     }
 
     use serde_json::json;

@@ -410,6 +410,8 @@ fn create_params(v: &Value) -> Result<CreateEventParams, BindError> {
         since_cursor: opt_str(v, "sinceCursor", "params")?,
         skip_preload: matches!(v.get("skipPreload"), Some(Value::Bool(true))),
         event_count: opt_uint(v, "eventCount", "params")?,
+        resume_id: opt_str(v, "resumeId", "params")?,
+        resume_payload_digest: opt_str(v, "resumePayloadDigest", "params")?,
     })
 }
 

@@ -27,6 +27,7 @@ use crate::data::{
 };
 use crate::json::RawJson;
 use crate::model::{EventType, Hook, RunStatus, Step, Wait, WaitStatus, WorkflowRun};
+use crate::resume;
 
 /// The fixed fields of every hook of a World (`ownerId`, `projectId`, `environment`); the
 /// reference's local store writes `local-owner`, `local-project`, `local`.
@@ -56,6 +57,17 @@ struct StepSlot {
     created_seq: Seq,
 }
 
+/// A resume the run recorded: the `hook_received` keyed `resume/<id>` (`src/resume.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ResumeSlot {
+    /// The seq of its `hook_received`.
+    pub seq: Seq,
+    /// The hook it resumed.
+    pub hook_id: String,
+    /// Its `resumePayloadDigest`, if it was given one.
+    pub digest: Option<String>,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct HookSlot {
     pub hook: Hook,
@@ -77,6 +89,7 @@ pub struct RunState {
     hooks: HashMap<String, HookSlot>,
     hook_order: Vec<String>,
     conflicts: HashMap<String, Seq>,
+    resumes: HashMap<String, ResumeSlot>,
     waits: HashMap<String, Wait>,
     terminal: Option<(Seq, Ulid)>,
     attr_ids: HashSet<String>,
@@ -106,6 +119,7 @@ impl RunState {
             hooks: HashMap::new(),
             hook_order: Vec::new(),
             conflicts: HashMap::new(),
+            resumes: HashMap::new(),
             waits: HashMap::new(),
             terminal: None,
             attr_ids: HashSet::new(),
@@ -290,7 +304,7 @@ impl RunState {
             }
             EventType::HookCreated => self.create_hook(corr, e, data),
             EventType::HookConflict => self.conflicts.insert(corr.to_string(), e.seq).is_none(),
-            EventType::HookReceived => self.hook(corr).is_some(),
+            EventType::HookReceived => self.receive_hook(corr, e),
             EventType::HookDisposed => match self.hooks.get_mut(corr) {
                 Some(slot) if slot.live => {
                     slot.live = false;
@@ -310,6 +324,24 @@ impl RunState {
             },
             _ => false,
         }
+    }
+
+    /// A `hook_received` of live hook `corr`; keyed as a resume, it records the resume
+    /// (the first event of a resume id counts; the World never writes a second).
+    fn receive_hook(&mut self, corr: &str, e: &EventRef<'_>) -> bool {
+        if self.hook(corr).is_none() {
+            return false;
+        }
+        if let Some((id, digest)) = e.key.and_then(resume::parse_key) {
+            self.resumes
+                .entry(id.to_string())
+                .or_insert_with(|| ResumeSlot {
+                    seq: e.seq,
+                    hook_id: corr.to_string(),
+                    digest: digest.map(str::to_owned),
+                });
+        }
+        true
     }
 
     fn create_step(&mut self, corr: &str, e: &EventRef<'_>, data: Option<&RawJson>) -> bool {
@@ -506,6 +538,12 @@ impl RunState {
     /// Whether `hook_id` was ever used by this run (a `hook_created` or a `hook_conflict`).
     pub fn hook_used(&self, hook_id: &str) -> bool {
         self.hooks.contains_key(hook_id) || self.conflicts.contains_key(hook_id)
+    }
+
+    /// The resume the run recorded under `resume_id` (`params.resumeId` of a
+    /// `hook_received`).
+    pub(crate) fn resume(&self, resume_id: &str) -> Option<&ResumeSlot> {
+        self.resumes.get(resume_id)
     }
 
     /// A wait by its correlation id.

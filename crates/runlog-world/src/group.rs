@@ -128,6 +128,7 @@ enum Outcome {
     Done {
         result: Box<EventResult>,
         event_seq: Option<Seq>,
+        spec_version: Option<u32>,
     },
     /// Its events are in the group's batch; `result` is its answer as of those events.
     Planned {
@@ -271,7 +272,15 @@ impl<B: RunLog> World<B> {
             };
             let outcome = match decision {
                 Err(e) => Outcome::Rejected(e),
-                Ok(Decision::Done { result, event_seq }) => Outcome::Done { result, event_seq },
+                Ok(Decision::Done {
+                    result,
+                    event_seq,
+                    spec_version,
+                }) => Outcome::Done {
+                    result,
+                    event_seq,
+                    spec_version,
+                },
                 Ok(Decision::Append(plan)) if plan.claim.is_some() => Outcome::Alone,
                 Ok(Decision::Append(plan)) => {
                     let first = base + events.len() as u64 + 1;
@@ -306,9 +315,11 @@ impl<B: RunLog> World<B> {
         for (m, outcome) in members.into_iter().zip(outcomes) {
             let answer = match outcome {
                 Outcome::Rejected(e) => Err(e),
-                Outcome::Done { result, event_seq } => {
-                    self.finish_done(&m.req, &m.params, *result, event_seq)
-                }
+                Outcome::Done {
+                    result,
+                    event_seq,
+                    spec_version,
+                } => self.finish_done(&m.req, &m.params, *result, event_seq, spec_version),
                 Outcome::Planned { plan, mut result } => self
                     .attach_events(&m.req, &m.params, &mut result)
                     .map(|()| {

@@ -23,6 +23,7 @@ mod json;
 mod logs;
 mod model;
 mod query;
+mod resume;
 mod rules;
 mod tokens;
 mod world;
@@ -50,6 +51,7 @@ pub use model::{
     Step, StepStatus, StorageFault, Wait, WaitStatus, WorkflowRun,
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
+pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX};
 pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
 pub use world::{EVENTS_PAGE_DEFAULT, PRELOAD_EVENTS_MAX, World, WorldConfig};

@@ -246,6 +246,12 @@ pub struct CreateEventParams {
     /// `event_count + 1 …` below it (`events`, `cursor: null`, `hasMore` when truncated),
     /// unless a `sinceCursor` delta is returned instead.
     pub event_count: Option<u64>,
+    /// On `hook_received`: the resume's identity. Every write of one `(runId, resumeId)`
+    /// commits at most one event and is answered with it (`src/resume.rs`); empty is none.
+    pub resume_id: Option<String>,
+    /// On `hook_received` with a `resume_id`: the digest of the resume's payload; a resume
+    /// id recorded with another digest is a conflict.
+    pub resume_payload_digest: Option<String>,
 }
 
 /// `EventResult`: the stored event and the entity it created or changed, as of that event.
@@ -309,6 +315,9 @@ pub struct Event {
     /// The run's spec version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_version: Option<u32>,
+    /// The `params.resumeId` of a `hook_received` created with one (`src/resume.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_id: Option<String>,
     /// The event's runlog seq (not part of the SDK shape; the cursor of `events.list`).
     #[serde(skip)]
     pub seq: u64,
@@ -333,6 +342,8 @@ pub struct EventView<'a> {
     pub created_at_ms: u64,
     /// The run's spec version.
     pub spec_version: Option<u32>,
+    /// The `params.resumeId` of a `hook_received` created with one.
+    pub resume_id: Option<&'a str>,
     /// The event's runlog seq.
     pub seq: u64,
 }

@@ -24,6 +24,7 @@ use crate::model::{
     CreateEventParams, EventRequest, EventResult, EventType, RunStatus, SPEC_VERSION_CURRENT,
     SPEC_VERSION_EVENT_SOURCING, SPEC_VERSION_MAX_SUPPORTED,
 };
+use crate::resume::ResumeClaim;
 use crate::world::WorldConfig;
 
 /// A request that passed every check that needs no state.
@@ -42,6 +43,8 @@ pub(crate) struct Checked {
     /// (`attr_log.rs`), what its changes are validated against; set by the World right
     /// before each decision (the run's own attributes when `None`).
     pub merged_attributes: Option<std::collections::BTreeMap<String, String>>,
+    /// A `hook_received`'s resume identity (`params.resumeId`, `src/resume.rs`).
+    pub resume: Option<ResumeClaim>,
 }
 
 impl Checked {
@@ -114,6 +117,7 @@ impl Checked {
             created_at_ms,
             since_seq,
             merged_attributes: None,
+            resume: ResumeClaim::of(ty, params)?,
         };
         if checked.creation_data().is_some() {
             checked.check_creation()?;
@@ -329,6 +333,8 @@ pub(crate) enum Decision {
     Done {
         result: Box<EventResult>,
         event_seq: Option<Seq>,
+        /// The run's spec version (how the stored event's id is written).
+        spec_version: Option<u32>,
     },
     /// Append the plan fenced at the state's seq.
     Append(Plan),
@@ -376,9 +382,7 @@ pub(crate) fn decide(
             step_outcome(state, req).map(Decision::Append)
         }
         EventType::HookCreated => hook_created(state, req).map(Decision::Append),
-        EventType::HookReceived | EventType::HookDisposed => {
-            hook_event(state, req).map(Decision::Append)
-        }
+        EventType::HookReceived | EventType::HookDisposed => hook_event(state, req),
         EventType::WaitCreated | EventType::WaitCompleted => {
             wait_event(state, req).map(Decision::Append)
         }
@@ -453,6 +457,7 @@ fn run_started(state: &RunState, req: &Checked) -> Result<Decision, WorldError> 
                 ..EventResult::default()
             }),
             event_seq: None,
+            spec_version: state.spec_version(),
         }),
         status => Err(WorldError::expired(
             req.run.as_str(),
@@ -522,6 +527,7 @@ fn end_run(state: &RunState, req: &Checked) -> Result<Decision, WorldError> {
                     ..EventResult::default()
                 }),
                 event_seq: state.terminal_event().map(|(seq, _)| seq),
+                spec_version: state.spec_version(),
             });
         }
         return Err(WorldError::conflict(
@@ -736,8 +742,13 @@ fn hook_created(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
     Ok(plan)
 }
 
-fn hook_event(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
+fn hook_event(state: &RunState, req: &Checked) -> Result<Decision, WorldError> {
     live_run(state, req)?;
+    if let Some(claim) = &req.resume
+        && let Some(done) = resumed(state, req, claim)?
+    {
+        return Ok(done);
+    }
     let hook = state
         .hook(req.corr())
         .ok_or_else(|| WorldError::HookNotFound {
@@ -746,7 +757,7 @@ fn hook_event(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
     if req.ty == EventType::HookDisposed {
         let mut plan = Plan::one(req.planned(Some(format!("hook_disposed/{}", req.corr()))));
         plan.releases = vec![(hook.token.clone(), hook.hook_id.clone())];
-        return Ok(plan);
+        return Ok(Decision::Append(plan));
     }
     let d: Option<HookReceivedData> = view(req.data.as_ref());
     if let Some(token) = d.and_then(|d| d.token)
@@ -757,7 +768,47 @@ fn hook_event(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
             format!("does not match the token of hook {:?}", req.corr()),
         ));
     }
-    Ok(Plan::one(req.planned(None)))
+    let key = req.resume.as_ref().map(ResumeClaim::key);
+    Ok(Decision::Append(Plan::one(req.planned(key))))
+}
+
+/// A resume the run already recorded: the same hook with a matching digest is answered
+/// with the recorded event (even once the hook is gone: that resume was accepted while it
+/// lived, as world-local answers a redelivery); else the hook must be live (404) and the
+/// request conflicts with the recorded one (409). `None`: a resume id the run has not seen.
+fn resumed(
+    state: &RunState,
+    req: &Checked,
+    claim: &ResumeClaim,
+) -> Result<Option<Decision>, WorldError> {
+    let Some(prior) = state.resume(&claim.id) else {
+        return Ok(None);
+    };
+    let same_hook = prior.hook_id == req.corr();
+    if same_hook && claim.digest_matches(prior.digest.as_deref()) {
+        return Ok(Some(Decision::Done {
+            result: Box::default(),
+            event_seq: Some(prior.seq),
+            spec_version: state.spec_version(),
+        }));
+    }
+    if state.hook(req.corr()).is_none() {
+        return Err(WorldError::HookNotFound {
+            hook: req.corr().to_string(),
+        });
+    }
+    let what = if same_hook {
+        "with a different payload"
+    } else {
+        "for a different hook"
+    };
+    Err(WorldError::conflict(
+        req.run.as_str(),
+        format!(
+            "hook_received resumeId {:?} already recorded {what} (seq {})",
+            claim.id, prior.seq
+        ),
+    ))
 }
 
 fn wait_event(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {

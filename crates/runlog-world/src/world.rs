@@ -325,10 +325,14 @@ impl<B: RunLog> World<B> {
                 decision => decision?,
             };
             match decision {
-                Decision::Done { result, event_seq } => {
+                Decision::Done {
+                    result,
+                    event_seq,
+                    spec_version,
+                } => {
                     drop(state);
                     return self
-                        .finish_done(req, params, *result, event_seq)
+                        .finish_done(req, params, *result, event_seq, spec_version)
                         .map(Attempted::Done);
                 }
                 Decision::Append(plan) => (plan, state.seq(), state.scratch(req.corr.as_deref())),
@@ -381,10 +385,10 @@ impl<B: RunLog> World<B> {
         params: &CreateEventParams,
         mut result: EventResult,
         event_seq: Option<Seq>,
+        spec: Option<u32>,
     ) -> Result<EventResult, WorldError> {
         if let Some(seq) = event_seq {
             let page = self.backend.read(&req.run, seq - 1, 1)?;
-            let spec = result.run.as_ref().and_then(|r| r.spec_version);
             result.event = page
                 .events
                 .first()
@@ -641,6 +645,8 @@ pub(crate) fn result_of(
         event_data: strip(primary.ty, primary.data.clone(), params.resolve_data),
         created_at_ms: primary.created_at_ms,
         spec_version: state.spec_version(),
+        resume_id: crate::resume::resume_id_of(primary.ty, primary.key.as_deref())
+            .map(str::to_owned),
         seq,
     };
     let corr = req.corr.as_deref().unwrap_or_default();
@@ -748,6 +754,7 @@ pub(crate) fn event_view<'a>(
         event_data,
         created_at_ms: e.created_at_ms,
         spec_version,
+        resume_id: crate::resume::resume_id_of(event_type, e.key),
         seq: e.seq,
     })
 }
@@ -776,6 +783,7 @@ pub(crate) fn owned_event(v: &EventView<'_>, resolve: ResolveData) -> Result<Eve
         event_data: strip(v.event_type, data, resolve),
         created_at_ms: v.created_at_ms,
         spec_version: v.spec_version,
+        resume_id: v.resume_id.map(str::to_owned),
         seq: v.seq,
     })
 }

@@ -266,6 +266,7 @@ fn events_list_each_hands_out_what_events_list_lists_in_both_orders() {
                         event_data: e.event_data.map(|d| RawJson::from_text(d).unwrap()),
                         created_at_ms: e.created_at_ms,
                         spec_version: e.spec_version,
+                        resume_id: e.resume_id.map(str::to_owned),
                         seq: e.seq,
                     });
                     Ok::<(), WorldError>(())

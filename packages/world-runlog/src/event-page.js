@@ -36,6 +36,9 @@ export function fromEventPage(wire) {
     if (spec[i] !== null) e.specVersion = spec[i];
     data[i] = e;
   }
+  // `resume`: `event index, resumeId` pairs, present only on a page that has any.
+  const resume = page.resume ?? [];
+  for (let r = 0; r < resume.length; r += 2) data[resume[r]].resumeId = resume[r + 1];
   for (let f = 0; f < fix.length; f += 2) {
     const path = fixPaths[fix[f + 1]];
     let parent = data[fix[f]];

@@ -32,8 +32,10 @@ export const BETA55_METHODS = Object.freeze(
 /**
  * Adds this line's members to `world` (built by world.js on `storage`, whose addon World
  * is `openWorld()`; `line` is src/line.js's `detectLine()` of the app): `specVersion` (the
- * line's, as line.js found it), `capabilities` (none is claimed: hook retention,
- * resume dedup, invoke, maxConcurrency and deployment affinity are not provided),
+ * line's, as line.js found it), `capabilities` (`hookResumeDedup` only: a `hook_received`
+ * with `params.resumeId` is a fact of its run keyed by the resume id, crates/runlog-world
+ * src/resume.rs, and events carry their `resumeId` back; hook retention, invoke,
+ * maxConcurrency and deployment affinity are not provided),
  * `events.createBatch`, `runs.getMany`, `runs.waitForTerminalStatus`, `runs.cancelMany`,
  * `streams.createWriteSession`, and `events.create` with `eventCount`'s report as the line
  * shapes it (`cursor: null`) and `maxEvents` on results carrying the run.
@@ -103,7 +105,7 @@ export function extendForBeta55(world, { line, openWorld }) {
     for (const m of methods) target[m] = checked(ns, m, target[m], BETA55_SIGNATURES);
   }
   world.specVersion = line.specVersion;
-  world.capabilities = {};
+  world.capabilities = { hookResumeDedup: true };
   world.events = events;
   world.runs = runs;
   world.streams = { ...world.streams, createWriteSession: writeSessionFactory(world.streams) };

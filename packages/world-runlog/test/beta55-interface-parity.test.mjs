@@ -167,15 +167,17 @@ describe('the interface: what world-local 5.0.0-beta.46 has, runlog has', () => 
     for (const m of ['createBatch', 'cancelMany', 'createWriteSession']) expect(INTERFACES_DTS).toMatch(new RegExp(`\\b${m}\\?\\(`));
   });
 
-  test('specVersion is the line\'s minted one on both; runlog claims no capability it lacks', () => {
+  test('specVersion is the line\'s minted one on both; runlog claims resume dedup and no capability it lacks', () => {
     const local = localWorld();
     const runlog = runlogWorld();
     expect(detectLine(APP_DIR)).toMatchObject({ name: LINES.BETA55, source: 'app', worldVersion: '5.0.0-beta.37', worldLocalVersion: '5.0.0-beta.46' });
     expect(runlog.specVersion).toBe(local.specVersion);
     expect(runlog.specVersion).toBe(workflowWorld.mintedSpecVersion());
     expect(local.capabilities).toEqual({ hookRetention: { active: true }, hookResumeDedup: true });
-    // Neither hook retention nor resume dedup is provided (docs/SDK-LINES.md §9).
-    expect(runlog.capabilities).toEqual({});
+    // Resume dedup is provided (the parity tests below); hook retention is not
+    // (docs/SDK-LINES.md §9).
+    expect(runlog.capabilities).toEqual({ hookResumeDedup: true });
+    expect(runlog.capabilities.hookResumeDedup).toBe(local.capabilities.hookResumeDedup);
   });
 });
 
@@ -289,6 +291,79 @@ describe('the members both have: same calls, same results', () => {
       return { event: r.event, occurred: listed.data.map((e) => e.occurredAt ?? null) };
     });
     expect(out.runlog.occurred).toEqual([null, null, null]);
+    expect(out.runlog).toEqual(out.local);
+  });
+});
+
+describe('hook resumes by (runId, resumeId): what capabilities.hookResumeDedup promises', () => {
+  /** A resume's payload digest as core computes one (SHA-256, 64 hex digits). */
+  const DIGEST = 'a'.repeat(64);
+  const received = (w, runId, hookId, token, payload, params) =>
+    w.events.create(runId, { eventType: 'hook_received', correlationId: hookId, specVersion: w.specVersion, eventData: { token, payload } }, params);
+
+  test('retries converge on one event; another digest or hook is an EntityConflictError; the resumeId round-trips; a disposed hook takes only a recorded resume', async () => {
+    const out = await onBoth(async (w) => {
+      const runId = await runningRun(w);
+      const token = `tok-${runId}`;
+      await w.events.create(runId, { eventType: 'hook_created', correlationId: 'hook_1', eventData: { token } });
+      await w.events.create(runId, { eventType: 'hook_created', correlationId: 'hook_2', eventData: { token: `${token}-2` } });
+      const r1 = { resumeId: 'resm_01', resumePayloadDigest: DIGEST };
+      const first = await received(w, runId, 'hook_1', token, bytes('"one"'), r1);
+      const retry = await received(w, runId, 'hook_1', token, bytes('"one"'), r1);
+      const noDigest = await received(w, runId, 'hook_1', token, bytes('"one"'), { resumeId: 'resm_01' });
+      const otherDigest = errorShape(await rejection(received(w, runId, 'hook_1', token, bytes('"two"'), { ...r1, resumePayloadDigest: 'b'.repeat(64) })));
+      const otherHook = errorShape(await rejection(received(w, runId, 'hook_2', `${token}-2`, bytes('"one"'), r1)));
+      const second = await received(w, runId, 'hook_1', token, bytes('"two"'), { resumeId: 'resm_02', resumePayloadDigest: DIGEST });
+      const plain = await received(w, runId, 'hook_1', token, bytes('"three"'));
+      const plainAgain = await received(w, runId, 'hook_1', token, bytes('"three"'));
+      await w.events.create(runId, { eventType: 'hook_disposed', correlationId: 'hook_1' });
+      const redelivered = await received(w, runId, 'hook_1', token, bytes('"one"'), r1);
+      const unrecorded = errorShape(await rejection(received(w, runId, 'hook_1', token, bytes('"four"'), { resumeId: 'resm_03', resumePayloadDigest: DIGEST })));
+      return {
+        first,
+        retry,
+        noDigest,
+        otherDigest,
+        otherHook,
+        second,
+        plain,
+        plainAgain,
+        redelivered,
+        unrecorded,
+        events: await w.events.list({ runId, pagination: { sortOrder: 'asc' } }),
+        eventsNone: await w.events.list({ runId, pagination: { sortOrder: 'asc' }, resolveData: 'none' }),
+        byCorrelation: await w.events.listByCorrelationId({ correlationId: 'hook_1', runId, pagination: { sortOrder: 'asc' } }),
+        eventGet: await w.events.get(runId, first.event.eventId),
+      };
+    });
+    expect(out.runlog.first.event.resumeId).toBe('resm_01');
+    // The class only: neither World's EntityConflictError carries a `status` here.
+    expect([out.runlog.otherDigest, out.runlog.otherHook, out.runlog.unrecorded]).toEqual([
+      { name: 'EntityConflictError' },
+      { name: 'EntityConflictError' },
+      { name: 'HookNotFoundError' },
+    ]);
+    expect(out.runlog.retry.event).toEqual(out.runlog.first.event);
+    expect(out.runlog.redelivered.event).toEqual(out.runlog.first.event);
+    expect(out.runlog.events.data.filter((e) => e.eventType === 'hook_received').map((e) => e.resumeId ?? null)).toEqual(['resm_01', 'resm_02', null, null]);
+    expect(out.runlog).toEqual(out.local);
+  });
+
+  test('concurrent writes of one resume commit one event and all get it back', async () => {
+    const out = await onBoth(async (w) => {
+      const runId = await runningRun(w);
+      const token = `tok-${runId}`;
+      await w.events.create(runId, { eventType: 'hook_created', correlationId: 'hook_1', eventData: { token } });
+      const params = { resumeId: 'resm_race', resumePayloadDigest: DIGEST };
+      const results = await Promise.all(Array.from({ length: 6 }, () => received(w, runId, 'hook_1', token, bytes('"x"'), params)));
+      const events = await w.events.list({ runId, pagination: { sortOrder: 'asc' } });
+      return {
+        ids: [...new Set(results.map((r) => r.event.eventId))],
+        received: events.data.filter((e) => e.eventType === 'hook_received'),
+      };
+    });
+    expect(out.runlog.ids).toHaveLength(1);
+    expect(out.runlog.received).toHaveLength(1);
     expect(out.runlog).toEqual(out.local);
   });
 });

@@ -113,10 +113,10 @@ describe('line detection (src/line.js)', () => {
 });
 
 describe('the beta.55 surface', () => {
-  test('declares the spec its line mints and claims no capability', () => {
+  test('declares the spec its line mints and claims resume dedup only', () => {
     expect(world().specVersion).toBe(7);
     expect(world(6).specVersion).toBe(6);
-    expect(world().capabilities).toEqual({});
+    expect(world().capabilities).toEqual({ hookResumeDedup: true });
   });
 
   test('event ids are slots, dense from 1, and events.get takes them', async () => {

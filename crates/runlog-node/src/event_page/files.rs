@@ -119,6 +119,7 @@ impl E {
                 .map(|d| RawJson::from_text(d).unwrap_or_else(|e| panic!("{d}: {e}"))),
             created_at_ms: self.at_ms,
             spec_version: self.spec,
+            resume_id: None,
             seq: 0,
         }
     }
@@ -320,6 +321,7 @@ fn revive_places() -> Page<Event> {
                 ),
                 created_at_ms: 1_764_510_048_882 + i as u64,
                 spec_version: Some(5),
+                resume_id: None,
                 seq: 0,
             })
             .collect(),
