@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use ulid::Ulid;
 
-use super::queue::Weigh;
+use super::queue::{Weigh, Written};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::types::Appended;
@@ -153,6 +153,21 @@ impl Plan<'_> {
             }
         }
         self.results
+    }
+
+    /// What the group write returns once the backend wrote the plan with `outcome`: the
+    /// members' results and the events written, or [`Plan::failed`]'s and none.
+    pub fn written(self, outcome: &Result<()>) -> Written<Outcome> {
+        match outcome {
+            Ok(()) => Written {
+                events: self.accepted.len() as u64,
+                results: self.results,
+            },
+            Err(e) => Written {
+                results: self.failed(e),
+                events: 0,
+            },
+        }
     }
 }
 

@@ -182,19 +182,10 @@ impl Run {
         }
         let written = self.write_decided(&mut w, group, &plan, &ids, now);
         drop(guard);
-        match written {
-            Ok(()) => {
-                self.notify_grown();
-                Written {
-                    events: plan.accepted.len() as u64,
-                    results: plan.results,
-                }
-            }
-            Err(e) => Written {
-                results: plan.failed(&e),
-                events: 0,
-            },
+        if written.is_ok() {
+            self.notify_grown();
         }
+        plan.written(&written)
     }
 
     /// Under the run lock: rolls to a new segment when due, encodes the accepted appends (one

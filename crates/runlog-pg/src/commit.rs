@@ -132,19 +132,10 @@ impl PgLog {
                 tests::before_commit();
                 tx.commit()
             });
-        Ok(match done {
-            Ok(()) => {
-                self.inner.notifier.committed(&self.inner, run.as_str());
-                Written {
-                    events: plan.accepted.len() as u64,
-                    results: plan.results,
-                }
-            }
-            Err(e) => Written {
-                results: plan.failed(&e),
-                events: 0,
-            },
-        })
+        if done.is_ok() {
+            self.inner.notifier.committed(&self.inner, run.as_str());
+        }
+        Ok(plan.written(&done))
     }
 
     /// Stored events of the run sharing a key or event id with any event of `group`: one
