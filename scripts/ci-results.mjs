@@ -54,6 +54,7 @@ export const FEATURES = [
   { label: 'eventCount bump-and-report, sinceCursor delta', lines: BETA55, worlds: BOTH, by: 'conformance-beta55/run.mjs' },
   { label: "createBatch (a suspension's events together)", lines: BETA55, worlds: BOTH, by: 'conformance-beta55/run.mjs' },
   { label: 'spec 7, sealed log', lines: BETA55, worlds: BOTH, by: 'conformance-beta55/run.mjs' },
+  { label: 'hook retention (experimental_minRetention)', lines: BETA55, worlds: BOTH, by: 'conformance-beta55/run.mjs' },
   { label: 'Next.js (next dev; next build + next start)', lines: BETA55, worlds: BOTH, by: 'examples/next.mjs' },
   { label: 'workflow inspect', lines: ALL, worlds: BOTH, by: 'examples/sdk-cli.mjs' },
   { label: 'workflow web (Chromium)', lines: ALL, worlds: BOTH, by: 'examples/sdk-cli.mjs' },

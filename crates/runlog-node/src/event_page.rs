@@ -50,7 +50,7 @@ use crate::world::Json;
 /// one of them anywhere in a payload (except directly inside an array) is a place of
 /// [`FixKind::Date`]. JavaScript's generic reviver uses the same list (generated into
 /// `event-page-format.js`).
-pub(crate) const DATE_KEYS: [&str; 7] = [
+pub(crate) const DATE_KEYS: [&str; 8] = [
     "createdAt",
     "updatedAt",
     "startedAt",
@@ -58,6 +58,7 @@ pub(crate) const DATE_KEYS: [&str; 7] = [
     "retryAfter",
     "resumeAt",
     "expiredAt",
+    "tokenRetentionUntil",
 ];
 
 /// Keys whose value is left as JSON has it, never looked into for places: a run's

@@ -164,6 +164,8 @@ pub(crate) struct HookCreatedData {
     pub is_webhook: Option<bool>,
     #[serde(default)]
     pub is_system: Option<bool>,
+    #[serde(default)]
+    pub token_retention_until: Option<DateInput>,
 }
 
 #[derive(Deserialize)]
@@ -294,7 +296,8 @@ pub(crate) fn check(ty: EventType, data: Option<&RawJson>) -> Result<(), WorldEr
         }
         EventType::HookCreated => {
             let d: HookCreatedData = parse(data)?;
-            check_token(&d.token)
+            check_token(&d.token)?;
+            check_date("tokenRetentionUntil", d.token_retention_until.as_ref())
         }
         EventType::HookReceived => require(
             "payload",

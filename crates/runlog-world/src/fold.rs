@@ -72,7 +72,19 @@ pub(crate) struct ResumeSlot {
 pub(crate) struct HookSlot {
     pub hook: Hook,
     pub created_seq: Seq,
+    /// Created, not disposed, its run not ended: it may be received.
     pub live: bool,
+    /// Live when its run ended with a `tokenRetentionUntil`: it stays available (readable,
+    /// holding its token) until then, though it is no longer live.
+    pub retained_until_ms: Option<u64>,
+}
+
+impl HookSlot {
+    /// Whether the hook is available at `now_ms`: live, or retained past its run's end and
+    /// `now_ms` before its `tokenRetentionUntil`.
+    pub(crate) fn available_at(&self, now_ms: u64) -> bool {
+        self.live || self.retained_until_ms.is_some_and(|t| now_ms < t)
+    }
 }
 
 /// Runs, steps, hooks, waits and attributes of one run as of seq [`RunState::seq`], plus
@@ -259,8 +271,12 @@ impl RunState {
         run.updated_at_ms = e.created_at_ms;
         self.terminal = Some((e.seq, e.event_id));
         // The reference's retention rule: a run's end disposes its hooks (releasing their
-        // tokens) without writing hook_disposed events.
+        // tokens) without writing hook_disposed events, except that a hook created with a
+        // `tokenRetentionUntil` stays available until then.
         for slot in self.hooks.values_mut() {
+            if slot.live {
+                slot.retained_until_ms = slot.hook.token_retention_until_ms;
+            }
             slot.live = false;
         }
         true
@@ -452,12 +468,14 @@ impl RunState {
             spec_version: self.spec_version,
             is_webhook: Some(d.is_webhook.unwrap_or(false)),
             is_system: Some(d.is_system.unwrap_or(false)),
+            token_retention_until_ms: d.token_retention_until.and_then(|t| t.to_ms()),
             storage_error: None,
         };
         let slot = HookSlot {
             hook,
             created_seq: e.seq,
             live: true,
+            retained_until_ms: None,
         };
         self.hooks.insert(corr.to_string(), slot);
         self.hook_order.push(corr.to_string());
@@ -528,6 +546,26 @@ impl RunState {
             .iter()
             .filter_map(|id| self.hooks.get(id))
             .filter(|s| s.live)
+            .map(|s| (s.created_seq, &s.hook))
+    }
+
+    /// An available hook by id at `now_ms`: live, or retained past its run's end until its
+    /// `tokenRetentionUntil` (what `hooks.get`, `hooks.getByToken` and the token claims go
+    /// by; only a live hook may be received or disposed).
+    pub fn available_hook(&self, hook_id: &str, now_ms: u64) -> Option<&Hook> {
+        self.hooks
+            .get(hook_id)
+            .filter(|s| s.available_at(now_ms))
+            .map(|s| &s.hook)
+    }
+
+    /// Available hooks at `now_ms` in creation order, each with the seq of its
+    /// `hook_created` (see [`RunState::available_hook`]).
+    pub fn available_hooks(&self, now_ms: u64) -> impl DoubleEndedIterator<Item = (Seq, &Hook)> {
+        self.hook_order
+            .iter()
+            .filter_map(|id| self.hooks.get(id))
+            .filter(move |s| s.available_at(now_ms))
             .map(|s| (s.created_seq, &s.hook))
     }
 

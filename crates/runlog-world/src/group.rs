@@ -258,10 +258,10 @@ impl<B: RunLog> World<B> {
         let base = work.seq();
         let mut outcomes = Vec::with_capacity(members.len());
         let mut events = Vec::new();
-        let now = crate::ids::now_ms();
+        let at = self.decide_at();
         for m in members.iter_mut() {
             self.merge_for_decision(entry, &work, &mut m.req)?;
-            let decision = match rules::decide(&work, &m.req, &m.params, now) {
+            let decision = match rules::decide(&work, &m.req, &m.params, at) {
                 Err(WorldError::DuplicateEventId { .. })
                     if !m.req.caller_event_id && !attempt.is_last() =>
                 {

@@ -13,6 +13,7 @@ mod attr_log;
 mod attrs;
 mod batch;
 mod cancel;
+mod clock;
 mod cursor;
 mod data;
 mod error;
@@ -34,6 +35,7 @@ pub use attrs::{
 };
 pub use batch::BATCH_EVENTS_MAX;
 pub use cancel::{BULK_CANCEL_RUN_IDS_MAX, CancelOutcome};
+pub use clock::Clock;
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};
@@ -54,4 +56,6 @@ pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX};
 pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
-pub use world::{EVENTS_PAGE_DEFAULT, PRELOAD_EVENTS_MAX, World, WorldConfig};
+pub use world::{
+    EVENTS_PAGE_DEFAULT, HOOK_RETENTION_MAX_MS, PRELOAD_EVENTS_MAX, World, WorldConfig,
+};

@@ -589,6 +589,16 @@ pub struct Hook {
     /// `hook_created.isSystem`, false when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_system: Option<bool>,
+    /// `hook_created.tokenRetentionUntil` (`experimental_minRetention`): until then the
+    /// hook outlives its run's end, readable and holding its token, though it can no longer
+    /// be received (`docs/WORLD.md`, hook retention).
+    #[serde(
+        rename = "tokenRetentionUntil",
+        default,
+        with = "iso_ms_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub token_retention_until_ms: Option<u64>,
     /// Set only by the store-wide `hooks.list` for a hook of a run whose log cannot be
     /// read to its end: the hook is live as far as the log can be read (see
     /// [`WorkflowRun::storage_error`]).

@@ -339,7 +339,8 @@ impl<B: RunLog> World<B> {
         ))
     }
 
-    /// `hooks.get`: a live hook by id (disposed hooks, and hooks of ended runs, are gone).
+    /// `hooks.get`: an available hook by id (disposed hooks, and hooks of ended runs, are
+    /// gone, except a hook retained until its `tokenRetentionUntil`).
     ///
     /// # Errors
     /// [`WorldError::HookNotFound`]; storage errors.
@@ -349,13 +350,13 @@ impl<B: RunLog> World<B> {
         };
         let claim = self.claim_of_hook(hook_id)?.ok_or_else(not_found)?;
         let hook = self
-            .live_hook(&claim.run_id, hook_id)?
+            .available_hook(&claim.run_id, hook_id)?
             .ok_or_else(not_found)?;
         Ok(shape_hook(hook, resolve))
     }
 
-    /// `hooks.getByToken`: the live hook holding `token` (payloads always included, as in
-    /// the reference).
+    /// `hooks.getByToken`: the available hook holding `token` (payloads always included, as
+    /// in the reference): live, or retained past its run's end.
     ///
     /// # Errors
     /// [`WorldError::HookNotFound`]; storage errors.
@@ -364,25 +365,26 @@ impl<B: RunLog> World<B> {
             hook: token.to_string(),
         };
         let claim = self.claim_of_token(token)?.ok_or_else(not_found)?;
-        self.live_hook(&claim.run_id, &claim.hook_id)?
+        self.available_hook(&claim.run_id, &claim.hook_id)?
             .filter(|h| h.token == token)
             .ok_or_else(not_found)
     }
 
-    fn live_hook(&self, run_id: &str, hook_id: &str) -> Result<Option<Hook>, WorldError> {
+    fn available_hook(&self, run_id: &str, hook_id: &str) -> Result<Option<Hook>, WorldError> {
         let Ok(run) = self.run_id(run_id) else {
             return Ok(None);
         };
         let entry = self.entry(&run);
         match self.load(&entry, &run) {
-            Ok(state) => Ok(state.hook(hook_id).cloned()),
+            Ok(state) => Ok(state.available_hook(hook_id, self.now_ms()).cloned()),
             Err(WorldError::RunNotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// `hooks.list`: live hooks of one run (by creation order), or of the whole store (by
-    /// run id, then creation order), oldest first by default, 20 per page.
+    /// `hooks.list`: available hooks (live, or retained past their run's end until their
+    /// `tokenRetentionUntil`) of one run (by creation order), or of the whole store (by run
+    /// id, then creation order), oldest first by default, 20 per page.
     ///
     /// Store-wide, the runs listed are those holding a token claim; one whose log cannot be
     /// read to its end contributes the live hooks of its readable part, each with
@@ -412,7 +414,7 @@ impl<B: RunLog> World<B> {
                 let entry = self.entry(&run);
                 let state = self.load(&entry, &run)?;
                 state
-                    .live_hooks()
+                    .available_hooks(self.now_ms())
                     .map(|(seq, h)| ((run.to_string(), seq), shape_hook(h.clone(), resolve)))
                     .collect()
             }
@@ -437,6 +439,7 @@ impl<B: RunLog> World<B> {
     fn store_hooks(&self, resolve: ResolveData) -> Result<Vec<KeyedHook>, WorldError> {
         let mut claims = self.all_claims()?;
         claims.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        let now_ms = self.now_ms();
         let mut hooks = Vec::new();
         let mut unreadable = Vec::new();
         for group in claims.chunk_by(|a, b| a.run_id == b.run_id) {
@@ -461,7 +464,7 @@ impl<B: RunLog> World<B> {
                 unreadable.push(f.clone());
                 continue;
             }
-            hooks.extend(state.live_hooks().map(|(seq, h)| {
+            hooks.extend(state.available_hooks(now_ms).map(|(seq, h)| {
                 let mut hook = shape_hook(h.clone(), resolve);
                 hook.storage_error = fault.clone();
                 ((id.to_string(), seq), hook)

@@ -340,7 +340,17 @@ pub(crate) enum Decision {
     Append(Plan),
 }
 
-/// Decides `req` against `state` (the run's log folded to seq N) at time `now_ms`.
+/// What a decision is taken at besides the run's state: the rules' time
+/// ([`crate::WorldConfig::clock`]) and the World's limits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DecideAt {
+    /// Now, in ms since the epoch.
+    pub now_ms: u64,
+    /// [`crate::WorldConfig::hook_retention_max_ms`].
+    pub hook_retention_max_ms: u64,
+}
+
+/// Decides `req` against `state` (the run's log folded to seq N) at `at`.
 ///
 /// # Errors
 /// The rejection, with the SDK's class (see [`WorldError`]).
@@ -348,7 +358,7 @@ pub(crate) fn decide(
     state: &RunState,
     req: &Checked,
     params: &CreateEventParams,
-    now_ms: u64,
+    at: DecideAt,
 ) -> Result<Decision, WorldError> {
     let run_id = req.run.as_str();
     if state.run().is_some() {
@@ -373,16 +383,16 @@ pub(crate) fn decide(
         EventType::RunCreated => run_created(state, req).map(Decision::Append),
         EventType::RunStarted => run_started(state, req),
         EventType::RunCompleted | EventType::RunFailed | EventType::RunCancelled => {
-            end_run(state, req)
+            end_run(state, req, at.now_ms)
         }
         EventType::AttrSet => attr_set(state, req).map(Decision::Append),
         EventType::StepCreated => step_created(state, req).map(Decision::Append),
-        EventType::StepStarted => step_started(state, req, now_ms).map(Decision::Append),
+        EventType::StepStarted => step_started(state, req, at.now_ms).map(Decision::Append),
         EventType::StepCompleted | EventType::StepFailed | EventType::StepRetrying => {
             step_outcome(state, req).map(Decision::Append)
         }
-        EventType::HookCreated => hook_created(state, req).map(Decision::Append),
-        EventType::HookReceived | EventType::HookDisposed => hook_event(state, req),
+        EventType::HookCreated => hook_created(state, req, at).map(Decision::Append),
+        EventType::HookReceived | EventType::HookDisposed => hook_event(state, req, at.now_ms),
         EventType::WaitCreated | EventType::WaitCompleted => {
             wait_event(state, req).map(Decision::Append)
         }
@@ -515,7 +525,7 @@ fn resilient_start(state: &RunState, req: &Checked) -> Result<Plan, WorldError> 
     })
 }
 
-fn end_run(state: &RunState, req: &Checked) -> Result<Decision, WorldError> {
+fn end_run(state: &RunState, req: &Checked, now_ms: u64) -> Result<Decision, WorldError> {
     let run = live_run(state, req)?;
     if run.status.is_terminal() {
         if req.ty == EventType::RunCancelled && run.status == RunStatus::Cancelled {
@@ -539,8 +549,11 @@ fn end_run(state: &RunState, req: &Checked) -> Result<Decision, WorldError> {
         ));
     }
     let mut plan = Plan::one(req.planned(Some("run_terminal".into())));
+    // A hook retained past the run's end keeps its token until its tokenRetentionUntil
+    // (after which its claim is dead by the liveness rule, `tokens.rs`).
     plan.releases = state
         .live_hooks()
+        .filter(|(_, h)| h.token_retention_until_ms.is_none_or(|t| t <= now_ms))
         .map(|(_, h)| (h.token.clone(), h.hook_id.clone()))
         .collect();
     Ok(Decision::Append(plan))
@@ -726,7 +739,7 @@ fn step_outcome(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
     Ok(Plan::one(req.planned(key)))
 }
 
-fn hook_created(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
+fn hook_created(state: &RunState, req: &Checked, at: DecideAt) -> Result<Plan, WorldError> {
     creatable(live_run(state, req)?, req)?;
     if state.hook_used(req.corr()) {
         return Err(WorldError::conflict(
@@ -737,17 +750,60 @@ fn hook_created(state: &RunState, req: &Checked) -> Result<Plan, WorldError> {
     let d: HookCreatedData = view(req.data.as_ref()).ok_or_else(|| {
         WorldError::invalid("eventData", "does not match the hook_created schema")
     })?;
+    if let Some(until) = d.token_retention_until.as_ref().and_then(|t| t.to_ms())
+        && until > at.now_ms.saturating_add(at.hook_retention_max_ms)
+    {
+        return Err(WorldError::invalid(
+            "eventData.tokenRetentionUntil",
+            format!(
+                "a hook's minimum retention cannot exceed {} in this World (WorldConfig::hook_retention_max_ms)",
+                retention_span(at.hook_retention_max_ms)
+            ),
+        ));
+    }
     let mut plan = Plan::one(req.planned(Some(format!("hook/{}", req.corr()))));
     plan.claim = Some(d.token);
     Ok(plan)
 }
 
-fn hook_event(state: &RunState, req: &Checked) -> Result<Decision, WorldError> {
-    live_run(state, req)?;
+/// `ms` as whole days (`30 days`), else hours, minutes or seconds, for messages.
+fn retention_span(ms: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (86_400_000, "day"),
+        (3_600_000, "hour"),
+        (60_000, "minute"),
+        (1000, "second"),
+    ];
+    UNITS
+        .iter()
+        .find(|(unit, _)| ms >= *unit && ms.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{ms} ms"),
+            |(unit, name)| {
+                let n = ms / unit;
+                format!("{n} {name}{}", if n == 1 { "" } else { "s" })
+            },
+        )
+}
+
+fn hook_event(state: &RunState, req: &Checked, now_ms: u64) -> Result<Decision, WorldError> {
+    let run = live_run(state, req)?;
     if let Some(claim) = &req.resume
         && let Some(done) = resumed(state, req, claim)?
     {
         return Ok(done);
+    }
+    // A hook retained past its run's end is readable but the run takes no more events:
+    // RunExpiredError, as world-local 5.0.0-beta.46 answers a resume of a retained hook.
+    if run.status.is_terminal() && state.available_hook(req.corr(), now_ms).is_some() {
+        return Err(WorldError::expired(
+            req.run.as_str(),
+            format!(
+                "hook {:?} is retained past the run's end (tokenRetentionUntil) but the run is in terminal state {:?}",
+                req.corr(),
+                run.status.as_str()
+            ),
+        ));
     }
     let hook = state
         .hook(req.corr())

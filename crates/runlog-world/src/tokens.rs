@@ -10,10 +10,13 @@
 //!   where N is the seq of R it validated at, then appends `hook_created` to R fenced at N.
 //!   If R moved meanwhile, the request is re-validated and the claim renewed with the new
 //!   N. So the claim's `hook_created` can only ever sit at seq N + 1 of R.
-//! - Whether a claim holds is read from R's log: **live** while H is a live hook of R;
+//! - Whether a claim holds is read from R's log: **live** while H is an available hook of R
+//!   (live, or retained past R's end until its `tokenRetentionUntil`, judged by
+//!   [`crate::WorldConfig::clock`]);
 //!   **pending** while H does not exist and R is still at seq N (its claimant may be about
 //!   to append, or its append failed, or it was killed before appending); **dead** otherwise
-//!   (H disposed, R ended, R moved past N without H, R gone). A live claim makes the next
+//!   (H disposed, R ended with H not retained or its retention over, R moved past N without
+//!   H, R gone). A live claim makes the next
 //!   claimant's request a `hook_conflict`; a dead one is taken over (a `release` and its
 //!   `claim` in one fenced batch).
 //! - A pending claim's hook was never acknowledged, so it never blocks another run: the next
@@ -97,7 +100,8 @@ struct Rebuilt {
 pub struct RebuildReport {
     /// `wrun_` runs folded.
     pub runs_scanned: u64,
-    /// Live hooks found (one claim each).
+    /// Live hooks found (one claim each), hooks retained past their run's end until their
+    /// `tokenRetentionUntil` included.
     pub live_hooks: u64,
     /// Claims still pending at the rebuild, kept.
     pub pending_claims_kept: u64,
@@ -378,7 +382,7 @@ impl<B: RunLog> World<B> {
         };
         let ended = state.run().is_some_and(|r| r.status.is_terminal());
         let settled = match state.hook_slot(&c.hook_id) {
-            Some(slot) if slot.live => Some(Liveness::Live),
+            Some(slot) if slot.available_at(self.now_ms()) => Some(Liveness::Live),
             Some(_) => Some(Liveness::Dead),
             None if ended || state.hook_used(&c.hook_id) => Some(Liveness::Dead),
             None if state.seq() > c.at_seq => Some(Liveness::Dead),
@@ -504,6 +508,7 @@ impl<B: RunLog> World<B> {
         let mut found: Vec<TokenClaim> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut after: Option<RunId> = None;
+        let now_ms = self.now_ms();
         loop {
             let page = self.backend.list_runs(after.as_ref(), 1000)?;
             let ids = page.runs.iter().map(|i| &i.run);
@@ -530,7 +535,7 @@ impl<B: RunLog> World<B> {
                     let fault = StorageFault::new(run.as_str(), &e, state.seq());
                     report.damaged_runs.push(fault);
                 }
-                for (seq, hook) in state.live_hooks() {
+                for (seq, hook) in state.available_hooks(now_ms) {
                     report.live_hooks += 1;
                     if index.contains_key(&hook.token) {
                         report.duplicate_tokens.push(hook.token.clone());

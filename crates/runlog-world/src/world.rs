@@ -11,10 +11,11 @@ use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use runlog::{RunId, RunLog, Seq};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Clock;
 use crate::error::WorldError;
 use crate::fold::{HookIdentity, RunState};
 use crate::group::{AbortUnanswered, GROUP_MEMBERS_MAX, Queued, Slot};
-use crate::ids::{self, now_ms};
+use crate::ids;
 use crate::json::{Members, RawJson};
 use crate::model::{
     CreateEventParams, Event, EventRequest, EventResult, EventType, EventView, ResolveData,
@@ -55,7 +56,16 @@ pub struct WorldConfig {
     /// claimant's run is fenced with its hook's `hook_conflict` and the token changes hands
     /// (`tokens.rs`). Correctness does not depend on it, only who wins a close race.
     pub pending_claim_grace_ms: u64,
+    /// How far past now a hook's `tokenRetentionUntil` may lie, in ms (default
+    /// [`HOOK_RETENTION_MAX_MS`], 30 days, the reference's local limit): a `hook_created`
+    /// asking for more is an [`WorldError::InvalidRequest`] (400), nothing written.
+    pub hook_retention_max_ms: u64,
+    /// The time the World's rules are judged at ([`Clock::system`] by default).
+    pub clock: Clock,
 }
+
+/// The default [`WorldConfig::hook_retention_max_ms`]: 30 days.
+pub const HOOK_RETENTION_MAX_MS: u64 = 30 * 24 * 60 * 60 * 1000;
 
 impl Default for WorldConfig {
     fn default() -> WorldConfig {
@@ -66,6 +76,8 @@ impl Default for WorldConfig {
             run_id_past_ms: 24 * 60 * 60 * 1000,
             run_id_future_ms: 5 * 60 * 1000,
             pending_claim_grace_ms: 2000,
+            hook_retention_max_ms: HOOK_RETENTION_MAX_MS,
+            clock: Clock::system(),
         }
     }
 }
@@ -165,6 +177,19 @@ impl<B: RunLog> World<B> {
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend
+    }
+
+    /// Now by [`WorldConfig::clock`]: the time retention and `retryAfter` are judged at.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.config.clock.now_ms()
+    }
+
+    /// What a decision is taken at: now, and the World's limits.
+    pub(crate) fn decide_at(&self) -> rules::DecideAt {
+        rules::DecideAt {
+            now_ms: self.now_ms(),
+            hook_retention_max_ms: self.config.hook_retention_max_ms,
+        }
     }
 
     /// `events.create(runId, request, params)`: validates `request` against the run's state
@@ -315,7 +340,7 @@ impl<B: RunLog> World<B> {
         let (plan, base, scratch) = {
             let state = self.load(entry, &req.run)?;
             self.merge_for_decision(entry, &state, req)?;
-            let decision = match rules::decide(&state, req, params, now_ms()) {
+            let decision = match rules::decide(&state, req, params, self.decide_at()) {
                 Err(WorldError::DuplicateEventId { .. })
                     if !req.caller_event_id && !attempt.is_last() =>
                 {

@@ -49,12 +49,13 @@ if (!args.includes('--no-build') || !existsSync(path.join(appDir, '.output', 'se
 }
 
 // The suite's tests behind rows of the compatibility table (scripts/ci-results.mjs): what the
-// spec ≥ 6 line adds, by the start of the test's name.
+// spec ≥ 6 line adds (and the capabilities it declares), by the start of the test's name.
 const SLOT_TESTS = [
   ['slot ids from seq (8 concurrent runs)', 'eight runs started at once'],
   ['eventCount bump-and-report, sinceCursor delta', 'eventCount: a stale write'],
   ["createBatch (a suspension's events together)", 'a suspension holding two waits'],
   ['spec 7, sealed log', 'the World declares spec 7'],
+  ['hook retention (experimental_minRetention)', 'a hook kept by experimental_minRetention'],
 ];
 
 /** One World's pass as results for the compatibility table: the pass count, then SLOT_TESTS. */

@@ -291,6 +291,38 @@ test('a second run claiming a held hook token gets hook_conflict naming the hold
   assert.deepEqual(kinds(await checkLog(holder)), ['run_created', 'run_started', 'hook_created', 'hook_received', 'run_completed']);
 });
 
+test('a hook kept by experimental_minRetention outlives its run: readable, its token held, not resumable', async () => {
+  const token = `retained-${world}-${Date.now().toString(36)}`;
+  const t0 = Date.now();
+  const runId = await invoke('retained', [token]);
+  const deadline = Date.now() + 15_000;
+  let hook;
+  while ((hook = await call('GET', `/api/hook?token=${token}`)).status !== 200) {
+    assert.ok(Date.now() < deadline, 'the run never held the token');
+    await sleep(100);
+  }
+  const until = Date.parse(hook.json.tokenRetentionUntil);
+  assert.ok(until >= t0 + 3_600_000 && until <= Date.now() + 3_600_000, `tokenRetentionUntil ${hook.json.tokenRetentionUntil}`);
+  const r = await call('POST', '/api/hook', { token, payload: { text: 'kept' } });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  const run = await ended(runId);
+  assert.deepEqual(run.returnValue, { note: { text: 'kept' } });
+  assert.deepEqual(kinds(await checkLog(runId)), ['run_created', 'run_started', 'hook_created', 'hook_received', 'run_completed']);
+  // The run ended; its hook did not: still found by token, with the same retention.
+  const after = await call('GET', `/api/hook?token=${token}`);
+  assert.equal(after.status, 200, JSON.stringify(after.json));
+  assert.deepEqual(after.json, hook.json);
+  // It cannot be resumed (the runtime reports the ended run as HookNotFoundError)...
+  const late = await call('POST', '/api/hook', { token, payload: { text: 'late' } });
+  assert.equal(late.status, 404);
+  assert.equal(late.json.error.name, 'HookNotFoundError');
+  // ...and its token is still held: another run claiming it gets hook_conflict.
+  const second = await invoke('claim', [token]);
+  const lost = await ended(second);
+  assert.deepEqual(lost.returnValue, { heldBy: runId });
+  assert.deepEqual(kinds(await checkLog(second)), ['run_created', 'run_started', 'hook_conflict', 'run_completed']);
+});
+
 test('start() from a workflow body records lineage on the child', async () => {
   const parentId = await invoke('parent', ['p']);
   const parent = await ended(parentId);
@@ -411,7 +443,7 @@ test('the World declares spec 7 and every run of this suite is stamped 7 with a 
   // The World asked for is the one that ran: runlog has createBatch, world-local 5.0.0-beta.46 not.
   assert.equal(declared.createBatch, world === 'runlog');
   console.log(`[conformance-beta55] ${world}: createBatch ${declared.createBatch}, capabilities ${JSON.stringify(declared.capabilities)}`);
-  assert.equal(seen.size, 30, "runs checked by the tests before this one (every earlier test ran)");
+  assert.equal(seen.size, 32, "runs checked by the tests before this one (every earlier test ran)");
   for (const [runId, { run, events }] of seen) {
     assert.equal(run.specVersion, 7, runId);
     assert.equal(count(events, 'noop'), 0, runId);

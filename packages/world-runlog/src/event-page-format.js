@@ -12,7 +12,7 @@ export const FIX_KIND = Object.freeze({
 });
 
 /** Keys whose string values are dates in the SDK's entities and event data: a string under one of them (not directly in an array) becomes a `Date` when it parses as one (places of kind DATE, and the generic reviver). */
-export const DATE_KEYS = Object.freeze(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt']);
+export const DATE_KEYS = Object.freeze(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt', 'tokenRetentionUntil']);
 
 /** Keys whose values are left as JSON has them, never looked into (a run's attributes: strings whatever their names). */
 export const PLAIN_KEYS = Object.freeze(['attributes']);

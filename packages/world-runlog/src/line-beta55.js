@@ -34,7 +34,9 @@ export const BETA55_METHODS = Object.freeze(
  * is `openWorld()`; `line` is src/line.js's `detectLine()` of the app): `specVersion` (the
  * line's, as line.js found it), `capabilities` (`hookResumeDedup` only: a `hook_received`
  * with `params.resumeId` is a fact of its run keyed by the resume id, crates/runlog-world
- * src/resume.rs, and events carry their `resumeId` back; hook retention, invoke,
+ * src/resume.rs, and events carry their `resumeId` back; `hookRetention`: a hook created
+ * with `tokenRetentionUntil` stays readable and keeps its token past its run's end until
+ * then, at most 30 days ahead, crates/runlog-world src/fold.rs and src/tokens.rs; invoke,
  * maxConcurrency and deployment affinity are not provided),
  * `events.createBatch`, `runs.getMany`, `runs.waitForTerminalStatus`, `runs.cancelMany`,
  * `streams.createWriteSession`, and `events.create` with `eventCount`'s report as the line
@@ -105,7 +107,7 @@ export function extendForBeta55(world, { line, openWorld }) {
     for (const m of methods) target[m] = checked(ns, m, target[m], BETA55_SIGNATURES);
   }
   world.specVersion = line.specVersion;
-  world.capabilities = { hookResumeDedup: true };
+  world.capabilities = { hookRetention: { active: true }, hookResumeDedup: true };
   world.events = events;
   world.runs = runs;
   world.streams = { ...world.streams, createWriteSession: writeSessionFactory(world.streams) };

@@ -167,16 +167,16 @@ describe('the interface: what world-local 5.0.0-beta.46 has, runlog has', () => 
     for (const m of ['createBatch', 'cancelMany', 'createWriteSession']) expect(INTERFACES_DTS).toMatch(new RegExp(`\\b${m}\\?\\(`));
   });
 
-  test('specVersion is the line\'s minted one on both; runlog claims resume dedup and no capability it lacks', () => {
+  test('specVersion is the line\'s minted one on both; runlog claims what world-local claims, hook retention and resume dedup', () => {
     const local = localWorld();
     const runlog = runlogWorld();
     expect(detectLine(APP_DIR)).toMatchObject({ name: LINES.BETA55, source: 'app', worldVersion: '5.0.0-beta.37', worldLocalVersion: '5.0.0-beta.46' });
     expect(runlog.specVersion).toBe(local.specVersion);
     expect(runlog.specVersion).toBe(workflowWorld.mintedSpecVersion());
     expect(local.capabilities).toEqual({ hookRetention: { active: true }, hookResumeDedup: true });
-    // Resume dedup is provided (the parity tests below); hook retention is not
-    // (docs/SDK-LINES.md §9).
-    expect(runlog.capabilities).toEqual({ hookResumeDedup: true });
+    // Resume dedup is provided (the parity tests below), hook retention too
+    // (test/hook-retention-parity.test.mjs; docs/SDK-LINES.md §9).
+    expect(runlog.capabilities).toEqual({ hookRetention: { active: true }, hookResumeDedup: true });
     expect(runlog.capabilities.hookResumeDedup).toBe(local.capabilities.hookResumeDedup);
   });
 });

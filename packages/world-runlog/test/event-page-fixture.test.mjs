@@ -32,10 +32,10 @@ function wire(name) {
 const decode = (name) => fromEventPage(wire(name));
 
 describe('the generated constants', () => {
-  test('name the three place kinds by number, the seven date keys and the one key never looked into', () => {
+  test('name the three place kinds by number, the eight date keys and the one key never looked into', () => {
     expect(FIX_KIND).toStrictEqual({ BINARY_OBJECT: 0, DATE: 1, BINARY_BYTES: 2 });
     expect(Object.isFrozen(FIX_KIND)).toBe(true);
-    expect(DATE_KEYS).toStrictEqual(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt']);
+    expect(DATE_KEYS).toStrictEqual(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt', 'tokenRetentionUntil']);
     expect(PLAIN_KEYS).toStrictEqual(['attributes']);
   });
 

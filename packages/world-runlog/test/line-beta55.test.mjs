@@ -113,10 +113,10 @@ describe('line detection (src/line.js)', () => {
 });
 
 describe('the beta.55 surface', () => {
-  test('declares the spec its line mints and claims resume dedup only', () => {
+  test('declares the spec its line mints and claims hook retention and resume dedup only', () => {
     expect(world().specVersion).toBe(7);
     expect(world(6).specVersion).toBe(6);
-    expect(world().capabilities).toEqual({ hookResumeDedup: true });
+    expect(world().capabilities).toEqual({ hookRetention: { active: true }, hookResumeDedup: true });
   });
 
   test('event ids are slots, dense from 1, and events.get takes them', async () => {

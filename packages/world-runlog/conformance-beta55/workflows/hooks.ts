@@ -52,3 +52,12 @@ export async function racer(token: string) {
   const after = await slow(2);
   return { before, after, texts };
 }
+
+// A hook kept by minimum retention (capabilities.hookRetention): it takes one payload, and
+// outlives the run for an hour, still holding its token.
+export async function retained(token: string) {
+  "use workflow";
+  const hook = createHook<Note>({ token, experimental_minRetention: "1h" });
+  const note = await hook;
+  return { note };
+}

@@ -8,7 +8,8 @@ export default defineEventHandler(async ({ req }) => {
   const world = await getWorld();
   try {
     const hook = await world.hooks.getByToken(token);
-    return { hookId: hook.hookId, runId: hook.runId, token: hook.token };
+    const until = hook.tokenRetentionUntil;
+    return { hookId: hook.hookId, runId: hook.runId, token: hook.token, tokenRetentionUntil: until ? new Date(until).toISOString() : null };
   } catch (err) {
     return json({ error: describeError(err) }, 404);
   }
