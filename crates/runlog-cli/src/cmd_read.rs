@@ -420,6 +420,10 @@ struct WorldLocalEvent<'a> {
     created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     spec_version: Option<u64>,
+    /// A `hook_received` a World wrote for `params.resumeId`: that id (from the event's key,
+    /// `resume/<resumeId>[ <digest>]`), as world-local writes it on the event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resume_id: Option<&'a str>,
     seq: Seq,
 }
 
@@ -481,6 +485,7 @@ fn world_local_event<'a>(
         event_data_base64,
         created_at: format_created_at(e.created_at_ms),
         spec_version: stamp.and_then(|s| s.spec_version),
+        resume_id: runlog_world::resume_id_of_stored(&e.kind, e.key.as_deref()),
         seq: e.seq,
     }
 }

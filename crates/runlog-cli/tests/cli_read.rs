@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use cli_support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn runs_derives_status_counts_and_times_from_the_log() {
@@ -138,6 +138,51 @@ fn export_renders_the_world_local_shape() {
     assert_eq!(
         events[5]["eventData"],
         json!({"output": {"__type": "Uint8Array", "data": "ZGV2bFszXQ=="}})
+    );
+}
+
+#[test]
+fn export_carries_the_resume_id_of_a_keyed_hook_received_and_nothing_else_gets_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = tmp.path().join("store");
+    let run = "wrun_01M8N4BFZ5ZB7EFN8RZEZ744VG";
+    let append = |kind: &str, key: Option<&str>, create: bool| {
+        let mut args = vec!["append", run, "--kind", kind, "--correlation-id", "hook_1"];
+        args.extend([
+            "--payload",
+            r#"{"payload":{"__type":"Uint8Array","data":"AA=="}}"#,
+        ]);
+        if let Some(k) = key {
+            args.extend(["--key", k]);
+        }
+        if create {
+            args.push("--create");
+        }
+        let out = runlog(&store, &args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    append(
+        "hook_received",
+        Some("resume/01JRESUMEID000000000000001 9f86d0"),
+        true,
+    );
+    append(
+        "hook_received",
+        Some("resume/01JRESUMEID000000000000002"),
+        false,
+    );
+    append("hook_received", None, false);
+    append("step_created", Some("resume/not-a-resume"), false);
+    let events = export(&store, run);
+    let ids: Vec<&Value> = events.iter().map(|e| &e["resumeId"]).collect();
+    assert_eq!(
+        ids,
+        [
+            &json!("01JRESUMEID000000000000001"),
+            &json!("01JRESUMEID000000000000002"),
+            &Value::Null,
+            &Value::Null,
+        ]
     );
 }
 

@@ -53,7 +53,7 @@ pub use model::{
     Step, StepStatus, StorageFault, Wait, WaitStatus, WorkflowRun,
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
-pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX};
+pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX, resume_id_of_stored};
 pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
 pub use world::{

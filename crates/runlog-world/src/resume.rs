@@ -97,6 +97,16 @@ pub(crate) fn resume_id_of(ty: EventType, key: Option<&str>) -> Option<&str> {
     }
 }
 
+/// The `resumeId` of a stored event of kind `kind` keyed `key`: set on a `hook_received`
+/// a World wrote for `params.resumeId` (keyed `resume/<resumeId>[ <digest>]`), else `None`.
+/// For readers of the raw logs (`runlog export`); the World's own reads carry it already.
+pub fn resume_id_of_stored<'a>(kind: &str, key: Option<&'a str>) -> Option<&'a str> {
+    if kind != EventType::HookReceived.as_str() {
+        return None;
+    }
+    resume_id_of(EventType::HookReceived, key)
+}
+
 fn check(value: &str, field: &str, len_max: usize) -> Result<(), WorldError> {
     if value.len() > len_max {
         return Err(WorldError::invalid(
