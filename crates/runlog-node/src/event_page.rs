@@ -44,7 +44,7 @@ use napi::sys;
 
 use crate::errors::BindError;
 use crate::js::{IntoJs, Raw, array, buffer};
-use crate::world::Json;
+use crate::out::Json;
 
 /// Keys whose string values are dates in the SDK's entities and event data: a string under
 /// one of them anywhere in a payload (except directly inside an array) is a place of

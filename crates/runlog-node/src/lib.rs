@@ -28,6 +28,7 @@ mod errors;
 mod event_page;
 #[cfg(test)]
 mod generated;
+mod handle;
 mod js;
 mod open;
 mod out;

@@ -265,3 +265,30 @@ pub(crate) fn commit_stats(
         .set_raw("groupSizes", array(env, sizes)?)?
         .raw())
 }
+/// JSON text, resolved as a JavaScript string.
+pub(crate) struct Json(pub(crate) String);
+
+impl IntoJs for Json {
+    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        if !self.0.is_ascii() {
+            return unsafe {
+                <String as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self.0)
+            };
+        }
+        // ASCII text is its own Latin-1: V8 copies it into a one-byte string without the
+        // UTF-8 decoder (most result texts: payloads carry binary values as base64).
+        let mut out = std::ptr::null_mut();
+        let status = unsafe {
+            sys::napi_create_string_latin1(
+                env,
+                self.0.as_ptr().cast(),
+                self.0.len() as isize,
+                &mut out,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            return Err(napi::Error::from_reason("napi_create_string_latin1 failed"));
+        }
+        Ok(out)
+    }
+}

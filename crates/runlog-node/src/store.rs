@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, sys};
 use napi_derive::napi;
-use parking_lot::{Condvar, Mutex};
-use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, RunLog, Store as CoreStore};
+use runlog::{Config, NewEvent, RunId};
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
+use crate::handle::{Backend, Lease, Shared};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
 use crate::open::{Access, open_target};
 use crate::out::{
@@ -40,69 +40,6 @@ const PAGE_MAX: u64 = 100_000;
 #[napi(js_name = "Store")]
 pub struct JsStore {
     shared: Arc<Shared>,
-}
-
-/// The backend of an opened handle: every call goes through `log`; `file` is the same store
-/// when it is a file store (for its commit counters), `None` on PostgreSQL.
-#[derive(Clone)]
-pub(crate) struct Backend {
-    pub(crate) log: Arc<dyn RunLog>,
-    file: Option<CoreStore>,
-}
-
-pub(crate) struct Shared {
-    path: String,
-    read_only: bool,
-    /// Why an `openOrReadOnly` store is read-only (the refused open for writing).
-    read_only_cause: Option<BindError>,
-    /// `"file"` or `"postgres"`.
-    backend: &'static str,
-    /// `None` once `close()` was called.
-    store: Mutex<Option<Backend>>,
-    /// Calls holding a [`Lease`]; `close()` settles when it drops to 0.
-    inflight: Mutex<usize>,
-    idle: Condvar,
-    /// The commit counters as of `close()`.
-    stats_at_close: Mutex<CommitStatsSnapshot>,
-    /// The World layer on this store (one per opened handle, shared by every `World`
-    /// object of it); `None` once `close()` was called.
-    pub(crate) world: Mutex<Option<Arc<crate::world::Worlds>>>,
-}
-
-/// A call's use of the store: counted in `inflight` until dropped.
-pub(crate) struct Lease {
-    pub(crate) store: Arc<dyn RunLog>,
-    shared: Arc<Shared>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let mut n = self.shared.inflight.lock();
-        *n -= 1;
-        if *n == 0 {
-            self.shared.idle.notify_all();
-        }
-    }
-}
-
-impl Shared {
-    pub(crate) fn lease(self: &Arc<Shared>) -> Result<Lease, BindError> {
-        let store = self
-            .store
-            .lock()
-            .as_ref()
-            .map(|b| b.log.clone())
-            .ok_or_else(BindError::closed)?;
-        *self.inflight.lock() += 1;
-        Ok(Lease {
-            store,
-            shared: self.clone(),
-        })
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.store.lock().is_none()
-    }
 }
 
 impl IntoJs for JsStore {
@@ -627,28 +564,13 @@ fn open_with(
     };
     call(&env, &pool::IO, hold, args, move |(), (dir, config)| {
         let opened = open_target(&dir, config, access)?;
-        let cause = opened.read_only_cause;
         let store = Backend {
             log: opened.log,
             file: opened.file,
         };
-        let worlds = crate::world::Worlds::new(store.log.clone());
+        let cause = opened.read_only_cause.map(BindError::from);
         Ok(JsStore {
-            shared: Arc::new(Shared {
-                path: dir,
-                read_only: access == Access::Read || cause.is_some(),
-                read_only_cause: cause.map(BindError::from),
-                backend: if store.file.is_some() {
-                    "file"
-                } else {
-                    "postgres"
-                },
-                store: Mutex::new(Some(store)),
-                inflight: Mutex::new(0),
-                idle: Condvar::new(),
-                stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
-                world: Mutex::new(Some(Arc::new(worlds))),
-            }),
+            shared: Arc::new(Shared::new(dir, store, access == Access::Read, cause)),
         })
     })
 }
