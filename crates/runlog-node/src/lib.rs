@@ -33,6 +33,7 @@ mod js;
 mod open;
 mod out;
 mod pool;
+mod raw;
 mod store;
 mod world;
 
@@ -60,7 +61,7 @@ pub fn version() -> String {
 pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
     let lane = |p: &pool::Pool| -> napi::Result<_> {
         let s = p.stats();
-        Ok(ObjOut::new(env.raw())?
+        Ok(ObjOut::new(&env)?
             .set("threads", s.threads as f64)?
             .set("idle", s.idle as f64)?
             .set("queued", s.queued as f64)?
@@ -68,12 +69,12 @@ pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
             .set("threadsStarted", s.threads_started as f64)?
             .set("jobsQueued", s.jobs_queued as f64)?
             .set("jobsRun", s.jobs_run as f64)?
-            .raw())
+            .done())
     };
-    let obj = ObjOut::new(env.raw())?
-        .set_raw("io", lane(&pool::IO)?)?
-        .set_raw("wait", lane(&pool::WAIT)?)?;
-    Ok(Raw(obj.raw()))
+    let obj = ObjOut::new(&env)?
+        .set("io", lane(&pool::IO)?)?
+        .set("wait", lane(&pool::WAIT)?)?;
+    Ok(Raw::new(obj.done()))
 }
 
 /// `__panicForTest(where) → Promise<never>`: a test hook that panics inside the binding —

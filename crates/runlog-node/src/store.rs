@@ -16,8 +16,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::Unknown;
-use napi::{Env, sys};
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
 use runlog::{Config, NewEvent, RunId};
 
@@ -43,22 +43,22 @@ pub struct JsStore {
 }
 
 impl IntoJs for JsStore {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        unsafe { <JsStore as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self) }
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
+        self.into_unknown(env)
     }
 }
 
-fn run_id(arg: &Arg) -> Result<RunId, BindError> {
+fn run_id(arg: &Arg<'_>) -> Result<RunId, BindError> {
     let s = arg.string()?;
     RunId::new(&s).map_err(BindError::from)
 }
 
-fn optional(value: Option<Unknown<'_>>, name: &str) -> Option<Arg> {
+fn optional<'a>(value: Option<Unknown<'a>>, name: &str) -> Option<Arg<'a>> {
     value.map(|v| Arg::new(v, name))
 }
 
 /// `Config` from the `options` object of `open`; unknown keys are rejected.
-fn config(options: Option<Arg>) -> Result<Config, BindError> {
+fn config(options: Option<Arg<'_>>) -> Result<Config, BindError> {
     let mut c = Config::default();
     let Some(o) = options else { return Ok(c) };
     if o.is_nullish()? {
@@ -106,7 +106,7 @@ fn config(options: Option<Arg>) -> Result<Config, BindError> {
 }
 
 /// One element of an `events` array.
-fn new_event(arg: &Arg) -> Result<NewEvent, BindError> {
+fn new_event(arg: &Arg<'_>) -> Result<NewEvent, BindError> {
     arg.only_keys(&[
         "kind",
         "payload",
@@ -135,7 +135,7 @@ fn new_event(arg: &Arg) -> Result<NewEvent, BindError> {
     Ok(e)
 }
 
-fn events(arg: &Arg) -> Result<Vec<NewEvent>, BindError> {
+fn events(arg: &Arg<'_>) -> Result<Vec<NewEvent>, BindError> {
     arg.array_items()?.iter().map(new_event).collect()
 }
 
@@ -225,14 +225,10 @@ impl JsStore {
     /// Why `openOrReadOnly` opened the store read-only: the error of opening it for writing
     /// (code `IO`, `op`, `path`, `errno`); `null` otherwise.
     #[napi(getter, ts_return_type = "RunlogError | null")]
-    pub fn read_only_cause(&self, env: Env) -> napi::Result<Raw> {
+    pub fn read_only_cause(&self, env: Env) -> napi::Result<Option<Raw>> {
         match &self.shared.read_only_cause {
-            Some(cause) => Ok(Raw(cause.to_js(env.raw())?)),
-            None => {
-                let mut null = std::ptr::null_mut();
-                unsafe { sys::napi_get_null(env.raw(), &mut null) };
-                Ok(Raw(null))
-            }
+            Some(cause) => Ok(Some(Raw::new(cause.to_js(&env)?))),
+            None => Ok(None),
         }
     }
 
@@ -513,7 +509,7 @@ impl JsStore {
             }) => store.commit_stats(),
             _ => self.shared.stats_at_close.lock().clone(),
         };
-        Ok(Raw(crate::out::commit_stats(env.raw(), &snapshot)?))
+        Ok(Raw::new(crate::out::commit_stats(&env, &snapshot)?))
     }
 
     /// `close() → Promise<void>`: new calls reject with `CLOSED` at once, pending `wait`s
@@ -575,14 +571,14 @@ fn open_with(
     })
 }
 
-fn seq_or_zero(arg: Option<Arg>) -> Result<u64, BindError> {
+fn seq_or_zero(arg: Option<Arg<'_>>) -> Result<u64, BindError> {
     match arg {
         Some(a) => a.uint_or(0, MAX_SAFE_INTEGER),
         None => Ok(0),
     }
 }
 
-fn page_limit(arg: Option<Arg>) -> Result<usize, BindError> {
+fn page_limit(arg: Option<Arg<'_>>) -> Result<usize, BindError> {
     let n = match arg {
         Some(a) => a.uint_or(PAGE_DEFAULT, PAGE_MAX)?,
         None => PAGE_DEFAULT,
@@ -595,12 +591,6 @@ fn page_limit(arg: Option<Arg>) -> Result<usize, BindError> {
 
 /// Throws `err` into JavaScript from a synchronous method (the returned value is ignored).
 fn throw(env: &Env, err: &BindError) -> napi::Result<Raw> {
-    let error = err.to_js(env.raw())?;
-    let status = unsafe { sys::napi_throw(env.raw(), error) };
-    if status != sys::Status::napi_ok {
-        return Err(napi::Error::from_reason(err.message.clone()));
-    }
-    let mut undefined = std::ptr::null_mut();
-    unsafe { sys::napi_get_undefined(env.raw(), &mut undefined) };
-    Ok(Raw(undefined))
+    env.throw(err.to_js(env)?)?;
+    Ok(Raw::new(().into_unknown(env)?))
 }

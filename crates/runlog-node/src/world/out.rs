@@ -3,7 +3,8 @@
 
 use std::ops::Range;
 
-use napi::sys;
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use runlog_world::streams::{ChunkPage, ChunkRead, StreamInfo};
 use runlog_world::{CancelOutcome, WorldError};
 use serde_json::Value;
@@ -17,7 +18,7 @@ use crate::world::errors::world_code;
 pub(crate) struct Settled(pub(crate) Vec<Result<String, BindError>>);
 
 impl IntoJs for Settled {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let items = self
             .0
             .into_iter()
@@ -111,17 +112,17 @@ pub(crate) fn cancel_result(run_ids: &[String], outcomes: Vec<CancelOutcome>) ->
 }
 
 /// A chunk list `[{index, data}]`.
-fn chunks_js(
-    env: sys::napi_env,
+fn chunks_js<'e>(
+    env: &'e Env,
     chunks: &[runlog_world::streams::StreamChunk],
-) -> napi::Result<sys::napi_value> {
+) -> napi::Result<Unknown<'e>> {
     let items = chunks
         .iter()
         .map(|c| {
             Ok(ObjOut::new(env)?
                 .set("index", c.index as f64)?
-                .set_raw("data", buffer(env, &c.data)?)?
-                .raw())
+                .set("data", buffer(env, &c.data)?)?
+                .done())
         })
         .collect::<napi::Result<_>>()?;
     array(env, items)
@@ -130,63 +131,61 @@ fn chunks_js(
 pub(crate) struct ReadOut(pub(crate) ChunkRead);
 
 impl IntoJs for ReadOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let r = self.0;
         Ok(ObjOut::new(env)?
-            .set_raw("chunks", chunks_js(env, &r.chunks)?)?
+            .set("chunks", chunks_js(env, &r.chunks)?)?
             .set("nextIndex", r.next_index as f64)?
             .set("hasMore", r.has_more)?
             .set("done", r.done)?
-            .raw())
+            .done())
     }
 }
 
 pub(crate) struct PageOut(pub(crate) ChunkPage);
 
 impl IntoJs for PageOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let p = self.0;
         Ok(ObjOut::new(env)?
-            .set_raw("data", chunks_js(env, &p.data)?)?
+            .set("data", chunks_js(env, &p.data)?)?
             .set("cursor", p.cursor)?
             .set("hasMore", p.has_more)?
             .set("done", p.done)?
-            .raw())
+            .done())
     }
 }
 
 pub(crate) struct InfoOut(pub(crate) StreamInfo);
 
 impl IntoJs for InfoOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         Ok(ObjOut::new(env)?
             .set("tailIndex", self.0.tail_index as f64)?
             .set("done", self.0.done)?
-            .raw())
+            .done())
     }
 }
 
 pub(crate) struct RangeOut(pub(crate) Range<u64>);
 
 impl IntoJs for RangeOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         Ok(ObjOut::new(env)?
             .set("start", self.0.start as f64)?
             .set("end", self.0.end as f64)?
-            .raw())
+            .done())
     }
 }
 
 pub(crate) struct Names(pub(crate) Vec<String>);
 
 impl IntoJs for Names {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let items = self
             .0
             .into_iter()
-            .map(|n| unsafe {
-                <String as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, n)
-            })
+            .map(|n| n.into_unknown(env))
             .collect::<napi::Result<_>>()?;
         array(env, items)
     }
