@@ -18,10 +18,15 @@
 //! rejects the promise with an `Error` carrying a stable `code` (module `errors`); a panic is
 //! caught and rejects with `PANICKED`; nothing aborts the process.
 //!
-//! Layers: `store` and `world` (the classes and their argument checks; `open`: writable or
-//! read-only) → `call` (the one shape of a method: arguments, lease, lane; the one wait loop) →
-//! `js` (values across the boundary, promises) and `out` (results) → `pool` (threads) → `errors`.
+//! Layers: `store` and `world` (the classes and their argument checks; `world/params`: the
+//! World's parameters as typed structs, `world/out`: its results; `open`: writable or
+//! read-only) → `handle` (the opened store both classes share, its leases) → `call` (the one
+//! shape of a method: arguments, lease, lane; the one wait loop) → `js` (values across the
+//! boundary on napi-rs's typed layer, promises) and `out` (results) → `pool` (threads) →
+//! `errors`. `raw` holds the only raw Node-API calls, each with why.
 #![deny(missing_docs)]
+// Raw Node-API only in `raw` (its module allows it).
+#![deny(unsafe_code)]
 
 mod call;
 mod errors;

@@ -12,6 +12,8 @@
 //!   and `napi_is_exception_pending` / `napi_get_and_clear_last_exception` have no typed
 //!   counterpart.
 
+#![allow(unsafe_code)]
+
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, Unknown, ValueType};
 use napi::{Env, JsValue, sys};
 

@@ -10,6 +10,9 @@
 //! the text out. A request or parameter object may also be passed as an object (it is
 //! stringified with `JSON.stringify`). Stream chunks are bytes (`Buffer`).
 //!
+//! This module holds the methods; `params` parses each parameter shape once into a typed
+//! struct, `out` builds the results, `errors` turns World and stream errors into rejections.
+//!
 //! Every call runs on the `io` lane but `streamsWait` (the `wait` lane). A `WorldError`
 //! rejects with `code` (`NOT_FOUND`, `CONFLICT`, `GONE`, `PRECONDITION_FAILED`,
 //! `TOO_EARLY`, `INVALID_INPUT`, `BUSY`, or the store's own code for a storage fault),

@@ -440,7 +440,9 @@ impl AttributeOptions {
 #[derive(Default, Deserialize)]
 #[serde(untagged)]
 enum Typed {
+    /// Absent only (`null` is `Other`, as `typeof null` is `'object'`).
     #[default]
+    #[serde(skip_deserializing)]
     Undefined,
     Str(String),
     // The variant is the answer; its value is never read.
@@ -590,5 +592,216 @@ impl ChunksParams {
             uint(p.limit, "params", "limit")?.map(|n| n as usize),
             string(p.cursor, "params", "cursor")?.filter(|c| !c.is_empty()),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message of the `INVALID_INPUT` that `r` failed with: `field: reason`.
+    fn refusal<T>(r: Result<T, BindError>) -> String {
+        match r {
+            Ok(_) => panic!("accepted"),
+            Err(e) => {
+                assert_eq!(e.code.as_str(), "INVALID_INPUT", "{}", e.message);
+                e.message
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrong_field_is_named_by_its_path_with_the_reason_callers_see() {
+        let list = |text: &str| List::read(Some(text), true).map(|_| ());
+        let cases = [
+            (
+                r#"{"resolveData":"some"}"#,
+                "params.resolveData: must be 'all' or 'none'",
+            ),
+            (
+                r#"{"resolveData":7}"#,
+                "params.resolveData: must be 'all' or 'none'",
+            ),
+            (r#"{"runId":7}"#, "params.runId: must be a string"),
+            (
+                r#"{"pagination":[10]}"#,
+                "params.pagination: must be an object",
+            ),
+            (
+                r#"{"pagination":{"sortOrder":"up"}}"#,
+                "params.pagination.sortOrder: must be 'asc' or 'desc'",
+            ),
+            (
+                r#"{"pagination":{"sortOrder":1}}"#,
+                "params.pagination.sortOrder: must be a string",
+            ),
+            (
+                r#"{"pagination":{"limit":"9"}}"#,
+                "params.pagination.limit: must be a number",
+            ),
+            (
+                r#"{"pagination":{"limit":-1}}"#,
+                "params.pagination.limit: must be a non-negative integer",
+            ),
+            (
+                r#"{"pagination":{"limit":1.5}}"#,
+                "params.pagination.limit: must be a non-negative integer",
+            ),
+            ("[]", "params: must be an object"),
+            ("\"x\"", "params: must be an object"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(refusal(list(text)), want, "{text}");
+        }
+        assert!(refusal(list("{")).starts_with("params: not JSON: "));
+    }
+
+    #[test]
+    fn a_list_takes_its_shape_and_null_is_absent() {
+        let l = List::read(
+            Some(
+                r#"{"runId":"wrun_1","correlationId":null,"pagination":{"limit":5,"cursor":"","sortOrder":"desc"},"resolveData":"none","extra":1}"#,
+            ),
+            true,
+        )
+        .unwrap();
+        assert_eq!(l.run.as_deref(), Some("wrun_1"));
+        assert_eq!(l.correlation_id, None);
+        assert_eq!(
+            l.pagination,
+            Pagination {
+                limit: Some(5),
+                cursor: None,
+                sort_order: Some(SortOrder::Desc),
+            }
+        );
+        assert_eq!(l.resolve, ResolveData::None);
+        // Not an object where one is not required: `{}`, so the run is missing.
+        let l = List::read(Some("[1]"), false).unwrap();
+        assert_eq!(
+            refusal(l.run_required()),
+            "params.runId: required".to_owned()
+        );
+        assert_eq!(
+            ResolveParams::read(Some("\"none\"")).unwrap(),
+            ResolveData::All
+        );
+        assert_eq!(ResolveParams::read(None).unwrap(), ResolveData::All);
+    }
+
+    #[test]
+    fn runs_list_status_goes_through_run_status_deserialize() {
+        let p = runs_list(Some(r#"{"status":"cancelled","workflowName":"w"}"#)).unwrap();
+        assert_eq!(p.status, Some(RunStatus::Cancelled));
+        assert_eq!(p.workflow_name.as_deref(), Some("w"));
+        assert_eq!(
+            refusal(runs_list(Some(r#"{"status":"done"}"#))),
+            "params.status: not a run status"
+        );
+        assert_eq!(
+            refusal(runs_list(Some(r#"{"status":7}"#))),
+            "params.status: must be a string"
+        );
+    }
+
+    #[test]
+    fn create_params_take_a_date_or_ms_and_only_true_skips_the_preload() {
+        let p = create_params(Some(
+            r#"{"stateUpdatedAt":"1970-01-01T00:00:01.500Z","skipPreload":true,"eventCount":3}"#,
+        ))
+        .unwrap();
+        assert_eq!(p.state_updated_at_ms, Some(1500));
+        assert!(p.skip_preload);
+        assert_eq!(p.event_count, Some(3));
+        let p = create_params(Some(r#"{"stateUpdatedAt":42,"skipPreload":"yes"}"#)).unwrap();
+        assert_eq!(p.state_updated_at_ms, Some(42));
+        assert!(!p.skip_preload);
+        assert_eq!(
+            refusal(create_params(Some(r#"{"stateUpdatedAt":"noon"}"#))),
+            "params.stateUpdatedAt: not a date"
+        );
+        assert_eq!(
+            refusal(create_params(Some(r#"{"stateUpdatedAt":true}"#))),
+            "params.stateUpdatedAt: must be a number"
+        );
+        assert_eq!(
+            refusal(create_params(Some("[]"))),
+            "params: must be an object"
+        );
+        assert_eq!(create_params(None).unwrap(), CreateEventParams::default());
+    }
+
+    #[test]
+    fn cancel_and_batch_name_the_item_at_fault() {
+        assert_eq!(
+            cancel_request(r#"{"runIds":["a","b"],"cancelReason":"r"}"#).unwrap(),
+            (vec!["a".to_owned(), "b".to_owned()], Some("r".to_owned()))
+        );
+        assert_eq!(
+            refusal(cancel_request(r#"{"runIds":["a",2]}"#)),
+            "request.runIds[1]: must be a string"
+        );
+        assert_eq!(
+            refusal(cancel_request(r#"{"runIds":"a"}"#)),
+            "request.runIds: must be an array of strings"
+        );
+        assert_eq!(
+            refusal(batch_requests(r#"{"event":{}}"#)),
+            "events: must be an array"
+        );
+        let item = r#"{"event":{"eventType":"run_started","specVersion":5}}"#;
+        assert_eq!(batch_requests(&format!("[{item}]")).unwrap().len(), 1);
+        assert_eq!(
+            refusal(batch_requests(&format!("[{item}, \"x\"]"))),
+            "events[1].event: required"
+        );
+        assert!(
+            refusal(batch_requests(r#"[{"event":{"eventType":"nope"}}]"#))
+                .starts_with("events[0].event: ")
+        );
+    }
+
+    #[test]
+    fn attribute_changes_report_the_javascript_type_at_fault() {
+        let ok = attribute_changes(r#"[{"key":"a","value":"1"},{"key":"b","value":null}]"#);
+        assert_eq!(
+            ok.unwrap().unwrap(),
+            vec![
+                ("a".to_owned(), Some("1".to_owned())),
+                ("b".to_owned(), None)
+            ]
+        );
+        let why = |text: &str| attribute_changes(text).unwrap().unwrap_err();
+        assert_eq!(
+            why(r#"[{"key":1,"value":"x"}]"#),
+            "attribute key must be a string, got number"
+        );
+        assert_eq!(
+            why(r#"[{"key":null,"value":"x"}]"#),
+            "attribute key must be a string, got object"
+        );
+        assert_eq!(why("[7]"), "attribute key must be a string, got undefined");
+        assert_eq!(
+            why(r#"[{"key":"a"}]"#),
+            "attribute value must be a string or null, got undefined"
+        );
+        assert_eq!(
+            why(r#"[{"key":"a","value":false}]"#),
+            "attribute value must be a string or null, got boolean"
+        );
+        assert_eq!(
+            refusal(attribute_changes(r#"{"key":"a"}"#)),
+            "changes: must be an array"
+        );
+        assert_eq!(
+            AttributeOptions::read(Some(r#"{"allowReservedAttributes":true}"#)).unwrap(),
+            true
+        );
+        assert_eq!(
+            refusal(AttributeOptions::read(Some(
+                r#"{"allowReservedAttributes":1}"#
+            ))),
+            "options.allowReservedAttributes: must be a boolean"
+        );
     }
 }
