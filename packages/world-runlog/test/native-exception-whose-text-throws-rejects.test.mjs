@@ -1,24 +1,23 @@
 // A getter or toJSON that throws a value whose own String() throws as well still rejects the
 // call with INVALID_INPUT ("reading an argument threw: an exception"): both exceptions are
 // cleared, none escapes synchronously, nothing is written, and the store goes on.
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 
 import { Store } from '../store.js';
 import { rejection, tempDir } from './helpers.mjs';
 
-let tmp;
-let store;
-
-beforeEach(async () => {
-  tmp = tempDir();
-  store = await Store.open(`${tmp.dir}/s.runlog`);
-  await store.createRun('r');
-});
-
-afterEach(async () => {
-  await store?.close();
-  tmp.cleanup();
-});
+/** Runs `body` on a fresh store holding run `r`, then closes and removes it. */
+async function onStore(body) {
+  const tmp = tempDir();
+  const store = await Store.open(`${tmp.dir}/s.runlog`);
+  try {
+    await store.createRun('r');
+    await body(store);
+  } finally {
+    await store.close();
+    tmp.cleanup();
+  }
+}
 
 /** A thrown value whose conversion to a string throws in turn. */
 const unprintable = () => ({
@@ -39,27 +38,27 @@ async function outcome(f) {
   return `rejected ${err.code} ${err.message}`;
 }
 
-test('a getter throwing an unprintable value rejects the call', async () => {
-  const evil = {
-    get kind() {
-      throw unprintable();
-    },
-  };
-  expect(await outcome(() => store.appendFacts('r', [evil]))).toBe(
-    'rejected INVALID_INPUT reading an argument threw: an exception',
-  );
-  expect(await store.lastSeq('r')).toBe(0);
-});
+const REJECTED = 'rejected INVALID_INPUT reading an argument threw: an exception';
 
-test('a toJSON throwing an unprintable value rejects the World call', async () => {
-  const evil = {
-    toJSON() {
-      throw unprintable();
-    },
-  };
-  expect(await outcome(() => store.world().runsGet('wrun_x', evil))).toBe(
-    'rejected INVALID_INPUT reading an argument threw: an exception',
-  );
-  await store.appendFacts('r', [{ kind: 'k' }]);
-  expect(await store.lastSeq('r')).toBe(1);
-});
+test('a getter throwing an unprintable value rejects the call', () =>
+  onStore(async (store) => {
+    const evil = {
+      get kind() {
+        throw unprintable();
+      },
+    };
+    expect(await outcome(() => store.appendFacts('r', [evil]))).toBe(REJECTED);
+    expect(await store.lastSeq('r')).toBe(0);
+  }));
+
+test('a toJSON throwing an unprintable value rejects the World call', () =>
+  onStore(async (store) => {
+    const evil = {
+      toJSON() {
+        throw unprintable();
+      },
+    };
+    expect(await outcome(() => store.world().runsGet('wrun_x', evil))).toBe(REJECTED);
+    await store.appendFacts('r', [{ kind: 'k' }]);
+    expect(await store.lastSeq('r')).toBe(1);
+  }));

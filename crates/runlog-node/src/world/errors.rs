@@ -93,6 +93,18 @@ pub(crate) fn stream_err(e: StreamError) -> BindError {
     }
 }
 
+impl From<WorldError> for BindError {
+    fn from(e: WorldError) -> BindError {
+        world_err(e)
+    }
+}
+
+impl From<StreamError> for BindError {
+    fn from(e: StreamError) -> BindError {
+        stream_err(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,9 +29,10 @@ use std::time::{Duration, Instant};
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
-use runlog::RunId;
+use runlog::{RunId, RunLog};
 use runlog_world::streams::CHUNKS_PER_PAGE_DEFAULT;
-use runlog_world::{ResolveData, WorldError};
+use runlog_world::{ResolveData, Streams, World, WorldError};
+use serde::Serialize;
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
@@ -40,7 +41,7 @@ use crate::handle::{Shared, WorldLease, Worlds};
 use crate::js::{Arg, IntoJs, Raw, safe_number};
 use crate::out::{Json, Number, Unit};
 use crate::pool::{self, Pool};
-use crate::world::errors::{stream_err, world_err};
+use crate::world::errors::world_err;
 use crate::world::out::{
     InfoOut, Names, PageOut, RangeOut, ReadOut, Settled, batch_item, cancel_result, to_json,
 };
@@ -75,6 +76,28 @@ impl JsWorld {
         call(env, lane, || self.shared.world_lease(), args, work)
     }
 
+    /// [`JsWorld::call`] of a stream method on `(runId, name)`, read first and in that order,
+    /// then the rest (`args`); `work` gets the streams, the run, the name and the rest.
+    fn stream_call<A, T>(
+        &self,
+        env: &Env,
+        lane: &'static Pool,
+        (run, name): (Unknown<'_>, Unknown<'_>),
+        args: impl FnOnce() -> Result<A, BindError>,
+        work: impl FnOnce(&Streams<Arc<dyn RunLog>>, &RunId, &str, A) -> Result<T, BindError>
+        + Send
+        + 'static,
+    ) -> napi::Result<Raw>
+    where
+        A: Send + 'static,
+        T: IntoJs,
+    {
+        let args = || Ok((stream_run(run)?, string_arg(name, "name")?, args()?));
+        self.call(env, lane, args, move |lease, (run, name, a)| {
+            work(&lease.worlds.streams, &run, &name, a)
+        })
+    }
+
     /// [`JsWorld::call`] on the `io` lane with the World alone.
     fn world_call<A, T>(
         &self,
@@ -89,14 +112,40 @@ impl JsWorld {
         self.call(env, &pool::IO, args, move |lease, a| work(&lease.worlds, a))
     }
 
-    /// [`JsWorld::world_call`] whose `Ok` is JSON text.
-    fn json_call<A: Send + 'static>(
+    /// [`JsWorld::world_call`] whose `Ok` is resolved as JSON text.
+    fn json_call<A: Send + 'static, S: Serialize>(
         &self,
         env: &Env,
         args: impl FnOnce() -> Result<A, BindError>,
-        work: impl FnOnce(&Worlds, A) -> Result<String, BindError> + Send + 'static,
+        work: impl FnOnce(&Worlds, A) -> Result<S, BindError> + Send + 'static,
     ) -> napi::Result<Raw> {
-        self.world_call(env, args, move |w, a| work(w, a).map(Json))
+        self.world_call(env, args, move |w, a| to_json(&work(w, a)?).map(Json))
+    }
+
+    /// [`JsWorld::json_call`] of a getter `(id..., params?)`: the ids (strings, each with
+    /// its argument name), then `params.resolveData`.
+    fn get_call<const N: usize, S: Serialize>(
+        &self,
+        env: &Env,
+        ids: [(Unknown<'_>, &str); N],
+        params: Option<Unknown<'_>>,
+        work: impl FnOnce(&World<Arc<dyn RunLog>>, [String; N], ResolveData) -> Result<S, BindError>
+        + Send
+        + 'static,
+    ) -> napi::Result<Raw> {
+        let args = || {
+            let mut out: [String; N] = std::array::from_fn(|_| String::new());
+            for (slot, (value, name)) in out.iter_mut().zip(ids) {
+                *slot = string_arg(value, name)?;
+            }
+            Ok((
+                out,
+                ResolveParams::read(opt_text(params, "params")?.as_deref())?,
+            ))
+        };
+        self.json_call(env, args, move |w, (ids, resolve)| {
+            work(&w.world, ids, resolve)
+        })
     }
 }
 
@@ -146,11 +195,7 @@ impl JsWorld {
             move |w, (run, text, params)| {
                 // Parsed on the worker: the JavaScript thread only copies the text.
                 let request = event_request(&text, "request")?;
-                let r = w
-                    .world
-                    .create_event(run.as_deref(), request, &params)
-                    .map_err(world_err)?;
-                to_json(&r)
+                Ok(w.world.create_event(run.as_deref(), request, &params)?)
             },
         )
     }
@@ -225,15 +270,12 @@ impl JsWorld {
             },
             move |w, (run, text, params)| {
                 let requests = batch_requests(&text)?;
-                let answers = w
-                    .world
-                    .create_batch(&run, requests, &params)
-                    .map_err(world_err)?;
+                let answers = w.world.create_batch(&run, requests, &params)?;
                 let results = answers
                     .into_iter()
                     .map(batch_item)
                     .collect::<Result<Vec<_>, _>>()?;
-                to_json(&serde_json::json!({ "results": results }))
+                Ok(serde_json::json!({ "results": results }))
             },
         )
     }
@@ -259,7 +301,7 @@ impl JsWorld {
             move |w, (text, resolve)| {
                 let ids: Vec<String> = serde_json::from_str(&text)
                     .map_err(|e| BindError::invalid("runIds", e.to_string()))?;
-                to_json(&w.world.get_runs(&ids, resolve).map_err(world_err)?)
+                Ok(w.world.get_runs(&ids, resolve)?)
             },
         )
     }
@@ -278,11 +320,8 @@ impl JsWorld {
             },
             move |w, text| {
                 let (ids, reason) = cancel_request(&text)?;
-                let outcomes = w
-                    .world
-                    .cancel_runs(&ids, reason.as_deref())
-                    .map_err(world_err)?;
-                to_json(&cancel_result(&ids, outcomes))
+                let outcomes = w.world.cancel_runs(&ids, reason.as_deref())?;
+                Ok(cancel_result(&ids, outcomes))
             },
         )
     }
@@ -320,17 +359,12 @@ impl JsWorld {
                     Ok(changes) => changes,
                     // The run is looked up first, as the reference does.
                     Err(reason) => {
-                        w.world
-                            .get_run(&run, ResolveData::None)
-                            .map_err(world_err)?;
+                        w.world.get_run(&run, ResolveData::None)?;
                         return Err(world_err(WorldError::AttributeValidation { reason }));
                     }
                 };
-                let attributes = w
-                    .world
-                    .set_run_attributes(&run, &changes, allow)
-                    .map_err(world_err)?;
-                to_json(&serde_json::json!({ "attributes": attributes }))
+                let attributes = w.world.set_run_attributes(&run, &changes, allow)?;
+                Ok(serde_json::json!({ "attributes": attributes }))
             },
         )
     }
@@ -360,11 +394,7 @@ impl JsWorld {
                 Ok((run, resolve, timeout))
             },
             move |w, (run, resolve, timeout)| {
-                to_json(
-                    &w.world
-                        .wait_for_terminal_run(&run, timeout, resolve)
-                        .map_err(world_err)?,
-                )
+                Ok(w.world.wait_for_terminal_run(&run, timeout, resolve)?)
             },
         )
     }
@@ -380,15 +410,9 @@ impl JsWorld {
         run: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        self.json_call(
-            &env,
-            || {
-                let run = string_arg(run, "runId")?;
-                let resolve = ResolveParams::read(opt_text(params, "params")?.as_deref())?;
-                Ok((run, resolve))
-            },
-            move |w, (run, resolve)| to_json(&w.world.get_run(&run, resolve).map_err(world_err)?),
-        )
+        self.get_call(&env, [(run, "runId")], params, |w, [run], resolve| {
+            Ok(w.get_run(&run, resolve)?)
+        })
     }
 
     /// `runsList(params?) → Promise<string>`: `{workflowName, status, pagination,
@@ -401,7 +425,7 @@ impl JsWorld {
                 let p = runs_list(opt_text(params, "params")?.as_deref())?;
                 Ok(p)
             },
-            move |w, p| to_json(&w.world.list_runs(&p).map_err(world_err)?),
+            move |w, p| Ok(w.world.list_runs(&p)?),
         )
     }
 
@@ -417,18 +441,10 @@ impl JsWorld {
         step: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        self.json_call(
-            &env,
-            || {
-                let run = string_arg(run, "runId")?;
-                let step = string_arg(step, "stepId")?;
-                let resolve = ResolveParams::read(opt_text(params, "params")?.as_deref())?;
-                Ok((run, step, resolve))
-            },
-            move |w, (run, step, resolve)| {
-                to_json(&w.world.get_step(&run, &step, resolve).map_err(world_err)?)
-            },
-        )
+        let ids = [(run, "runId"), (step, "stepId")];
+        self.get_call(&env, ids, params, |w, [run, step], resolve| {
+            Ok(w.get_step(&run, &step, resolve)?)
+        })
     }
 
     /// `stepsList(params) → Promise<string>`: `{runId, pagination, resolveData}`.
@@ -440,9 +456,7 @@ impl JsWorld {
                 let list = List::read(opt_text(Some(params), "params")?.as_deref(), false)?;
                 Ok((list.run_required()?, list.pagination, list.resolve))
             },
-            move |w, (run, p, resolve)| {
-                to_json(&w.world.list_steps(&run, &p, resolve).map_err(world_err)?)
-            },
+            move |w, (run, p, resolve)| Ok(w.world.list_steps(&run, &p, resolve)?),
         )
     }
 
@@ -458,22 +472,10 @@ impl JsWorld {
         event: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        self.json_call(
-            &env,
-            || {
-                let run = string_arg(run, "runId")?;
-                let event = string_arg(event, "eventId")?;
-                let resolve = ResolveParams::read(opt_text(params, "params")?.as_deref())?;
-                Ok((run, event, resolve))
-            },
-            move |w, (run, event, resolve)| {
-                to_json(
-                    &w.world
-                        .get_event(&run, &event, resolve)
-                        .map_err(world_err)?,
-                )
-            },
-        )
+        let ids = [(run, "runId"), (event, "eventId")];
+        self.get_call(&env, ids, params, |w, [run, event], resolve| {
+            Ok(w.get_event(&run, &event, resolve)?)
+        })
     }
 
     /// `eventsList(params) → Promise<[text, bytes, cursor, hasMore]>`: `{runId, pagination,
@@ -492,11 +494,11 @@ impl JsWorld {
             },
             move |w, (run, p, resolve)| {
                 if resolve == ResolveData::All
-                    && let Some(page) = events_list_json(&w.world, &run, &p).map_err(world_err)?
+                    && let Some(page) = events_list_json(&w.world, &run, &p)?
                 {
                     return Ok(page);
                 }
-                events_page_json(&w.world.list_events(&run, &p, resolve).map_err(world_err)?)
+                events_page_json(&w.world.list_events(&run, &p, resolve)?)
             },
         )
     }
@@ -523,10 +525,9 @@ impl JsWorld {
                 Ok((corr, list.run, list.pagination, list.resolve))
             },
             move |w, (corr, run, p, resolve)| {
-                let page = w
-                    .world
-                    .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)
-                    .map_err(world_err)?;
+                let page =
+                    w.world
+                        .list_events_by_correlation_id(&corr, run.as_deref(), &p, resolve)?;
                 events_page_json(&page)
             },
         )
@@ -543,17 +544,9 @@ impl JsWorld {
         hook: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        self.json_call(
-            &env,
-            || {
-                let hook = string_arg(hook, "hookId")?;
-                let resolve = ResolveParams::read(opt_text(params, "params")?.as_deref())?;
-                Ok((hook, resolve))
-            },
-            move |w, (hook, resolve)| {
-                to_json(&w.world.get_hook(&hook, resolve).map_err(world_err)?)
-            },
-        )
+        self.get_call(&env, [(hook, "hookId")], params, |w, [hook], resolve| {
+            Ok(w.get_hook(&hook, resolve)?)
+        })
     }
 
     /// `hooksGetByToken(token) → Promise<string>`.
@@ -565,7 +558,7 @@ impl JsWorld {
                 let token = string_arg(token, "token")?;
                 Ok(token)
             },
-            move |w, token| to_json(&w.world.get_hook_by_token(&token).map_err(world_err)?),
+            move |w, token| Ok(w.world.get_hook_by_token(&token)?),
         )
     }
 
@@ -579,11 +572,8 @@ impl JsWorld {
                 Ok((list.run, list.pagination, list.resolve))
             },
             move |w, (run, p, resolve)| {
-                let page = w
-                    .world
-                    .list_hooks(run.as_deref(), &p, resolve)
-                    .map_err(world_err)?;
-                to_json(&page)
+                let page = w.world.list_hooks(run.as_deref(), &p, resolve)?;
+                Ok(page)
             },
         )
     }
@@ -600,23 +590,12 @@ impl JsWorld {
         name: Unknown<'_>,
         chunk: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        self.call(
+        self.stream_call(
             &env,
             &pool::IO,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                let chunk = Arg::new(chunk, "chunk").bytes()?;
-                Ok((run, name, chunk))
-            },
-            move |lease, (run, name, chunk)| {
-                let i = lease
-                    .worlds
-                    .streams
-                    .write(&run, &name, chunk)
-                    .map_err(stream_err)?;
-                Number::seq(i)
-            },
+            (run, name),
+            || Arg::new(chunk, "chunk").bytes(),
+            |streams, run, name, chunk| Number::seq(streams.write(run, name, chunk)?),
         )
     }
 
@@ -632,25 +611,20 @@ impl JsWorld {
         name: Unknown<'_>,
         chunks: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        self.call(
+        let chunks = || {
+            Arg::new(chunks, "chunks")
+                .array_items()?
+                .iter()
+                .map(|c| c.bytes().map(bytes::Bytes::from))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        self.stream_call(
             &env,
             &pool::IO,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                let chunks = Arg::new(chunks, "chunks")
-                    .array_items()?
-                    .iter()
-                    .map(|c| c.bytes().map(bytes::Bytes::from))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok((run, name, chunks))
-            },
-            move |lease, (run, name, chunks)| {
-                let r = lease
-                    .worlds
-                    .streams
-                    .write_many(&run, &name, chunks)
-                    .map_err(stream_err)?;
+            (run, name),
+            chunks,
+            |streams, run, name, chunks| {
+                let r = streams.write_many(run, name, chunks)?;
                 safe_number("index", r.end)?;
                 Ok(RangeOut(r))
             },
@@ -668,20 +642,13 @@ impl JsWorld {
         run: Unknown<'_>,
         name: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        self.call(
+        self.stream_call(
             &env,
             &pool::IO,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                Ok((run, name))
-            },
-            move |lease, (run, name)| {
-                lease
-                    .worlds
-                    .streams
-                    .close(&run, &name)
-                    .map_err(stream_err)?;
+            (run, name),
+            || Ok(()),
+            |streams, run, name, ()| {
+                streams.close(run, name)?;
                 Ok(Unit)
             },
         )
@@ -701,31 +668,24 @@ impl JsWorld {
         start: Option<Unknown<'_>>,
         limit: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        self.call(
+        let args = || {
+            let start = match start.map(|s| Arg::new(s, "startIndex")) {
+                Some(a) if !a.is_nullish()? => a.int()?,
+                _ => 0,
+            };
+            let limit = match limit.map(|s| Arg::new(s, "limit")) {
+                Some(a) => a.uint_or(CHUNKS_PER_PAGE_DEFAULT as u64, MAX_SAFE_INTEGER)? as usize,
+                None => CHUNKS_PER_PAGE_DEFAULT,
+            };
+            Ok((start, limit))
+        };
+        self.stream_call(
             &env,
             &pool::IO,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                let start = match start.map(|s| Arg::new(s, "startIndex")) {
-                    Some(a) if !a.is_nullish()? => a.int()?,
-                    _ => 0,
-                };
-                let limit = match limit.map(|s| Arg::new(s, "limit")) {
-                    Some(a) => {
-                        a.uint_or(CHUNKS_PER_PAGE_DEFAULT as u64, MAX_SAFE_INTEGER)? as usize
-                    }
-                    None => CHUNKS_PER_PAGE_DEFAULT,
-                };
-                Ok((run, name, start, limit))
-            },
-            move |lease, (run, name, start, limit)| {
-                let r = lease
-                    .worlds
-                    .streams
-                    .read(&run, &name, start, limit)
-                    .map_err(stream_err)?;
-                Ok(ReadOut(r))
+            (run, name),
+            args,
+            |streams, run, name, (start, limit)| {
+                Ok(ReadOut(streams.read(run, name, start, limit)?))
             },
         )
     }
@@ -745,35 +705,26 @@ impl JsWorld {
         index: Unknown<'_>,
         timeout_ms: Unknown<'_>,
     ) -> napi::Result<Raw> {
-        self.call(
-            &env,
-            &pool::WAIT,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                let index = Arg::new(index, "index").uint(MAX_SAFE_INTEGER)?;
-                let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
-                let deadline = Instant::now() + Duration::from_millis(timeout);
-                let shared = self.shared.clone();
-                Ok((run, name, index, deadline, shared))
-            },
-            move |lease, (run, name, index, deadline, shared)| {
-                let info = wait_sliced(
-                    || shared.is_closed(),
-                    deadline,
-                    |slice| {
-                        let info = lease
-                            .worlds
-                            .streams
-                            .wait(&run, &name, index, slice)
-                            .map_err(stream_err)?;
-                        let done = info.done || info.tail_index >= index as i64;
-                        Ok((info, done))
-                    },
-                )?;
-                Ok(InfoOut(info))
-            },
-        )
+        let args = || {
+            let index = Arg::new(index, "index").uint(MAX_SAFE_INTEGER)?;
+            let timeout = Arg::new(timeout_ms, "timeoutMs").uint(WAIT_TIMEOUT_MS_MAX)?;
+            let deadline = Instant::now() + Duration::from_millis(timeout);
+            Ok((index, deadline, self.shared.clone()))
+        };
+        let work = |streams: &Streams<Arc<dyn RunLog>>, run: &RunId, name: &str, args| {
+            let (index, deadline, shared): (u64, Instant, Arc<Shared>) = args;
+            let info = wait_sliced(
+                || shared.is_closed(),
+                deadline,
+                |slice| {
+                    let info = streams.wait(run, name, index, slice)?;
+                    let done = info.done || info.tail_index >= index as i64;
+                    Ok((info, done))
+                },
+            )?;
+            Ok(InfoOut(info))
+        };
+        self.stream_call(&env, &pool::WAIT, (run, name), args, work)
     }
 
     /// `streamsGetChunks(runId, name, params?) → Promise<{data, cursor, hasMore, done}>`:
@@ -789,22 +740,19 @@ impl JsWorld {
         name: Unknown<'_>,
         params: Option<Unknown<'_>>,
     ) -> napi::Result<Raw> {
-        self.call(
+        let args = || ChunksParams::read(opt_text(params, "params")?.as_deref());
+        self.stream_call(
             &env,
             &pool::IO,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                let (limit, cursor) = ChunksParams::read(opt_text(params, "params")?.as_deref())?;
-                Ok((run, name, limit, cursor))
-            },
-            move |lease, (run, name, limit, cursor)| {
-                let p = lease
-                    .worlds
-                    .streams
-                    .get_chunks(&run, &name, cursor.as_deref(), limit)
-                    .map_err(stream_err)?;
-                Ok(PageOut(p))
+            (run, name),
+            args,
+            |streams, run, name, (limit, cursor)| {
+                Ok(PageOut(streams.get_chunks(
+                    run,
+                    name,
+                    cursor.as_deref(),
+                    limit,
+                )?))
             },
         )
     }
@@ -815,19 +763,12 @@ impl JsWorld {
         ts_return_type = "Promise<StreamInfo>"
     )]
     pub fn streams_info(&self, env: Env, run: Unknown<'_>, name: Unknown<'_>) -> napi::Result<Raw> {
-        self.call(
+        self.stream_call(
             &env,
             &pool::IO,
-            || {
-                let run = stream_run(run)?;
-                let name = string_arg(name, "name")?;
-                Ok((run, name))
-            },
-            move |lease, (run, name)| {
-                Ok(InfoOut(
-                    lease.worlds.streams.info(&run, &name).map_err(stream_err)?,
-                ))
-            },
+            (run, name),
+            || Ok(()),
+            |streams, run, name, ()| Ok(InfoOut(streams.info(run, name)?)),
         )
     }
 
@@ -841,7 +782,7 @@ impl JsWorld {
                 let run = stream_run(run)?;
                 Ok(run)
             },
-            move |lease, run| Ok(Names(lease.worlds.streams.list(&run).map_err(stream_err)?)),
+            move |lease, run| Ok(Names(lease.worlds.streams.list(&run)?)),
         )
     }
 }
