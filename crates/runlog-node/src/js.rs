@@ -64,9 +64,7 @@ fn settle<T: IntoJs>(out: Result<T, BindError>) -> Resolver {
 
 /// A promise already rejected with `err` (for errors found before any work is queued).
 pub(crate) fn rejected(env: &Env, err: &BindError) -> napi::Result<Raw> {
-    let (deferred, promise) = env.create_deferred::<Raw, Resolver>()?;
-    deferred.reject(napi::Error::from(err.to_js(env)?));
-    Ok(Raw::new(promise))
+    crate::raw::rejected(env, err.to_js(env)?)
 }
 
 /// The entry of every asynchronous method: argument errors and panics become a rejected
