@@ -8,10 +8,9 @@
 //! its `.d.ts` and `docs/ERRORS.md` are generated from the table (`error_files.rs`).
 
 use std::any::Any;
-use std::ptr;
 
-use napi::bindgen_prelude::{Object, ToNapiValue};
-use napi::sys;
+use napi::bindgen_prelude::Unknown;
+use napi::{Env, JsValue};
 use napi_derive::napi;
 use runlog_world::error_table::{
     Code, ERROR_KINDS, ErrorKind, KindCode, Surface, error_kind, store_kind,
@@ -248,22 +247,17 @@ impl BindError {
 
     /// Builds the JavaScript `Error`: `code`, message and the fields. Runs on the JavaScript
     /// thread.
-    pub(crate) fn to_js(&self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        let code = unsafe { <&str as ToNapiValue>::to_napi_value(env, self.code.as_str())? };
-        let msg = unsafe { <&str as ToNapiValue>::to_napi_value(env, &self.message)? };
-        let mut raw = ptr::null_mut();
-        let status = unsafe { sys::napi_create_error(env, code, msg, &mut raw) };
-        if status != sys::Status::napi_ok {
-            return Err(napi::Error::from_reason("napi_create_error failed"));
-        }
-        let mut obj = Object::from_raw(env, raw);
+    pub(crate) fn to_js<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        // napi's `Error` carries a status, not a code: the object's `code` is set after.
+        let mut obj = env.create_error(napi::Error::from_reason(self.message.as_str()))?;
+        obj.set("code", self.code.as_str())?;
         for (key, value) in &self.props {
             match value {
                 Prop::Str(s) => obj.set(key, s.as_str())?,
                 Prop::Num(n) => obj.set(key, *n)?,
             }
         }
-        Ok(raw)
+        Ok(obj.to_unknown())
     }
 }
 

@@ -39,12 +39,12 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use napi::bindgen_prelude::ToNapiValue;
-use napi::sys;
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
 
 use crate::errors::BindError;
-use crate::js::{IntoJs, Raw, array, buffer};
-use crate::world::Json;
+use crate::js::{IntoJs, array, buffer};
+use crate::out::Json;
 
 /// Keys whose string values are dates in the SDK's entities and event data: a string under
 /// one of them anywhere in a payload (except directly inside an array) is a place of
@@ -471,20 +471,16 @@ pub(crate) struct PageWire {
 }
 
 impl IntoJs for PageWire {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let text = Json(self.text).into_js(env)?;
         // `None` is `null` on the JavaScript side.
         let bin = match self.bin.is_empty() {
             true => None,
-            false => Some(Raw(buffer(env, &self.bin)?)),
+            false => Some(buffer(env, &self.bin)?),
         };
-        let (bin, cursor, has_more) = unsafe {
-            (
-                <Option<Raw> as ToNapiValue>::to_napi_value(env, bin)?,
-                <Option<String> as ToNapiValue>::to_napi_value(env, self.cursor)?,
-                <bool as ToNapiValue>::to_napi_value(env, self.has_more)?,
-            )
-        };
+        let bin = bin.into_unknown(env)?;
+        let cursor = self.cursor.into_unknown(env)?;
+        let has_more = self.has_more.into_unknown(env)?;
         array(env, vec![text, bin, cursor, has_more])
     }
 }

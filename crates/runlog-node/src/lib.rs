@@ -18,20 +18,27 @@
 //! rejects the promise with an `Error` carrying a stable `code` (module `errors`); a panic is
 //! caught and rejects with `PANICKED`; nothing aborts the process.
 //!
-//! Layers: `store` and `world` (the classes and their argument checks; `open`: writable or
-//! read-only) → `call` (the one shape of a method: arguments, lease, lane; the one wait loop) →
-//! `js` (values across the boundary, promises) and `out` (results) → `pool` (threads) → `errors`.
+//! Layers: `store` and `world` (the classes and their argument checks; `world/params`: the
+//! World's parameters as typed structs, `world/out`: its results; `open`: writable or
+//! read-only) → `handle` (the opened store both classes share, its leases) → `call` (the one
+//! shape of a method: arguments, lease, lane; the one wait loop) → `js` (values across the
+//! boundary on napi-rs's typed layer, promises) and `out` (results) → `pool` (threads) →
+//! `errors`. `raw` holds the only raw Node-API calls, each with why.
 #![deny(missing_docs)]
+// Raw Node-API only in `raw` (its module allows it).
+#![deny(unsafe_code)]
 
 mod call;
 mod errors;
 mod event_page;
 #[cfg(test)]
 mod generated;
+mod handle;
 mod js;
 mod open;
 mod out;
 mod pool;
+mod raw;
 mod store;
 mod world;
 
@@ -59,7 +66,7 @@ pub fn version() -> String {
 pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
     let lane = |p: &pool::Pool| -> napi::Result<_> {
         let s = p.stats();
-        Ok(ObjOut::new(env.raw())?
+        Ok(ObjOut::new(&env)?
             .set("threads", s.threads as f64)?
             .set("idle", s.idle as f64)?
             .set("queued", s.queued as f64)?
@@ -67,12 +74,12 @@ pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
             .set("threadsStarted", s.threads_started as f64)?
             .set("jobsQueued", s.jobs_queued as f64)?
             .set("jobsRun", s.jobs_run as f64)?
-            .raw())
+            .done())
     };
-    let obj = ObjOut::new(env.raw())?
-        .set_raw("io", lane(&pool::IO)?)?
-        .set_raw("wait", lane(&pool::WAIT)?)?;
-    Ok(Raw(obj.raw()))
+    let obj = ObjOut::new(&env)?
+        .set("io", lane(&pool::IO)?)?
+        .set("wait", lane(&pool::WAIT)?)?;
+    Ok(Raw::new(obj.done()))
 }
 
 /// `__panicForTest(where) → Promise<never>`: a test hook that panics inside the binding —

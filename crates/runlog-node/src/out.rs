@@ -3,7 +3,8 @@
 //! JavaScript values on the JavaScript thread by [`IntoJs`]. Absent optional strings are
 //! `null`; payloads and metadata are fresh `Buffer`s.
 
-use napi::sys;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
+use napi::{Env, JsValue};
 use runlog::{Appended, CommitStatsSnapshot, ReadPage, RunInfo, RunPage, VerifyReport};
 
 use crate::errors::BindError;
@@ -13,10 +14,8 @@ use crate::js::{IntoJs, ObjOut, array, buffer, safe_number};
 pub(crate) struct Unit;
 
 impl IntoJs for Unit {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        let mut out = std::ptr::null_mut();
-        unsafe { sys::napi_get_undefined(env, &mut out) };
-        Ok(out)
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
+        ().into_unknown(env)
     }
 }
 
@@ -30,8 +29,8 @@ impl Number {
 }
 
 impl IntoJs for Number {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        unsafe { <f64 as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self.0) }
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
+        self.0.into_unknown(env)
     }
 }
 
@@ -48,7 +47,7 @@ impl Numbers {
 }
 
 impl IntoJs for Numbers {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let items = self
             .0
             .into_iter()
@@ -72,7 +71,7 @@ impl AppendedOut {
 }
 
 impl IntoJs for AppendedOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let items = self
             .0
             .into_iter()
@@ -80,7 +79,7 @@ impl IntoJs for AppendedOut {
                 Ok(ObjOut::new(env)?
                     .set("seq", seq)?
                     .set("duplicate", duplicate)?
-                    .raw())
+                    .done())
             })
             .collect::<napi::Result<_>>()?;
         array(env, items)
@@ -105,7 +104,7 @@ impl EventsPage {
 }
 
 impl IntoJs for EventsPage {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let mut events = Vec::with_capacity(self.page.events.len());
         for e in self.page.events {
             let obj = ObjOut::new(env)?
@@ -115,14 +114,14 @@ impl IntoJs for EventsPage {
                 .set("correlationId", e.correlation_id)?
                 .set("key", e.key)?
                 .set("createdAt", e.created_at_ms as f64)?
-                .set_raw("payload", buffer(env, &e.payload)?)?;
-            events.push(obj.raw());
+                .set("payload", buffer(env, &e.payload)?)?;
+            events.push(obj.done());
         }
         let obj = ObjOut::new(env)?
-            .set_raw("events", array(env, events)?)?
+            .set("events", array(env, events)?)?
             .set("next", self.next)?
             .set("hasMore", self.page.has_more)?;
-        Ok(obj.raw())
+        Ok(obj.done())
     }
 }
 
@@ -138,7 +137,7 @@ impl InfoOut {
         Ok(InfoOut(info))
     }
 
-    fn build(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn build(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let i = self.0;
         Ok(ObjOut::new(env)?
             .set("runId", i.run.as_str())?
@@ -147,12 +146,12 @@ impl InfoOut {
             .set("createdAt", i.created_at_ms as f64)?
             .set("updatedAt", i.updated_at_ms as f64)?
             .set("segmentCount", i.segment_count)?
-            .raw())
+            .done())
     }
 }
 
 impl IntoJs for InfoOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         self.build(env)
     }
 }
@@ -161,7 +160,7 @@ impl IntoJs for InfoOut {
 pub(crate) struct MetaOut(pub(crate) Vec<u8>);
 
 impl IntoJs for MetaOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         buffer(env, &self.0)
     }
 }
@@ -183,7 +182,7 @@ impl RunsPage {
 }
 
 impl IntoJs for RunsPage {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let runs = self
             .runs
             .into_iter()
@@ -198,15 +197,15 @@ impl IntoJs for RunsPage {
                     .set("runId", d.run.as_str())?
                     .set("error", d.error)?
                     .set("corrupt", d.corrupt)?
-                    .raw())
+                    .done())
             })
             .collect::<napi::Result<_>>()?;
         Ok(ObjOut::new(env)?
-            .set_raw("runs", array(env, runs)?)?
+            .set("runs", array(env, runs)?)?
             .set("next", self.page.next.map(|r| r.as_str().to_owned()))?
             .set("hasMore", self.page.has_more)?
-            .set_raw("damaged", array(env, damaged)?)?
-            .raw())
+            .set("damaged", array(env, damaged)?)?
+            .done())
     }
 }
 
@@ -221,9 +220,9 @@ impl VerifyOut {
 }
 
 impl IntoJs for VerifyOut {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let r = self.0;
-        let list = |problems: Vec<runlog::Problem>| -> napi::Result<sys::napi_value> {
+        let list = |problems: Vec<runlog::Problem>| -> napi::Result<Unknown<'_>> {
             let items = problems
                 .into_iter()
                 .map(|p| {
@@ -231,7 +230,7 @@ impl IntoJs for VerifyOut {
                         .set("segment", p.segment)?
                         .set("offset", p.offset as f64)?
                         .set("detail", p.detail)?
-                        .raw())
+                        .done())
                 })
                 .collect::<napi::Result<_>>()?;
             array(env, items)
@@ -241,18 +240,15 @@ impl IntoJs for VerifyOut {
             .set("ok", r.problems.is_empty())?
             .set("segments", r.segments)?
             .set("events", r.events as f64)?
-            .set_raw("problems", list(r.problems)?)?
-            .set_raw("notes", list(r.notes)?)?
-            .raw())
+            .set("problems", list(r.problems)?)?
+            .set("notes", list(r.notes)?)?
+            .done())
     }
 }
 
 /// `commitStats()`: `{groups, requests, events, groupSizes}`; `groupSizes[i]` counts the
 /// groups of `(2^(i-1), 2^i]` requests (`groupSizes[0]`: groups of one).
-pub(crate) fn commit_stats(
-    env: sys::napi_env,
-    s: &CommitStatsSnapshot,
-) -> napi::Result<sys::napi_value> {
+pub(crate) fn commit_stats<'e>(env: &'e Env, s: &CommitStatsSnapshot) -> napi::Result<Unknown<'e>> {
     let sizes = s
         .group_sizes
         .iter()
@@ -262,6 +258,19 @@ pub(crate) fn commit_stats(
         .set("groups", s.groups as f64)?
         .set("requests", s.requests as f64)?
         .set("events", s.events as f64)?
-        .set_raw("groupSizes", array(env, sizes)?)?
-        .raw())
+        .set("groupSizes", array(env, sizes)?)?
+        .done())
+}
+/// JSON text, resolved as a JavaScript string.
+pub(crate) struct Json(pub(crate) String);
+
+impl IntoJs for Json {
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
+        if !self.0.is_ascii() {
+            return self.0.into_unknown(env);
+        }
+        // ASCII text is its own Latin-1: V8 copies it into a one-byte string without the
+        // UTF-8 decoder (most result texts: payloads carry binary values as base64).
+        Ok(env.create_string_latin1(self.0.as_bytes())?.to_unknown())
+    }
 }

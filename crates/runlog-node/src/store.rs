@@ -16,14 +16,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::Unknown;
-use napi::{Env, sys};
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use parking_lot::{Condvar, Mutex};
-use runlog::{CommitStatsSnapshot, Config, NewEvent, RunId, RunLog, Store as CoreStore};
+use runlog::{Config, NewEvent, RunId};
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
+use crate::handle::{Backend, Lease, Shared};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
 use crate::open::{Access, open_target};
 use crate::out::{
@@ -42,86 +42,23 @@ pub struct JsStore {
     shared: Arc<Shared>,
 }
 
-/// The backend of an opened handle: every call goes through `log`; `file` is the same store
-/// when it is a file store (for its commit counters), `None` on PostgreSQL.
-#[derive(Clone)]
-pub(crate) struct Backend {
-    pub(crate) log: Arc<dyn RunLog>,
-    file: Option<CoreStore>,
-}
-
-pub(crate) struct Shared {
-    path: String,
-    read_only: bool,
-    /// Why an `openOrReadOnly` store is read-only (the refused open for writing).
-    read_only_cause: Option<BindError>,
-    /// `"file"` or `"postgres"`.
-    backend: &'static str,
-    /// `None` once `close()` was called.
-    store: Mutex<Option<Backend>>,
-    /// Calls holding a [`Lease`]; `close()` settles when it drops to 0.
-    inflight: Mutex<usize>,
-    idle: Condvar,
-    /// The commit counters as of `close()`.
-    stats_at_close: Mutex<CommitStatsSnapshot>,
-    /// The World layer on this store (one per opened handle, shared by every `World`
-    /// object of it); `None` once `close()` was called.
-    pub(crate) world: Mutex<Option<Arc<crate::world::Worlds>>>,
-}
-
-/// A call's use of the store: counted in `inflight` until dropped.
-pub(crate) struct Lease {
-    pub(crate) store: Arc<dyn RunLog>,
-    shared: Arc<Shared>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let mut n = self.shared.inflight.lock();
-        *n -= 1;
-        if *n == 0 {
-            self.shared.idle.notify_all();
-        }
-    }
-}
-
-impl Shared {
-    pub(crate) fn lease(self: &Arc<Shared>) -> Result<Lease, BindError> {
-        let store = self
-            .store
-            .lock()
-            .as_ref()
-            .map(|b| b.log.clone())
-            .ok_or_else(BindError::closed)?;
-        *self.inflight.lock() += 1;
-        Ok(Lease {
-            store,
-            shared: self.clone(),
-        })
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.store.lock().is_none()
-    }
-}
-
 impl IntoJs for JsStore {
-    fn into_js(self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
-        unsafe { <JsStore as napi::bindgen_prelude::ToNapiValue>::to_napi_value(env, self) }
+    fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
+        self.into_unknown(env)
     }
 }
 
-fn run_id(arg: &Arg) -> Result<RunId, BindError> {
+fn run_id(arg: &Arg<'_>) -> Result<RunId, BindError> {
     let s = arg.string()?;
     RunId::new(&s).map_err(BindError::from)
 }
 
-fn optional(value: Option<Unknown<'_>>, name: &str) -> Option<Arg> {
+fn optional<'a>(value: Option<Unknown<'a>>, name: &str) -> Option<Arg<'a>> {
     value.map(|v| Arg::new(v, name))
 }
 
 /// `Config` from the `options` object of `open`; unknown keys are rejected.
-fn config(options: Option<Arg>) -> Result<Config, BindError> {
+fn config(options: Option<Arg<'_>>) -> Result<Config, BindError> {
     let mut c = Config::default();
     let Some(o) = options else { return Ok(c) };
     if o.is_nullish()? {
@@ -169,7 +106,7 @@ fn config(options: Option<Arg>) -> Result<Config, BindError> {
 }
 
 /// One element of an `events` array.
-fn new_event(arg: &Arg) -> Result<NewEvent, BindError> {
+fn new_event(arg: &Arg<'_>) -> Result<NewEvent, BindError> {
     arg.only_keys(&[
         "kind",
         "payload",
@@ -198,7 +135,7 @@ fn new_event(arg: &Arg) -> Result<NewEvent, BindError> {
     Ok(e)
 }
 
-fn events(arg: &Arg) -> Result<Vec<NewEvent>, BindError> {
+fn events(arg: &Arg<'_>) -> Result<Vec<NewEvent>, BindError> {
     arg.array_items()?.iter().map(new_event).collect()
 }
 
@@ -288,14 +225,10 @@ impl JsStore {
     /// Why `openOrReadOnly` opened the store read-only: the error of opening it for writing
     /// (code `IO`, `op`, `path`, `errno`); `null` otherwise.
     #[napi(getter, ts_return_type = "RunlogError | null")]
-    pub fn read_only_cause(&self, env: Env) -> napi::Result<Raw> {
+    pub fn read_only_cause(&self, env: Env) -> napi::Result<Option<Raw>> {
         match &self.shared.read_only_cause {
-            Some(cause) => Ok(Raw(cause.to_js(env.raw())?)),
-            None => {
-                let mut null = std::ptr::null_mut();
-                unsafe { sys::napi_get_null(env.raw(), &mut null) };
-                Ok(Raw(null))
-            }
+            Some(cause) => Ok(Some(Raw::new(cause.to_js(&env)?))),
+            None => Ok(None),
         }
     }
 
@@ -576,7 +509,7 @@ impl JsStore {
             }) => store.commit_stats(),
             _ => self.shared.stats_at_close.lock().clone(),
         };
-        Ok(Raw(crate::out::commit_stats(env.raw(), &snapshot)?))
+        Ok(Raw::new(crate::out::commit_stats(&env, &snapshot)?))
     }
 
     /// `close() → Promise<void>`: new calls reject with `CLOSED` at once, pending `wait`s
@@ -627,40 +560,25 @@ fn open_with(
     };
     call(&env, &pool::IO, hold, args, move |(), (dir, config)| {
         let opened = open_target(&dir, config, access)?;
-        let cause = opened.read_only_cause;
         let store = Backend {
             log: opened.log,
             file: opened.file,
         };
-        let worlds = crate::world::Worlds::new(store.log.clone());
+        let cause = opened.read_only_cause.map(BindError::from);
         Ok(JsStore {
-            shared: Arc::new(Shared {
-                path: dir,
-                read_only: access == Access::Read || cause.is_some(),
-                read_only_cause: cause.map(BindError::from),
-                backend: if store.file.is_some() {
-                    "file"
-                } else {
-                    "postgres"
-                },
-                store: Mutex::new(Some(store)),
-                inflight: Mutex::new(0),
-                idle: Condvar::new(),
-                stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
-                world: Mutex::new(Some(Arc::new(worlds))),
-            }),
+            shared: Arc::new(Shared::new(dir, store, access == Access::Read, cause)),
         })
     })
 }
 
-fn seq_or_zero(arg: Option<Arg>) -> Result<u64, BindError> {
+fn seq_or_zero(arg: Option<Arg<'_>>) -> Result<u64, BindError> {
     match arg {
         Some(a) => a.uint_or(0, MAX_SAFE_INTEGER),
         None => Ok(0),
     }
 }
 
-fn page_limit(arg: Option<Arg>) -> Result<usize, BindError> {
+fn page_limit(arg: Option<Arg<'_>>) -> Result<usize, BindError> {
     let n = match arg {
         Some(a) => a.uint_or(PAGE_DEFAULT, PAGE_MAX)?,
         None => PAGE_DEFAULT,
@@ -673,12 +591,6 @@ fn page_limit(arg: Option<Arg>) -> Result<usize, BindError> {
 
 /// Throws `err` into JavaScript from a synchronous method (the returned value is ignored).
 fn throw(env: &Env, err: &BindError) -> napi::Result<Raw> {
-    let error = err.to_js(env.raw())?;
-    let status = unsafe { sys::napi_throw(env.raw(), error) };
-    if status != sys::Status::napi_ok {
-        return Err(napi::Error::from_reason(err.message.clone()));
-    }
-    let mut undefined = std::ptr::null_mut();
-    unsafe { sys::napi_get_undefined(env.raw(), &mut undefined) };
-    Ok(Raw(undefined))
+    env.throw(err.to_js(env)?)?;
+    Ok(Raw::new(().into_unknown(env)?))
 }

@@ -73,7 +73,7 @@ const KINDS = Object.freeze({
 
 /**
  * What each storage method takes, in order: `[field, kind]` per argument. The field names
- * are the addon's (crates/runlog-node/src/world.rs), so an error names an argument the same
+ * are the addon's (crates/runlog-node/src/world/mod.rs), so an error names an argument the same
  * way whichever side found it.
  */
 export const SIGNATURES = Object.freeze({
