@@ -7,7 +7,9 @@
 // the line's own members (src/line-beta55.js); both 5.x lines have
 // `runs.experimentalSetAttributes` (src/attributes.js). Both
 // stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
-// over the same Rust streams.
+// over the same Rust streams. With a PostgreSQL store the queue is in PostgreSQL too
+// (src/queue-postgres.js: graphile-worker jobs, delivered to world-local's queue handler by
+// whichever server of the app takes them); `queue: 'local'` keeps world-local's.
 import { setAttributesMember } from './attributes.js';
 import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
@@ -16,6 +18,7 @@ import { reportMaxEvents } from './max-events.js';
 import { detectLine, LINES } from './line.js';
 import { Store } from './native.js';
 import { recoverActiveRuns } from './recovery.js';
+import { createPostgresQueue } from './queue-postgres.js';
 import { createStorage } from './storage.js';
 import { createStreamerV4 } from './streams-v4.js';
 
@@ -46,6 +49,20 @@ export function createWorld(options = {}) {
     fallbackWorld: () => (fallbackLocal ??= line.createLocalWorld({ recoverActiveRuns: false, baseUrl: CLI_DEFAULT_BASE_URL })),
     inStart: () => starting,
   });
+  // A PostgreSQL store's queue is in PostgreSQL too (src/queue-postgres.js): any server of
+  // the app delivers any message; world-local's createQueueHandler still answers them.
+  const pgQueue =
+    config.queue === 'postgres'
+      ? createPostgresQueue({
+          url: config.url,
+          schema: config.queueSchema,
+          concurrency: config.queueConcurrency,
+          target: { baseUrl: config.baseUrl, port: config.port },
+          combinedRoute: line.name === LINES.BETA55,
+          local,
+        })
+      : undefined;
+  if (pgQueue) queue.queue = pgQueue.queue;
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
   // again, so a World created before its server came up recovers on its own.
@@ -99,6 +116,8 @@ export function createWorld(options = {}) {
      */
     async start() {
       const store = await openStore();
+      // This server takes messages from now on, whether or not it enqueues any.
+      if (pgQueue && !store.readOnly) await pgQueue.start();
       if (store.readOnly) {
         // Recovery re-enqueues runs for writes that cannot happen here: skipped, said once.
         if (readOnly === undefined) {
@@ -130,6 +149,7 @@ export function createWorld(options = {}) {
       closed = true;
       streamerV4.close();
       storage.close();
+      await pgQueue?.close();
       await local.close();
       await fallbackLocal?.close();
       const store = await opening?.catch(() => undefined);
@@ -157,6 +177,8 @@ export function createWorld(options = {}) {
       line: { name: line.name, source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
+      /** With the PostgreSQL queue: its counters (`delivered, rescheduled, retried, redelivered, deduped`), else undefined. */
+      queue: pgQueue && { stats: pgQueue.stats, start: pgQueue.start },
     },
   };
   // Declared by @workflow/world 5.x (beta.21 and beta.37), not by 4.x (src/attributes.js).
