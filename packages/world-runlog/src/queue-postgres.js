@@ -25,10 +25,19 @@
 //   (`redelivered` counts them). Two sweeps, so that after a PostgreSQL restart the live
 //   servers have re-taken their locks before anyone judges them.
 //
+// - WORKFLOW_SEQUENTIAL_REPLAYS=1 (the SDK's per-run `maxConcurrency: 1`, read at each
+//   enqueue): a run's workflow messages (a `runId` and no `stepId`) go to graphile's named
+//   queue `run:<runId>`, whose jobs run one at a time across every server, so one run's
+//   orchestrator is replayed by at most one server at a time. Without it, two servers may
+//   replay one run at once (world-local does the same within one process); runlog's fenced
+//   appends then keep the log correct, and a step body may run twice (a step is at least
+//   once).
+//
 // Delivery is at least once, as world-local's and every queue's: a message can reach the
 // app twice (a server killed after its delivery was answered but before the job
 // completed). runlog's fenced appends keep the run's log correct then.
 import { EventEmitter } from 'node:events';
+import { appendFileSync } from 'node:fs';
 
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import pg from 'pg';
@@ -48,6 +57,32 @@ const RETRY_DELAY_MS = 5_000;
 
 /** How long one delivery may take before it counts as failed (world-local's 30 s headers deadline, doubled). */
 const DELIVERY_TIMEOUT_MS = 60_000;
+
+/**
+ * WORKFLOW_RUNLOG_QUEUE_TRACE=<file>: every delivery appends one JSON line `{ pid, runId,
+ * messageId, attempt, startMs, endMs, outcome }` (a diagnostic: examples/multi-server.mjs
+ * counts concurrent replays of one run across servers from it).
+ */
+function tracer(env = process.env) {
+  const file = env.WORKFLOW_RUNLOG_QUEUE_TRACE;
+  if (!file) return undefined;
+  return (record) => {
+    try {
+      appendFileSync(file, `${JSON.stringify({ pid: process.pid, ...record })}\n`);
+    } catch {
+      // A diagnostic never fails a delivery.
+    }
+  };
+}
+
+/** The run id of a message body (world-local's JSON), for the trace. */
+function runIdOf(body) {
+  try {
+    return JSON.parse(body).runId;
+  } catch {
+    return undefined;
+  }
+}
 
 /** graphile's attempts per job: each counts a worker that took it (a dead one's included). */
 const JOB_MAX_ATTEMPTS = 25;
@@ -93,7 +128,7 @@ function baseUrlOf(target, env = process.env) {
 
 function quiet() {
   return new Logger(() => (level, message) => {
-    if (level === 'error' || (level === 'warning' && process.env.DEBUG)) process.stderr.write(`[world-runlog queue] ${message}\n`);
+    if (level === 'error' || level === 'warning' || process.env.WORKFLOW_RUNLOG_QUEUE_DEBUG) process.stderr.write(`[world-runlog queue] ${message}\n`);
   });
 }
 
@@ -112,12 +147,30 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
   // checkout reconnects.
   pool.on('error', () => {});
   const stats = { delivered: 0, rescheduled: 0, retried: 0, redelivered: 0, deduped: 0 };
+  const trace = tracer();
   const events = new EventEmitter();
   const ownWorkers = new Set();
   const liveness = createLiveness({ connection, schema, ownWorkers });
   events.on('worker:create', ({ worker }) => {
     ownWorkers.add(worker.workerId);
     liveness.hold(worker.workerId);
+  });
+  // A worker that stops (the pool shutting down, or an error graphile does not survive: a
+  // job that could not be completed because PostgreSQL went away) gives up its lock, so the
+  // sweepers, this server's included, release whatever it still holds. graphile does not
+  // replace a worker that died of an error: the runner is restarted (superviseRunner).
+  let restarting;
+  events.on('worker:stop', ({ worker, error }) => {
+    ownWorkers.delete(worker.workerId);
+    liveness.drop(worker.workerId);
+    if (error === undefined || closed || restarting) return;
+    console.warn(`[world-runlog queue] a worker died (${error?.message ?? error}): restarting the workers`);
+    const r = runner;
+    restarting = setTimeout(() => {
+      restarting = undefined;
+      if (!closed && runner === r) r?.stop().catch(() => {});
+    }, 1_000);
+    restarting.unref();
   });
   let utils;
   let runner;
@@ -126,7 +179,12 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
   let closed = false;
 
   const addJob = (payload, { runAt, key, mode }) =>
-    utils.addJob(TASK, payload, { runAt, maxAttempts: JOB_MAX_ATTEMPTS, ...(key !== undefined && { jobKey: key, jobKeyMode: mode }) });
+    utils.addJob(TASK, payload, {
+      runAt,
+      maxAttempts: JOB_MAX_ATTEMPTS,
+      ...(payload.serial !== undefined && { queueName: payload.serial }),
+      ...(key !== undefined && { jobKey: key, jobKeyMode: mode }),
+    });
 
   async function deliver(payload, attempt) {
     const base = baseUrlOf(target);
@@ -158,16 +216,21 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
   async function task(payload, helpers) {
     // graphile counts the workers that took this job (a dead one's included).
     const attempt = payload.deliveries + (helpers.job?.attempts ?? 1);
+    const startMs = Date.now();
+    const traced = (outcome) => trace?.({ runId: runIdOf(payload.body), messageId: payload.messageId, attempt, startMs, endMs: Date.now(), outcome });
     let next;
     try {
       const timeoutSeconds = await deliver(payload, attempt);
       if (timeoutSeconds === undefined) {
         stats.delivered++;
+        traced('ok');
         return;
       }
       stats.rescheduled++;
+      traced('timeout');
       next = Date.now() + timeoutSeconds * 1000;
     } catch (err) {
+      traced('error');
       if (attempt >= MAX_DELIVERIES) {
         console.error(`[world-runlog queue] ${payload.queueName} ${payload.messageId}: dropped after ${attempt} deliveries: ${err?.message ?? err}`);
         return;
@@ -180,7 +243,10 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
     await addJob({ ...payload, deliveries: attempt }, { runAt: new Date(next), key: payload.idempotencyKey, mode: 'replace' });
   }
 
+  let sweeps = 0;
   async function sweep() {
+    // Named queues (one per run with sequential replays) are rows of their own: gone once empty.
+    if (++sweeps % 150 === 0) await utils.cleanup({ tasks: ['GC_JOB_QUEUES'] });
     const candidates = await pool.query(
       `select distinct locked_by from ${pg.escapeIdentifier(schema)}._private_jobs where locked_by is not null and locked_at < now() - interval '2 seconds'`,
     );
@@ -191,7 +257,40 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
     await utils.forceUnlockWorkers(dead);
     stats.redelivered += n.rows[0].n;
     // Said once per release: an operator sees a server's death and what it cost.
-    console.warn(`[world-runlog queue] released ${n.rows[0].n} job(s) of ${dead.length} dead worker(s) for redelivery`);
+    if (n.rows[0].n > 0) console.warn(`[world-runlog queue] released ${n.rows[0].n} job(s) of ${dead.length} dead worker(s) for redelivery`);
+  }
+
+  const runnerOptions = () => ({
+    pgPool: pool,
+    schema,
+    concurrency,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    logger: quiet(),
+    events,
+    taskList: { [TASK]: task },
+  });
+
+  // graphile-worker's runners stop when any schema of the database gets a breaking
+  // migration (its `worker:migrate` NOTIFY is database-wide, and it sets process.exitCode
+  // 57): another app's fresh graphile schema must not stop this server's queue, so a
+  // runner that stops by itself is started again (run() migrates first, and refuses a
+  // schema newer than this graphile: then it retries, logging why).
+  async function superviseRunner() {
+    const r = await run(runnerOptions());
+    runner = r;
+    const restart = () => {
+      if (closed || runner !== r) return;
+      if (process.exitCode === 57) process.exitCode = undefined;
+      setTimeout(function again() {
+        if (closed) return;
+        superviseRunner().catch((err) => {
+          console.error(`[world-runlog queue] restarting the worker failed, retrying in 5 s: ${err?.message ?? err}`);
+          setTimeout(again, 5_000).unref();
+        });
+      }, 1_000).unref();
+    };
+    r.promise.then(restart, restart);
   }
 
   async function start() {
@@ -200,16 +299,7 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
       utils = await makeWorkerUtils({ pgPool: pool, schema, logger: quiet() });
       await utils.migrate();
       await liveness.start();
-      runner = await run({
-        pgPool: pool,
-        schema,
-        concurrency,
-        noHandleSignals: true,
-        pollInterval: 1000,
-        logger: quiet(),
-        events,
-        taskList: { [TASK]: task },
-      });
+      await superviseRunner();
       const tick = () => {
         sweeper = setTimeout(() => {
           sweep()
@@ -236,6 +326,9 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
     const payload = { queueName, messageId: messageId(), body: encodeBody(message), deliveries: 0 };
     if (opts.headers) payload.headers = opts.headers;
     if (opts.idempotencyKey !== undefined) payload.idempotencyKey = opts.idempotencyKey;
+    if (process.env.WORKFLOW_SEQUENTIAL_REPLAYS === '1' && typeof message?.runId === 'string' && message.stepId === undefined) {
+      payload.serial = `run:${message.runId}`;
+    }
     const runAt = opts.delaySeconds > 0 ? new Date(Date.now() + opts.delaySeconds * 1000) : undefined;
     const job = await addJob(payload, { runAt, key: opts.idempotencyKey, mode: 'unsafe_dedupe' });
     if (job.revision > 0) stats.deduped++;
@@ -253,8 +346,9 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
       if (closed) return;
       closed = true;
       clearTimeout(sweeper);
+      clearTimeout(restarting);
       await starting?.catch(() => {});
-      await runner?.stop();
+      await runner?.stop().catch(() => {});
       await utils?.release();
       await liveness.close();
       await pool.end();
@@ -308,6 +402,15 @@ function createLiveness({ connection, schema, ownWorkers }) {
     },
     hold(id) {
       if (client) lock(client, id).catch(() => {});
+    },
+    /** Gives up worker `id`'s lock (its connection may be gone already: nothing to give up then). */
+    drop(id) {
+      const c = client;
+      if (!c) return;
+      chain = chain
+        .catch(() => {})
+        .then(() => c.query('select pg_advisory_unlock(hashtextextended($1, 0))', [lockText(schema, id)]))
+        .catch(() => {});
     },
     async judge(pool, ids) {
       const free = new Set();

@@ -10,7 +10,11 @@ import { fileURLToPath } from 'node:url';
 
 import { afterEach, describe, expect, test } from 'vitest';
 
+import { makeWorkerUtils } from 'graphile-worker';
+import pg from 'pg';
+
 import { createWorld } from '../index.js';
+import { pgConfig } from '../src/queue-postgres.js';
 import { pgUrl } from './helpers.mjs';
 import { startQueueServer } from './pg-queue-harness.mjs';
 
@@ -124,6 +128,54 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     expect(s.deliveries).toHaveLength(1);
     expect(s.deliveries[0]).toMatchObject({ attempt: 2, body: { runId: 'wrun_kill' } });
     expect(s.queue.stats.redelivered).toBe(1);
+  });
+
+  // Two servers on one schema, each delivery of `runId` held 800 ms: overlapping or not.
+  async function overlapOfOneRun(sequential) {
+    const schema = freshSchema();
+    const spans = [];
+    const hold = async (d) => {
+      const startMs = Date.now();
+      await sleep(800);
+      spans.push({ startMs, endMs: Date.now(), n: d.body.n });
+    };
+    const a = await queueServer(schema, hold);
+    const b = await queueServer(schema, hold);
+    const before = process.env.WORKFLOW_SEQUENTIAL_REPLAYS;
+    process.env.WORKFLOW_SEQUENTIAL_REPLAYS = sequential ? '1' : '0';
+    try {
+      for (let n = 0; n < 4; n++) await (n % 2 ? a : b).queue.queue('__wkf_workflow_demo', { runId: 'wrun_serial', n });
+    } finally {
+      if (before === undefined) delete process.env.WORKFLOW_SEQUENTIAL_REPLAYS;
+      else process.env.WORKFLOW_SEQUENTIAL_REPLAYS = before;
+    }
+    await until(() => spans.length === 4, 20_000, 'four deliveries');
+    spans.sort((x, y) => x.startMs - y.startMs);
+    const overlaps = spans.slice(1).filter((s, k) => s.startMs < spans[k].endMs).length;
+    return { overlaps, servers: [a.deliveries.length, b.deliveries.length] };
+  }
+
+  test('WORKFLOW_SEQUENTIAL_REPLAYS=1: one run\'s workflow messages never overlap, across servers', { timeout: 40_000 }, async () => {
+    const serial = await overlapOfOneRun(true);
+    expect(serial.overlaps).toBe(0);
+    // Without it the same four messages do overlap (the check above can fail).
+    const parallel = await overlapOfOneRun(false);
+    expect(parallel.overlaps).toBeGreaterThan(0);
+  });
+
+  test("another graphile schema's migration in the database does not stop this queue", { timeout: 30_000 }, async () => {
+    const s = await queueServer(freshSchema());
+    // graphile NOTIFYs a breaking migration database-wide: its runners stop and set exitCode 57.
+    const otherPool = new pg.Pool(pgConfig(server));
+    const utils = await makeWorkerUtils({ pgPool: otherPool, schema: freshSchema() });
+    await utils.migrate();
+    await utils.release();
+    await otherPool.end();
+    await sleep(2500);
+    expect(process.exitCode).not.toBe(57);
+    await s.queue.queue('__wkf_workflow_demo', { runId: 'wrun_after_migrate' });
+    await until(() => s.deliveries.length > 0, 15_000, 'a delivery after the other migration');
+    expect(s.deliveries[0].body).toEqual({ runId: 'wrun_after_migrate' });
   });
 
   test('createWorld({ url }) takes the PostgreSQL queue; queue: "local" keeps world-local\'s', async () => {
