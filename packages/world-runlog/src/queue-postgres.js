@@ -60,7 +60,7 @@ const DELIVERY_TIMEOUT_MS = 60_000;
 
 /**
  * WORKFLOW_RUNLOG_QUEUE_TRACE=<file>: every delivery appends one JSON line `{ pid, runId,
- * messageId, attempt, startMs, endMs, outcome }` (a diagnostic: examples/multi-server.mjs
+ * stepId?, messageId, attempt, startMs, endMs, outcome }` (a diagnostic: examples/multi-server.mjs
  * counts concurrent replays of one run across servers from it).
  */
 function tracer(env = process.env) {
@@ -75,12 +75,13 @@ function tracer(env = process.env) {
   };
 }
 
-/** The run id of a message body (world-local's JSON), for the trace. */
-function runIdOf(body) {
+/** `{ runId, stepId }` of a message body (world-local's JSON), for the trace. */
+function idsOf(body) {
   try {
-    return JSON.parse(body).runId;
+    const { runId, stepId } = JSON.parse(body);
+    return { runId, ...(stepId !== undefined && { stepId }) };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
@@ -217,7 +218,7 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
     // graphile counts the workers that took this job (a dead one's included).
     const attempt = payload.deliveries + (helpers.job?.attempts ?? 1);
     const startMs = Date.now();
-    const traced = (outcome) => trace?.({ runId: runIdOf(payload.body), messageId: payload.messageId, attempt, startMs, endMs: Date.now(), outcome });
+    const traced = (outcome) => trace?.({ ...idsOf(payload.body), messageId: payload.messageId, attempt, startMs, endMs: Date.now(), outcome });
     let next;
     try {
       const timeoutSeconds = await deliver(payload, attempt);
