@@ -30,6 +30,7 @@ ms_pg_dir=""
 cleanup() {
   if [ -n "$ms_pg_dir" ]; then bash .ci/pg-server.sh stop "$ms_pg_dir"; fi
   rm -rf "$app_dir"
+  ci_finish
 }
 trap cleanup EXIT
 # A server of its own even when .ci/run has one: the pg-restart scenario restarts it.

@@ -18,7 +18,6 @@ import { reportMaxEvents } from './max-events.js';
 import { detectLine, LINES } from './line.js';
 import { Store } from './native.js';
 import { recoverActiveRuns } from './recovery.js';
-import { createPostgresQueue } from './queue-postgres.js';
 import { createStorage } from './storage.js';
 import { createStreamerV4 } from './streams-v4.js';
 
@@ -50,19 +49,29 @@ export function createWorld(options = {}) {
     inStart: () => starting,
   });
   // A PostgreSQL store's queue is in PostgreSQL too (src/queue-postgres.js): any server of
-  // the app delivers any message; world-local's createQueueHandler still answers them.
-  const pgQueue =
+  // the app delivers any message; world-local's createQueueHandler still answers them. Its
+  // module (graphile-worker, pg) is loaded on first use: a file store never loads it.
+  let pgQueue;
+  const loadPgQueue =
     config.queue === 'postgres'
-      ? createPostgresQueue({
-          url: config.url,
-          schema: config.queueSchema,
-          concurrency: config.queueConcurrency,
-          target: { baseUrl: config.baseUrl, port: config.port },
-          combinedRoute: line.name === LINES.BETA55,
-          local,
-        })
+      ? () =>
+          (pgQueue ??= import('./queue-postgres.js').then(({ createPostgresQueue }) => {
+            const q = createPostgresQueue({
+              url: config.url,
+              schema: config.queueSchema,
+              concurrency: config.queueConcurrency,
+              target: { baseUrl: config.baseUrl, port: config.port },
+              combinedRoute: line.name === LINES.BETA55,
+              local,
+            });
+            pgStats = q.stats;
+            return q;
+          }))
       : undefined;
-  if (pgQueue) queue.queue = pgQueue.queue;
+  let pgStats;
+  if (loadPgQueue) {
+    queue.queue = async (queueName, message, opts) => (await loadPgQueue()).queue(queueName, message, opts);
+  }
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
   // again, so a World created before its server came up recovers on its own.
@@ -117,7 +126,9 @@ export function createWorld(options = {}) {
     async start() {
       const store = await openStore();
       // This server takes messages from now on, whether or not it enqueues any.
-      if (pgQueue && !store.readOnly) await pgQueue.start();
+      if (loadPgQueue && !store.readOnly) {
+        await (await loadPgQueue()).start();
+      }
       if (store.readOnly) {
         // Recovery re-enqueues runs for writes that cannot happen here: skipped, said once.
         if (readOnly === undefined) {
@@ -149,7 +160,8 @@ export function createWorld(options = {}) {
       closed = true;
       streamerV4.close();
       storage.close();
-      await pgQueue?.close();
+      const q = await pgQueue?.catch(() => undefined);
+      await q?.close();
       await local.close();
       await fallbackLocal?.close();
       const store = await opening?.catch(() => undefined);
@@ -178,7 +190,13 @@ export function createWorld(options = {}) {
       store: openStore,
       world: openWorld,
       /** With the PostgreSQL queue: its counters (`delivered, rescheduled, retried, redelivered, deduped`), else undefined. */
-      queue: pgQueue && { stats: pgQueue.stats, start: pgQueue.start },
+      queue: loadPgQueue && {
+        /** Zeros until the queue is first used. */
+        get stats() {
+          return pgStats ?? { delivered: 0, rescheduled: 0, retried: 0, redelivered: 0, deduped: 0 };
+        },
+        start: async () => (await loadPgQueue()).start(),
+      },
     },
   };
   // Declared by @workflow/world 5.x (beta.21 and beta.37), not by 4.x (src/attributes.js).
