@@ -7,6 +7,7 @@
 // (once a third of the demo runs completed) the scenario strikes:
 //   kill        SIGKILL to one server's process group (it is not restarted)
 //   pg-restart  `pg_ctl restart` of the PostgreSQL server (needs RUNLOG_PG_DIR)
+//   none        nothing (the same runs and checks undisturbed: a timing of N servers)
 // Then every run must end: each demo run completed with its result, each doomed run failed,
 // no run with two terminal events, no step with two step_completed, every demo stream whole
 // (read through another server than the one that started it), and `runlog verify` clean on
@@ -50,9 +51,10 @@ const NOTE = 'from-outside';
 const { has, values } = parseArgs(process.argv.slice(2), ['--scenario', '--runs', '--servers', '--app-dir', '--runlog-bin']);
 const scenarioArg = values('--scenario').at(-1) ?? 'both';
 const scenarios = scenarioArg === 'both' ? ['kill', 'pg-restart'] : [scenarioArg];
-if (!scenarios.every((s) => ['kill', 'pg-restart'].includes(s))) throw new Error(`--scenario: kill, pg-restart or both, not ${scenarioArg}`);
+if (!scenarios.every((s) => ['kill', 'pg-restart', 'none'].includes(s))) throw new Error(`--scenario: kill, pg-restart, both or none, not ${scenarioArg}`);
 const runCount = Number(values('--runs').at(-1) ?? 100);
 const serverCount = Number(values('--servers').at(-1) ?? 3);
+if (scenarios.includes('kill') && serverCount < 2) throw new Error('kill needs --servers 2 or more');
 const app = path.resolve(values('--app-dir').at(-1) ?? `/tmp/runlog-multi-server/sdk-${LINE}`);
 const install = !has('--no-install');
 const sequential = has('--sequential');
@@ -301,7 +303,9 @@ async function scenario(kind, pg) {
     const half = Math.ceil(runCount / 2);
     await pool(runs.slice(0, half), 6, startOne);
     summary.struckAfterMs = ms(tRuns);
-    if (kind === 'kill') {
+    if (kind === 'none') {
+      // Undisturbed.
+    } else if (kind === 'kill') {
       const victim = servers[servers.length - 1];
       await victim.kill('SIGKILL');
       summary.killed = { server: victim.i, exited: victim.exited };
