@@ -1,10 +1,17 @@
 // The World's queue in PostgreSQL (issue 23, src/queue-postgres.js): graphile-worker jobs
 // delivered over HTTP to world-local's queue handler. A message is delivered once, with its
 // bytes; `delaySeconds` holds it back; an idempotency key dedupes while its message waits;
-// `{ timeoutSeconds }` redelivers it later; and a server killed (SIGKILL) while holding a
-// job has that job delivered by another process. Needs RUNLOG_PG_URL (skipped without it,
+// `{ timeoutSeconds }` redelivers it later, an HTTP error 5 s later; a server killed
+// (SIGKILL) while holding a job has that job delivered by another process; PostgreSQL gone
+// mid-job (a cut socket proxy) costs a redelivery, not the job nor the queue; with
+// WORKFLOW_SEQUENTIAL_REPLAYS=1 one run's messages never overlap across servers; and another
+// graphile schema's migration in the database does not stop the queue. Needs RUNLOG_PG_URL (skipped without it,
 // unless RUNLOG_NO_SKIP=1 / RUNLOG_REQUIRE_PG=1, as test/postgres.test.mjs).
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -161,6 +168,67 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     // Without it the same four messages do overlap (the check above can fail).
     const parallel = await overlapOfOneRun(false);
     expect(parallel.overlaps).toBeGreaterThan(0);
+  });
+
+  // A Unix-socket proxy to the server's socket that can be cut (every connection dropped,
+  // new ones refused) and restored: PostgreSQL going away, as a restart does, for this
+  // queue alone. Returns a URL through it.
+  async function cuttableServer() {
+    const dir = mkdtempSync(path.join(tmpdir(), 'runlog-pgproxy-'));
+    const { host, port = 5432 } = pgConfig(server);
+    const target = path.join(host, `.s.PGSQL.${port}`);
+    const sockets = new Set();
+    let proxy;
+    const listen = () =>
+      new Promise((r) => {
+        proxy = createServer((c) => {
+          const up = connect(target);
+          for (const s of [c, up]) {
+            sockets.add(s);
+            s.on('error', () => {});
+            s.on('close', () => sockets.delete(s));
+          }
+          c.pipe(up).pipe(c);
+        });
+        proxy.listen(path.join(dir, `.s.PGSQL.${port}`), r);
+      });
+    await listen();
+    // close() waits for the open connections, so they are destroyed first.
+    const cut = async () => {
+      const closed = new Promise((r) => proxy.close(r));
+      for (const s of sockets) s.destroy();
+      await closed;
+    };
+    closers.push({ close: async () => (cut(), rmSync(dir, { recursive: true, force: true })) });
+    const url = server.replace(encodeURIComponent(host), encodeURIComponent(dir));
+    expect(url).not.toBe(server);
+    return { url, cut, restore: listen };
+  }
+
+  test('PostgreSQL gone mid-job: the job is delivered again (attempt 2) and the queue goes on', { timeout: 60_000 }, async () => {
+    const pgProxy = await cuttableServer();
+    const deliveries = [];
+    let release;
+    const s = await startQueueServer({
+      url: pgProxy.url,
+      schema: freshSchema(),
+      onDelivery: (d) => {
+        deliveries.push(d);
+        if (deliveries.length === 1) return new Promise((r) => (release = r));
+        return undefined;
+      },
+    });
+    closers.push(s);
+    await s.queue.queue('__wkf_workflow_demo', { runId: 'wrun_cut' });
+    await until(() => deliveries.length === 1, 10_000, 'the first delivery');
+    await pgProxy.cut();
+    release();
+    await sleep(1500);
+    await pgProxy.restore();
+    await until(() => deliveries.length > 1, 40_000, 'the redelivery after the cut');
+    expect(deliveries[1]).toMatchObject({ attempt: 2, body: { runId: 'wrun_cut' } });
+    await s.queue.queue('__wkf_workflow_demo', { runId: 'wrun_after_cut' });
+    await until(() => deliveries.some((d) => d.body.runId === 'wrun_after_cut'), 20_000, 'a new message after the cut');
   });
 
   test("another graphile schema's migration in the database does not stop this queue", { timeout: 30_000 }, async () => {
