@@ -30,6 +30,16 @@ export interface RunlogWorldOptions {
   streamFlushIntervalMs?: number;
   /** runlog limits for Store.open. */
   store?: StoreOptions;
+  /**
+   * A PostgreSQL store's queue: `postgres` (default; graphile-worker jobs in the same
+   * database, taken by any server of the app, src/queue-postgres.js) or `local`
+   * (world-local's in-process queue). Default WORKFLOW_RUNLOG_QUEUE. A file store has only `local`.
+   */
+  queue?: 'postgres' | 'local';
+  /** graphile-worker's schema for the PostgreSQL queue; default WORKFLOW_RUNLOG_QUEUE_SCHEMA, `runlog_queue`. */
+  queueSchema?: string;
+  /** Jobs this server runs at once (1..1000); default WORKFLOW_RUNLOG_QUEUE_CONCURRENCY, 25. */
+  queueConcurrency?: number;
 }
 
 /** Where the store is: a file store directory or a PostgreSQL URL. */
@@ -46,6 +56,10 @@ export type ResolvedConfig = ResolvedTarget & {
   baseUrl?: string;
   streamFlushIntervalMs?: number;
   store?: StoreOptions;
+  /** PostgreSQL stores only. */
+  queue?: 'postgres' | 'local';
+  queueSchema?: string;
+  queueConcurrency?: number;
 };
 
 /** The SDK line a World serves (src/line.js): whose `@workflow/world` and `@workflow/world-local` it uses. */
@@ -97,7 +111,23 @@ export interface RunlogWorld extends World, RunlogStreamerV4 {
     readonly readOnly: false | { path: string; requested: boolean; cause: RunlogError | null } | undefined;
     store(): Promise<Store>;
     world(): Promise<RunlogNativeWorld>;
+    /** With the PostgreSQL queue: its counters since this World was made; else undefined. */
+    queue: { stats: RunlogQueueStats; start(): Promise<void> } | undefined;
   };
+}
+
+/** Counters of the PostgreSQL queue of one server (src/queue-postgres.js). */
+export interface RunlogQueueStats {
+  /** Deliveries answered with a plain 2xx (the job completed). */
+  delivered: number;
+  /** Deliveries answered `{ timeoutSeconds }` (a follow-up job added). */
+  rescheduled: number;
+  /** Deliveries that failed (HTTP error, transport) and were re-added 5 s later. */
+  retried: number;
+  /** Jobs of dead workers this server's sweeper released for redelivery. */
+  redelivered: number;
+  /** Enqueues of an idempotency key whose message was still waiting or running. */
+  deduped: number;
 }
 
 /**

@@ -12,6 +12,15 @@
 // |                        |                                                         | the store is not writable|
 // | streamFlushIntervalMs  | –                                                       | unset (core: 10 ms)      |
 // | store                  | –                                                       | runlog's limits          |
+// | queue                  | WORKFLOW_RUNLOG_QUEUE (`postgres` or `local`)           | `postgres` with a URL,   |
+// |                        |                                                         | else `local`             |
+// | queueSchema            | WORKFLOW_RUNLOG_QUEUE_SCHEMA                            | runlog_queue             |
+// | queueConcurrency       | WORKFLOW_RUNLOG_QUEUE_CONCURRENCY                       | 25                       |
+//
+// With a PostgreSQL store the queue is in PostgreSQL too (src/queue-postgres.js,
+// graphile-worker's tables in `queueSchema` of the same database): any server of the app
+// takes any message. `queue: 'local'` keeps world-local's in-process queue (one server);
+// a file store has only that one.
 //
 // The queue of @workflow/world-local reads its own variables as usual
 // (WORKFLOW_LOCAL_QUEUE_CONCURRENCY, WORKFLOW_LOCAL_QUEUE_MAX_VISIBILITY,
@@ -30,7 +39,7 @@ import path from 'node:path';
 /** Default data directory, relative to the process's working directory. */
 export const DEFAULT_DATA_DIR = path.join('.workflow-data', 'runlog');
 
-const OPTION_KEYS = ['url', 'dataDir', 'recoverActiveRuns', 'readOnly', 'port', 'baseUrl', 'streamFlushIntervalMs', 'store'];
+const OPTION_KEYS = ['url', 'dataDir', 'recoverActiveRuns', 'readOnly', 'port', 'baseUrl', 'streamFlushIntervalMs', 'store', 'queue', 'queueSchema', 'queueConcurrency'];
 
 function invalid(message) {
   const err = new TypeError(`world-runlog createWorld(): ${message}`);
@@ -73,6 +82,46 @@ function checkTypes(options) {
     throw invalid('`streamFlushIntervalMs` must be a non-negative number');
   }
   if (store !== undefined && (store === null || typeof store !== 'object')) throw invalid('`store` must be an object of Store.open options');
+  checkQueue(options, 'queue', 'queueSchema', 'queueConcurrency');
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** The queue options (or their variables, named by `names`) are well formed. */
+function checkQueue(values, queueName, schemaName, concurrencyName) {
+  const queue = values[queueName];
+  const schema = values[schemaName];
+  const concurrency = values[concurrencyName];
+  if (queue !== undefined && queue !== 'postgres' && queue !== 'local') throw invalid(`\`${queueName}\` must be 'postgres' or 'local'`);
+  if (schema !== undefined && (typeof schema !== 'string' || !SCHEMA_NAME.test(schema))) {
+    throw invalid(`\`${schemaName}\` must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63)`);
+  }
+  if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 1000)) {
+    throw invalid(`\`${concurrencyName}\` must be an integer in 1..1000`);
+  }
+}
+
+/** A file store has world-local's queue only: nothing to resolve (the variables are not read). */
+function fileQueue(defined) {
+  if (defined.queue === 'postgres') throw invalid("`queue: 'postgres'` needs a PostgreSQL store (`url`)");
+  return {};
+}
+
+/** `{ queue, queueSchema, queueConcurrency }` of a PostgreSQL store: options, then variables. */
+function resolveQueue(defined, env) {
+  const fromEnv = {
+    WORKFLOW_RUNLOG_QUEUE: env.WORKFLOW_RUNLOG_QUEUE?.trim() || undefined,
+    WORKFLOW_RUNLOG_QUEUE_SCHEMA: env.WORKFLOW_RUNLOG_QUEUE_SCHEMA?.trim() || undefined,
+    WORKFLOW_RUNLOG_QUEUE_CONCURRENCY:
+      env.WORKFLOW_RUNLOG_QUEUE_CONCURRENCY?.trim() ? Number(env.WORKFLOW_RUNLOG_QUEUE_CONCURRENCY) : undefined,
+  };
+  checkQueue(fromEnv, 'WORKFLOW_RUNLOG_QUEUE', 'WORKFLOW_RUNLOG_QUEUE_SCHEMA', 'WORKFLOW_RUNLOG_QUEUE_CONCURRENCY');
+  const queue = defined.queue ?? fromEnv.WORKFLOW_RUNLOG_QUEUE ?? 'postgres';
+  return {
+    queue,
+    queueSchema: defined.queueSchema ?? fromEnv.WORKFLOW_RUNLOG_QUEUE_SCHEMA ?? 'runlog_queue',
+    queueConcurrency: defined.queueConcurrency ?? fromEnv.WORKFLOW_RUNLOG_QUEUE_CONCURRENCY ?? 25,
+  };
 }
 
 /** The store: `{ backend: 'postgres', url }` or `{ backend: 'file', dataDir }` (not yet absolute). */
@@ -123,5 +172,6 @@ export function resolveConfig(options = {}, env = process.env, cwd = process.cwd
     baseUrl: defined.baseUrl,
     streamFlushIntervalMs: defined.streamFlushIntervalMs,
     store: defined.store,
+    ...(target.backend === 'postgres' ? resolveQueue(defined, env) : fileQueue(defined)),
   };
 }

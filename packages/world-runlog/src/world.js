@@ -7,7 +7,9 @@
 // the line's own members (src/line-beta55.js); both 5.x lines have
 // `runs.experimentalSetAttributes` (src/attributes.js). Both
 // stream surfaces are on it: the 5.x `streams` and the flat 4.x names (src/streams-v4.js),
-// over the same Rust streams.
+// over the same Rust streams. With a PostgreSQL store the queue is in PostgreSQL too
+// (src/queue-postgres.js: graphile-worker jobs, delivered to world-local's queue handler by
+// whichever server of the app takes them); `queue: 'local'` keeps world-local's.
 import { setAttributesMember } from './attributes.js';
 import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
@@ -46,6 +48,30 @@ export function createWorld(options = {}) {
     fallbackWorld: () => (fallbackLocal ??= line.createLocalWorld({ recoverActiveRuns: false, baseUrl: CLI_DEFAULT_BASE_URL })),
     inStart: () => starting,
   });
+  // A PostgreSQL store's queue is in PostgreSQL too (src/queue-postgres.js): any server of
+  // the app delivers any message; world-local's createQueueHandler still answers them. Its
+  // module (graphile-worker, pg) is loaded on first use: a file store never loads it.
+  let pgQueue;
+  const loadPgQueue =
+    config.queue === 'postgres'
+      ? () =>
+          (pgQueue ??= import('./queue-postgres.js').then(({ createPostgresQueue }) => {
+            const q = createPostgresQueue({
+              url: config.url,
+              schema: config.queueSchema,
+              concurrency: config.queueConcurrency,
+              target: { baseUrl: config.baseUrl, port: config.port },
+              combinedRoute: line.name === LINES.BETA55,
+              local,
+            });
+            pgStats = q.stats;
+            return q;
+          }))
+      : undefined;
+  let pgStats;
+  if (loadPgQueue) {
+    queue.queue = async (queueName, message, opts) => (await loadPgQueue()).queue(queueName, message, opts);
+  }
 
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
   // again, so a World created before its server came up recovers on its own.
@@ -99,6 +125,10 @@ export function createWorld(options = {}) {
      */
     async start() {
       const store = await openStore();
+      // This server takes messages from now on, whether or not it enqueues any.
+      if (loadPgQueue && !store.readOnly) {
+        await (await loadPgQueue()).start();
+      }
       if (store.readOnly) {
         // Recovery re-enqueues runs for writes that cannot happen here: skipped, said once.
         if (readOnly === undefined) {
@@ -130,6 +160,8 @@ export function createWorld(options = {}) {
       closed = true;
       streamerV4.close();
       storage.close();
+      const q = await pgQueue?.catch(() => undefined);
+      await q?.close();
       await local.close();
       await fallbackLocal?.close();
       const store = await opening?.catch(() => undefined);
@@ -157,6 +189,14 @@ export function createWorld(options = {}) {
       line: { name: line.name, source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
+      /** With the PostgreSQL queue: its counters (`delivered, rescheduled, retried, redelivered, deduped`), else undefined. */
+      queue: loadPgQueue && {
+        /** Zeros until the queue is first used. */
+        get stats() {
+          return pgStats ?? { delivered: 0, rescheduled: 0, retried: 0, redelivered: 0, deduped: 0 };
+        },
+        start: async () => (await loadPgQueue()).start(),
+      },
     },
   };
   // Declared by @workflow/world 5.x (beta.21 and beta.37), not by 4.x (src/attributes.js).

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Several app servers on one PostgreSQL (issue 23): examples/multi-server.mjs on a throwaway
+# PostgreSQL 15 (.ci/pg-server.sh; stopped on exit), the 5.0.0-beta.55 example app as 3
+# servers, 100 demo runs + 100 doomed runs each time:
+#   1. kill        SIGKILL to one server mid-way (concurrent replays allowed, counted);
+#   2. pg-restart  `pg_ctl restart` of the server mid-way;
+#   3. kill        again with WORKFLOW_SEQUENTIAL_REPLAYS=1 (one replay of a run at a time).
+# Each prints its counts (runs, completed, redelivered messages, concurrent replays) as JSON
+# and must pass its checks (every run ends once, no step completed twice, streams whole,
+# `runlog verify` clean). Needs the addon and the release `runlog` CLI (built here; no-ops
+# after .ci/node.sh). The app is installed in a temp dir, removed on exit. About 3-4 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+. .ci/common.sh
+ci_init
+. .ci/step.sh
+
+pkg=packages/world-runlog
+if [ ! -d "$pkg/node_modules/graphile-worker" ]; then
+  step "npm install (packages/world-runlog, as locked)"
+  (cd "$pkg" && npm install --no-audit --no-fund)
+fi
+step "the addon and the runlog CLI (release)"
+bash crates/runlog-node/build.sh
+cargo build --release -p runlog-cli
+
+app_dir="$(mktemp -d /tmp/runlog-ms-app.XXXXXX)"
+ms_pg_dir=""
+cleanup() {
+  if [ -n "$ms_pg_dir" ]; then bash .ci/pg-server.sh stop "$ms_pg_dir"; fi
+  rm -rf "$app_dir"
+  ci_finish
+}
+trap cleanup EXIT
+# A server of its own even when .ci/run has one: the pg-restart scenario restarts it.
+step "PostgreSQL 15 (throwaway, restarted by the pg-restart scenario)"
+pg_env="$(bash .ci/pg-server.sh start)"
+eval "$pg_env"
+ms_pg_dir="$RUNLOG_PG_DIR"
+export RUNLOG_PG_URL RUNLOG_PG_DIR
+
+bin="$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>process.stdout.write(JSON.parse(s).target_directory))')/release/runlog"
+step "3 servers, kill -9 one mid-way, then a PostgreSQL restart mid-way"
+node examples/multi-server.mjs --scenario both --runs 100 --app-dir "$app_dir/sdk" --runlog-bin "$bin"
+step "3 servers, kill -9 one mid-way, WORKFLOW_SEQUENTIAL_REPLAYS=1"
+node examples/multi-server.mjs --scenario kill --runs 100 --sequential --app-dir "$app_dir/sdk" --no-install --runlog-bin "$bin"
