@@ -25,17 +25,39 @@ export function baseUrlConfigured(config, env = process.env) {
  * bundle, say), in which case there is no fallback.
  */
 async function loadDetector() {
+  const getPort = await loadGetPort();
+  if (typeof getPort?.getAllPorts !== 'function') return null;
+  return async () => (await getPort.getAllPorts()).length > 0;
+}
+
+/** `@workflow/utils/get-port` as world-local's dependencies have it, or `null`. */
+async function loadGetPort() {
   try {
     const { createRequire } = await import('node:module');
     const { fileURLToPath, pathToFileURL } = await import('node:url');
     const local = fileURLToPath(import.meta.resolve('@workflow/world-local'));
     const getPort = createRequire(local).resolve('@workflow/utils/get-port');
-    const { getAllPorts } = await import(pathToFileURL(getPort).href);
-    if (typeof getAllPorts !== 'function') return null;
-    return async () => (await getAllPorts()).length > 0;
+    return await import(pathToFileURL(getPort).href);
   } catch {
     return null;
   }
+}
+
+let getPortModule;
+/**
+ * The workflow routes of the port this process listens on, by the SDK's own detection
+ * (`@workflow/utils/get-port`: `getWorkflowPort`, which probes each listening port's
+ * workflow health route, where the line has it, else `getPort`; world-local's last step
+ * when nothing is configured): `http://localhost:<port>/.well-known/workflow/v1`, or
+ * `undefined` when it listens on none or the detection cannot be loaded.
+ */
+export async function listeningBaseUrl() {
+  getPortModule ??= loadGetPort();
+  const mod = await getPortModule;
+  const find = mod?.getWorkflowPort ?? mod?.getPort;
+  if (typeof find !== 'function') return undefined;
+  const port = await find().catch(() => undefined);
+  return port ? `http://localhost:${port}/.well-known/workflow/v1` : undefined;
 }
 
 /**

@@ -42,6 +42,8 @@ import { appendFileSync } from 'node:fs';
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import pg from 'pg';
 
+import { listeningBaseUrl } from './base-url.js';
+
 /** graphile-worker's task identifier of a World message. */
 export const TASK = 'runlog_deliver';
 
@@ -118,7 +120,7 @@ function routeOf(queueName, combined) {
   return !combined && /^__(?:[a-z][a-z0-9]*_)?wkf_step_/.test(queueName) ? 'step' : 'flow';
 }
 
-/** The app's origin: `baseUrl`, WORKFLOW_LOCAL_BASE_URL, `port`, PORT (world-local's order, without port detection). */
+/** The app's origin: `baseUrl`, WORKFLOW_LOCAL_BASE_URL, `port`, PORT (world-local's order; then `listeningBaseUrl`). */
 function baseUrlOf(target, env = process.env) {
   const base = target.baseUrl ?? env.WORKFLOW_LOCAL_BASE_URL;
   if (base) return base.replace(/\/+$/, '');
@@ -178,6 +180,7 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
   let sweeper;
   let starting;
   let closed = false;
+  let detectedBase;
 
   const addJob = (payload, { runAt, key, mode }) =>
     utils.addJob(TASK, payload, {
@@ -188,8 +191,11 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
     });
 
   async function deliver(payload, attempt) {
-    const base = baseUrlOf(target);
-    if (base === undefined) throw new Error('world-runlog queue: no base URL (set PORT, WORKFLOW_LOCAL_BASE_URL, or the port/baseUrl option)');
+    // Nothing configured: the port this process listens on (the app's server), found once.
+    const base = baseUrlOf(target) ?? (detectedBase ??= await listeningBaseUrl());
+    if (base === undefined) {
+      throw new Error('world-runlog queue: no base URL (this process listens on no port; set PORT, WORKFLOW_LOCAL_BASE_URL, or the port/baseUrl option)');
+    }
     const res = await fetch(`${base}/${routeOf(payload.queueName, combinedRoute)}`, {
       method: 'POST',
       headers: {

@@ -9,7 +9,7 @@ import { createLocalWorld } from '@workflow/world-local';
 import { createPostgresQueue } from '../src/queue-postgres.js';
 
 /** `{ queue, port, close() }`: a started PostgreSQL queue delivering to its own server. */
-export async function startQueueServer({ url, schema, onDelivery, sweepIntervalMs = 500 }) {
+export async function startQueueServer({ url, schema, onDelivery, sweepIntervalMs = 500, detectPort = false }) {
   const local = createLocalWorld({ recoverActiveRuns: false });
   const handler = local.createQueueHandler('__wkf_workflow_', async (body, meta) => onDelivery({ attempt: meta.attempt, messageId: meta.messageId, body, at: Date.now() }));
   const http = createServer(async (req, res) => {
@@ -23,7 +23,8 @@ export async function startQueueServer({ url, schema, onDelivery, sweepIntervalM
   });
   await new Promise((r) => http.listen(0, '127.0.0.1', r));
   const port = http.address().port;
-  const queue = createPostgresQueue({ url, schema, concurrency: 4, target: { port }, local, sweepIntervalMs });
+  // detectPort: no target given, the queue finds the port this process listens on.
+  const queue = createPostgresQueue({ url, schema, concurrency: 4, target: detectPort ? {} : { port }, local, sweepIntervalMs });
   await queue.start();
   return {
     queue,

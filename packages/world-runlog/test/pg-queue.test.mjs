@@ -15,7 +15,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 
 import { makeWorkerUtils } from 'graphile-worker';
 import pg from 'pg';
@@ -42,9 +42,10 @@ async function until(predicate, timeoutMs, what) {
   }
 }
 
-async function queueServer(schema, onDelivery = () => undefined) {
+async function queueServer(schema, onDelivery = () => undefined, options = {}) {
   const deliveries = [];
   const s = await startQueueServer({
+    ...options,
     url: server,
     schema,
     onDelivery: (d) => {
@@ -66,6 +67,20 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     expect(s.deliveries).toHaveLength(1);
     expect(s.deliveries[0]).toMatchObject({ attempt: 1, messageId, body: { runId: 'wrun_1', input: new Uint8Array([0, 1, 255]) } });
     expect(s.queue.stats).toMatchObject({ delivered: 1, retried: 0, redelivered: 0 });
+  });
+
+  test('with no port, base URL or PORT configured, it delivers to the port this process listens on (a dev server)', async () => {
+    vi.stubEnv('PORT', '');
+    vi.stubEnv('WORKFLOW_LOCAL_BASE_URL', '');
+    try {
+      const s = await queueServer(freshSchema(), undefined, { detectPort: true });
+      const { messageId } = await s.queue.queue('__wkf_workflow_demo', { runId: 'wrun_detect' });
+      await until(() => s.deliveries.length > 0, 10_000, 'the delivery');
+      expect(s.deliveries[0]).toMatchObject({ attempt: 1, messageId, body: { runId: 'wrun_detect' } });
+      expect(s.queue.stats).toMatchObject({ retried: 0 });
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   test('delaySeconds holds the message back that long', async () => {
