@@ -105,6 +105,20 @@ npm_vitest() {
   rm -f "$report"
 }
 
+# package_ready MODULE: packages/world-runlog's npm dependencies (installed as locked when
+# node_modules/MODULE is missing, i.e. .ci/node.sh did not install them; `npm install`, not
+# `npm ci`, for the reason .ci/node.sh gives) and the addon (cargo's no-op when built).
+# Needs step.sh sourced.
+package_ready() {
+  local pkg=packages/world-runlog
+  if [ ! -d "$pkg/node_modules/$1" ]; then
+    step "npm install (packages/world-runlog, as locked; .ci/node.sh did not run)"
+    (cd "$pkg" && npm install --no-audit --no-fund)
+  fi
+  step "the addon (crates/runlog-node/build.sh; up to date after .ci/node.sh)"
+  bash crates/runlog-node/build.sh
+}
+
 # The count and list of skipped tests in RUNLOG_SKIP_LOG.
 skip_summary() {
   local n=0

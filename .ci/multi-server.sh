@@ -16,13 +16,8 @@ export CARGO_TERM_COLOR=never
 ci_init
 . .ci/step.sh
 
-pkg=packages/world-runlog
-if [ ! -d "$pkg/node_modules/graphile-worker" ]; then
-  step "npm install (packages/world-runlog, as locked)"
-  (cd "$pkg" && npm install --no-audit --no-fund)
-fi
-step "the addon and the runlog CLI (release)"
-bash crates/runlog-node/build.sh
+package_ready graphile-worker
+step "the runlog CLI (release)"
 cargo build --release -p runlog-cli
 
 app_dir="$(mktemp -d /tmp/runlog-ms-app.XXXXXX)"

@@ -20,12 +20,7 @@ ci_init
 . .ci/step.sh
 
 pkg=packages/world-runlog
-if [ ! -d "$pkg/node_modules/@workflow/world-testing" ]; then
-  step "npm install (packages/world-runlog, as locked; .ci/node.sh did not run)"
-  (cd "$pkg" && npm install --no-audit --no-fund)
-fi
-step "the addon (crates/runlog-node/build.sh; up to date after .ci/node.sh)"
-bash crates/runlog-node/build.sh
+package_ready @workflow/world-testing
 
 step "PostgreSQL 15"
 pg_ensure

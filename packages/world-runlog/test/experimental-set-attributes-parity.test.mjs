@@ -7,28 +7,26 @@
 // world-local 5.0.0-beta.46 has it, and on no other line's; the 4.x line has no such member.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import * as ownLocal from '@workflow/world-local';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 
 import { createWorld } from '../index.js';
-import { extendForBeta55 } from '../src/line-beta55.js';
-import { detectLine, LINES } from '../src/line.js';
+import { LINES } from '../src/line.js';
+import {
+  bytes,
+  EXAMPLES,
+  localBeta55 as localBeta55On,
+  runlogBeta55 as runlogBeta55On,
+  runningRun as runningRunOn,
+  worldKeeper,
+} from './beta55-worlds.mjs';
 import { normalizeAcrossWorlds, rejection, tempDir } from './helpers.mjs';
 
-const EXAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples');
-const BETA55_APP = path.join(EXAMPLES, 'sdk-5.0.0-beta.55');
 const V4_APP = path.join(EXAMPLES, 'sdk-4.8.9');
-const beta55Local = createRequire(path.join(BETA55_APP, 'package.json'))('@workflow/world-local');
 
 let tmp;
-const opened = [];
-
-const keep = (w) => {
-  opened.push(w);
-  return w;
-};
+const { keep, closeAll } = worldKeeper();
 
 beforeEach(() => {
   tmp = tempDir('set-attributes-');
@@ -37,35 +35,20 @@ beforeEach(() => {
 afterEach(async () => {
   vi.unstubAllEnvs();
   vi.restoreAllMocks();
-  for (const w of opened.splice(0)) await w.close?.();
+  await closeAll();
   tmp.cleanup();
 });
 
 /** runlog's World as the beta.55 line (detected from the example app's directory). */
-function runlogBeta55() {
-  const line = detectLine(BETA55_APP);
-  const w = keep(createWorld({ dataDir: path.join(tmp.dir, 'runlog') }));
-  return extendForBeta55(w, { line, openWorld: w.runlog.world });
-}
+const runlogBeta55 = () => runlogBeta55On(path.join(tmp.dir, 'runlog'), keep);
 
 /** runlog's World as the line of this package's own packages (5.0.0-beta.35). */
 const runlogBeta35 = () => keep(createWorld({ dataDir: path.join(tmp.dir, 'runlog35') }));
 
-const localBeta55 = () => keep(beta55Local.createWorld({ dataDir: path.join(tmp.dir, 'local'), recoverActiveRuns: false }));
+const localBeta55 = () => localBeta55On(path.join(tmp.dir, 'local'), keep);
 const localBeta35 = () => keep(ownLocal.createLocalWorld({ dataDir: path.join(tmp.dir, 'local35') }));
 
-const bytes = (s) => new TextEncoder().encode(s);
-
-async function runningRun(w) {
-  const { run } = await w.events.create(null, {
-    eventType: 'run_created',
-    specVersion: w.specVersion,
-    eventData: { deploymentId: 'dpl_attrs', workflowName: 'wf', input: bytes('[]') },
-  });
-  await w.events.create(run.runId, { eventType: 'run_started', specVersion: w.specVersion });
-  return run.runId;
-}
-
+const runningRun = (w) => runningRunOn(w, 'dpl_attrs');
 
 const errorName = async (p) => (await rejection(p))?.name;
 

@@ -7,61 +7,33 @@
 // resumed (RunExpiredError), and is gone with its token free once the time passes; a
 // retention past 30 days is refused with a 400 and nothing held. Both Worlds run the script
 // at once on the real clock, so one wait covers the expiry of both.
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterEach, beforeEach, expect, test } from 'vitest';
 
-import { createWorld } from '../index.js';
-import { extendForBeta55 } from '../src/line-beta55.js';
-import { detectLine } from '../src/line.js';
+import { bytes, localBeta55 as localOn, runlogBeta55 as runlogOn, runningRun as runningRunOn, worldKeeper } from './beta55-worlds.mjs';
 import { normalizeAcrossWorlds, tempDir } from './helpers.mjs';
-
-const EXAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples');
-const BETA55_APP = path.join(EXAMPLES, 'sdk-5.0.0-beta.55');
-const beta55Local = createRequire(path.join(BETA55_APP, 'package.json'))('@workflow/world-local');
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** How long the retained hook outlives its run: long enough for the checks before it ends. */
 const RETAIN_MS = 2500;
 
 let tmp;
-const opened = [];
-const keep = (w) => {
-  opened.push(w);
-  return w;
-};
+const { keep, closeAll } = worldKeeper();
 
 beforeEach(() => {
   tmp = tempDir('hook-retention-');
 });
 
 afterEach(async () => {
-  for (const w of opened.splice(0)) await w.close?.();
+  await closeAll();
   tmp.cleanup();
 });
 
-function runlogBeta55() {
-  const line = detectLine(BETA55_APP);
-  const w = keep(createWorld({ dataDir: path.join(tmp.dir, 'runlog') }));
-  return extendForBeta55(w, { line, openWorld: w.runlog.world });
-}
-
-const localBeta55 = () => keep(beta55Local.createWorld({ dataDir: path.join(tmp.dir, 'local'), recoverActiveRuns: false }));
-
-const bytes = (s) => new TextEncoder().encode(s);
+const runlogBeta55 = () => runlogOn(path.join(tmp.dir, 'runlog'), keep);
+const localBeta55 = () => localOn(path.join(tmp.dir, 'local'), keep);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function runningRun(w) {
-  const { run } = await w.events.create(null, {
-    eventType: 'run_created',
-    specVersion: w.specVersion,
-    eventData: { deploymentId: 'dpl_retention', workflowName: 'wf', input: bytes('[]') },
-  });
-  await w.events.create(run.runId, { eventType: 'run_started', specVersion: w.specVersion });
-  return run.runId;
-}
+const runningRun = (w) => runningRunOn(w, 'dpl_retention');
 
 const hookCreated = (w, runId, hookId, token, tokenRetentionUntil) =>
   w.events.create(runId, {
