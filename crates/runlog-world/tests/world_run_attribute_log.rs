@@ -72,6 +72,16 @@ fn changes_merge_with_the_run_log_and_null_removes_a_key() {
     let got = w.get_run(&run, ResolveData::All).unwrap();
     assert_eq!(got.attributes, after);
     // A later attr_set in the run's own log wins over the older attribute-log change of c.
+    // Later by the clock: in the same millisecond the attribute log's change would be
+    // applied last (the tie rule of the next test), so wait for the next one.
+    let changed = w.get_run(&run, ResolveData::None).unwrap().updated_at_ms;
+    let now_ms = || {
+        let since = std::time::UNIX_EPOCH.elapsed().unwrap();
+        u64::try_from(since.as_millis()).unwrap()
+    };
+    while now_ms() <= changed {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     attr_set(&w, &run, r#"[{"key":"c","value":"from-log"}]"#);
     let got = w.get_run(&run, ResolveData::None).unwrap();
     assert_eq!(got.attributes, map(&[("a", "1"), ("c", "from-log")]));
