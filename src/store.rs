@@ -22,7 +22,7 @@ use crate::lock::LOCK_FILE;
 use crate::run::Run;
 use crate::segment::{Access, NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
-use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now_ms};
+use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, RunSummary, now_ms};
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
@@ -482,6 +482,30 @@ impl Store {
         self.run(run)?.info()
     }
 
+    /// What a listing shows of events `1..=upto` of a run (`upto`: normally the last seq of
+    /// its [`RunInfo`], so the summary and the info describe one view): event count, first and
+    /// last event times, the distinct kinds in order of first occurrence. From the run's
+    /// summary file (format/SPEC.md §10) when it is valid and covers exactly `upto`: then the
+    /// run is not opened and only the summary and its last batch are read. Else from the
+    /// summary and the events after it, or from a scan of the whole log, with every check of a
+    /// read. A writable store writes the summary when it closes a run.
+    ///
+    /// # Errors
+    /// Those of [`Store::read`].
+    pub fn run_summary(&self, run: &RunId, upto: Seq) -> Result<RunSummary> {
+        if self.cached(run)?.is_none() {
+            let fs = self.inner.fs.as_ref();
+            let dir = self.run_dir(run);
+            if let Some(first) = Segment::open(fs, &dir, run.as_str(), 1, Access::Read)?
+                && let Some(s) = crate::run::load_summary(fs, &dir, run.as_str(), first.header.salt)
+                    .filter(|s| s.last_seq == upto)
+            {
+                return Ok(s.into());
+            }
+        }
+        Ok(self.run(run)?.summary(upto)?.into())
+    }
+
     /// The metadata blob given at creation (empty if none).
     pub fn run_meta(&self, run: &RunId) -> Result<Vec<u8>> {
         Ok(self.run(run)?.meta())
@@ -684,6 +708,7 @@ fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
         let _ = fs.remove_file(&dir.join(crate::segment::index_name(i)));
     }
     let _ = fs.remove_file(&dir.join(crate::run::CUT_MARKER));
+    let _ = fs.remove_file(&dir.join(crate::run::SUMMARY_FILE));
     let _ = fs.remove_file(&dir.join(LOCK_FILE));
     let _ = fs.remove_dir(dir);
 }

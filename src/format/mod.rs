@@ -5,6 +5,7 @@
 mod batch;
 mod header;
 mod index;
+mod summary;
 
 pub use batch::{
     BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_each, decode_batch_into,
@@ -12,6 +13,7 @@ pub use batch::{
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{IndexBinding, IndexedBatch, SegmentIndex, encode_index};
+pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 
 /// Bound on a stored batch's length field when reading, recovering or verifying: the
 /// format's own limit (the field is a `u32`). A reader never bounds stored batches by its own

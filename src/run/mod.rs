@@ -4,6 +4,7 @@
 mod commit;
 mod recovery;
 mod state;
+mod summary;
 
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use crate::types::{Config, ReadPage, RunInfo};
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
+pub(crate) use summary::{SUMMARY_FILE, load_summary};
 
 /// Everything shared by the readers and the writer of one run in this process.
 #[derive(Debug)]
