@@ -53,6 +53,9 @@ pub(crate) struct Run {
     writer: Mutex<commit::Writer>,
     grown_lock: Mutex<()>,
     grown: Condvar,
+    /// Appends acknowledged through this handle; every `summary::SUMMARY_EVERY`th writes the
+    /// run summary (format/SPEC.md §10).
+    summary_appends: std::sync::atomic::AtomicU64,
 }
 
 impl Run {
@@ -123,6 +126,7 @@ impl Run {
             writer: Mutex::new(commit::Writer::default()),
             grown_lock: Mutex::new(()),
             grown: Condvar::new(),
+            summary_appends: std::sync::atomic::AtomicU64::new(0),
         };
         if access == Access::Write {
             run.recover_if_idle()?;

@@ -21,6 +21,9 @@ use crate::segment::{Access, Segment};
 pub(crate) const SUMMARY_FILE: &str = "summary";
 /// A summary is a few KiB at most (64 kinds of ≤ 64 bytes).
 const SUMMARY_LEN_MAX: u64 = 64 << 10;
+/// A writer rewrites the summary after this many acknowledged appends through one handle (and
+/// when the handle closes), so a listing folds at most this many appends' events past it.
+pub(crate) const SUMMARY_EVERY: u64 = 64;
 /// Events handed to the fold per read.
 const FOLD_PAGE: usize = 1 << 16;
 
@@ -83,6 +86,16 @@ impl Run {
             .filter(|s| s.last_seq <= upto)
             .unwrap_or_else(SummaryFold::empty);
         self.fold_from(base, upto)
+    }
+
+    /// Counts an acknowledged append; every [`SUMMARY_EVERY`]th writes the summary.
+    pub(crate) fn summary_tick(&self) {
+        let n = self
+            .summary_appends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % SUMMARY_EVERY == SUMMARY_EVERY - 1 {
+            self.write_summary();
+        }
     }
 
     /// Where the batch ending at `seq` lives, and its stored checksum.
