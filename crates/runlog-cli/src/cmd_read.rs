@@ -28,6 +28,9 @@ use crate::support::{
 
 /// Extra `--help` text of `runs`.
 pub const RUNS_HELP: &str = "\
+Each row comes from the run's summary file when it is current (a few hundred bytes and the
+run's last batch, checksum checked), else from reading the run's events; --check always reads
+every event, so a bad checksum anywhere in a run is found (so do `verify`, `events`, `audit`).
 A run that cannot be read (a bad checksum, a damaged header, a permission error) is a row with
 status `error` and its error (in --json: {\"run\", \"error\"}); the listing goes on with the
 other runs and then exits with that run's code (5 corrupt, 6 environment).";
@@ -59,6 +62,10 @@ pub struct RunsArgs {
     /// token claims), with their kind instead of a status.
     #[arg(long)]
     all: bool,
+    /// Read every event of every run (each batch's checksum checked) instead of each run's
+    /// summary: finds damage anywhere in a run, at the cost of reading the whole store.
+    #[arg(long)]
+    check: bool,
 }
 
 /// Arguments of `runlog events`.
@@ -128,7 +135,7 @@ pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
         };
         let kind = log_kind(id.as_str());
         let summary = match entry {
-            Ok(info) => match per_run(summarize(&store, &info))? {
+            Ok(info) => match per_run(summarize(&store, &info, args.check))? {
                 Ok(s) => Ok((info, s)),
                 Err(e) => Err((info.run, e)),
             },
@@ -250,8 +257,8 @@ struct Summary {
 /// its summary file is current, format/SPEC.md §10); the status is then the fold of the kinds
 /// in order of first occurrence, which is the fold of every event (`RunStatus::after` changes
 /// only at the first `run_started` and the first terminal event).
-fn summarize(store: &Backend, info: &RunInfo) -> Result<Summary, CliError> {
-    if let Some(files) = store.file_store() {
+fn summarize(store: &Backend, info: &RunInfo, check: bool) -> Result<Summary, CliError> {
+    if let Some(files) = store.file_store().filter(|_| !check) {
         let s = files.run_summary(&info.run, info.last_seq)?;
         if let Some(kinds) = &s.kinds {
             return Ok(Summary {
