@@ -46,6 +46,12 @@ fn summary_path(dir: &Path, run: &str) -> std::path::PathBuf {
     dir.join("runs").join(run).join("summary")
 }
 
+/// A writable open of `run` and its close (which writes the summary).
+fn reopen_and_close(dir: &Path, run: &RunId) {
+    let store = Store::open(dir, Config::default()).unwrap();
+    store.last_seq(run).unwrap();
+}
+
 fn check(dir: &Path, run: &RunId) -> RunSummary {
     let ro = Store::open_read_only(dir, Config::default()).unwrap();
     let last = ro.last_seq(run).unwrap();
@@ -61,13 +67,30 @@ fn written_at_close_and_equal_to_a_full_scan() {
     let store = Store::open(dir.path(), Config::default()).unwrap();
     store.create_run(&run).unwrap();
     append(&store, &run, &kinds_for(10));
-    assert!(!summary_path(dir.path(), "r1").exists(), "4 appends: not yet due");
+    assert!(
+        !summary_path(dir.path(), "r1").exists(),
+        "4 appends: not yet due"
+    );
     drop(store);
     assert!(summary_path(dir.path(), "r1").exists(), "written at close");
     let s = check(dir.path(), &run);
     assert_eq!(s.last_seq, 14);
-    let kinds: Vec<&str> = s.kinds.as_ref().unwrap().iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(kinds, ["run_created", "run_started", "step_completed", "run_completed"]);
+    let kinds: Vec<&str> = s
+        .kinds
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_created",
+            "run_started",
+            "step_completed",
+            "run_completed"
+        ]
+    );
     assert_eq!(s.kinds.unwrap()[3].1, 13);
     // A prefix of the log (a listing bounded by an older counter) folds that prefix.
     let ro = Store::open_read_only(dir.path(), Config::default()).unwrap();
@@ -83,12 +106,21 @@ fn written_every_64_appends_by_a_live_writer() {
     let store = Store::open(dir.path(), Config::default()).unwrap();
     store.create_run(&run).unwrap();
     for _ in 0..63 {
-        store.append_facts(&run, vec![NewEvent::new("step_completed", "{}")]).unwrap();
+        store
+            .append_facts(&run, vec![NewEvent::new("step_completed", "{}")])
+            .unwrap();
     }
     assert!(!summary_path(dir.path(), "live").exists());
-    store.append_facts(&run, vec![NewEvent::new("run_failed", "{}")]).unwrap();
-    assert!(summary_path(dir.path(), "live").exists(), "the 64th append writes it");
-    store.append_facts(&run, vec![NewEvent::new("step_completed", "{}")]).unwrap();
+    store
+        .append_facts(&run, vec![NewEvent::new("run_failed", "{}")])
+        .unwrap();
+    assert!(
+        summary_path(dir.path(), "live").exists(),
+        "the 64th append writes it"
+    );
+    store
+        .append_facts(&run, vec![NewEvent::new("step_completed", "{}")])
+        .unwrap();
     // The store is still open and the summary is one append behind: the tail is folded.
     let s = check(dir.path(), &run);
     assert_eq!(s.last_seq, 65);
@@ -111,8 +143,12 @@ fn missing_damaged_stale_or_foreign_summary_is_ignored_and_rebuilt() {
     // Missing: scanned; a writable open and close writes it again, byte for byte.
     std::fs::remove_file(&p1).unwrap();
     let want = check(dir.path(), &r1);
-    drop(Store::open(dir.path(), Config::default()).unwrap().last_seq(&r1).unwrap());
-    assert_eq!(std::fs::read(&p1).unwrap(), good, "rebuilt equal to the lost one");
+    reopen_and_close(dir.path(), &r1);
+    assert_eq!(
+        std::fs::read(&p1).unwrap(),
+        good,
+        "rebuilt equal to the lost one"
+    );
 
     // Every single flipped byte is ignored (checksum, binding), and the result is the scan's.
     for at in 0..good.len() {
@@ -128,7 +164,7 @@ fn missing_damaged_stale_or_foreign_summary_is_ignored_and_rebuilt() {
     std::fs::copy(summary_path(dir.path(), "r2"), &p1).unwrap();
     assert_eq!(check(dir.path(), &r1), want);
     // A writable close replaces the bad one.
-    drop(Store::open(dir.path(), Config::default()).unwrap().last_seq(&r1).unwrap());
+    reopen_and_close(dir.path(), &r1);
     assert_eq!(std::fs::read(&p1).unwrap(), good);
 
     // Stale: the log grew past it (e.g. the newer one was lost in a crash). The tail is folded.
@@ -172,7 +208,10 @@ fn more_than_64_kinds_keeps_no_kinds() {
     let store = Store::open(dir.path(), Config::default()).unwrap();
     store.create_run(&run).unwrap();
     let names: Vec<String> = (0..70).map(|i| format!("kind_{i}")).collect();
-    let batch = names.iter().map(|k| NewEvent::new(k.as_str(), "{}")).collect();
+    let batch = names
+        .iter()
+        .map(|k| NewEvent::new(k.as_str(), "{}"))
+        .collect();
     store.append_facts(&run, batch).unwrap();
     drop(store);
     let s = check(dir.path(), &run);
@@ -205,6 +244,8 @@ fn deleting_a_run_removes_its_summary_with_the_directory() {
     let store = Store::open(dir.path(), Config::default()).unwrap();
     store.delete_run(&run).unwrap();
     drop(store);
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("runs")).unwrap().collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -36,7 +36,11 @@ fn scanned(store: &Store, run: &RunId, upto: u64) -> RunSummary {
         .read(run, 0, usize::try_from(upto).unwrap())
         .unwrap()
         .events;
-    assert_eq!(events.len() as u64, upto, "the listed counter's events are readable");
+    assert_eq!(
+        events.len() as u64,
+        upto,
+        "the listed counter's events are readable"
+    );
     let mut kinds: Vec<(String, u64)> = Vec::new();
     for e in &events {
         if !kinds.iter().any(|(k, _)| *k == e.kind) {
@@ -79,15 +83,14 @@ fn a_crash_around_summary_writes_never_makes_it_claim_or_miss_an_event() {
         let fs = SimFs::new(seed);
         let run = RunId::new("r").unwrap();
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut acked = 0u64;
         {
             let store = Store::open_with_fs(Arc::new(fs.clone()), "/s", Config::default()).unwrap();
             store.create_run(&run).unwrap();
             store
                 .append_facts(&run, vec![NewEvent::new("run_created", "{}")])
                 .unwrap();
-            acked = 1;
         }
+        let mut acked = 1u64;
         let rounds = 1 + rng.below(4);
         for _ in 0..rounds {
             let store = Store::open_with_fs(Arc::new(fs.clone()), "/s", Config::default()).unwrap();
@@ -116,7 +119,10 @@ fn a_crash_around_summary_writes_never_makes_it_claim_or_miss_an_event() {
         // the summary of its view; every acknowledged event is in it.
         {
             let store = Store::open_with_fs(Arc::new(fs.clone()), "/s", Config::default()).unwrap();
-            assert!(store.last_seq(&run).unwrap() >= acked, "seed {seed}: acknowledged lost");
+            assert!(
+                store.last_seq(&run).unwrap() >= acked,
+                "seed {seed}: acknowledged lost"
+            );
             store
                 .append_facts(&run, vec![NewEvent::new("step_completed", "{}")])
                 .unwrap();
@@ -124,9 +130,19 @@ fn a_crash_around_summary_writes_never_makes_it_claim_or_miss_an_event() {
         }
         let listed = check(&fs, &run, seed);
         assert!(listed >= acked, "seed {seed}");
-        assert_eq!(summary_claim(&fs), Some(listed), "seed {seed}: rewritten at close");
+        assert_eq!(
+            summary_claim(&fs),
+            Some(listed),
+            "seed {seed}: rewritten at close"
+        );
     }
     eprintln!("summary past the reader's counter: {ahead}, behind it: {behind}");
-    assert!(behind > 0, "some crashes must leave the summary behind the log");
-    assert!(ahead > 0, "some crashes must leave the summary past the reader's counter");
+    assert!(
+        behind > 0,
+        "some crashes must leave the summary behind the log"
+    );
+    assert!(
+        ahead > 0,
+        "some crashes must leave the summary past the reader's counter"
+    );
 }
