@@ -452,13 +452,8 @@ impl Segment {
             )
             .ok()?;
         let len = f.len().ok()?;
-        let binding = self.index_binding(sealed);
-        // The checksum is computed from positioned reads into a small buffer, not through the
-        // map: checking an index must not make all of it resident (an open run's memory would
-        // grow with the run's length); only the pages lookups touch are.
-        let crc = checksum_by_reads(f.as_ref(), binding.salt, len.checked_sub(4)?).ok()?;
         let bytes = f.map(len).ok()?;
-        SegmentIndex::parse_with_crc(bytes, &binding, Some(crc)).ok()
+        SegmentIndex::parse(bytes, &self.index_binding(sealed)).ok()
     }
 
     fn read_error(&self, run: &str, e: io::Error, offset: u64) -> Error {
@@ -468,20 +463,4 @@ impl Segment {
             Error::io("reading", &self.path, e)
         }
     }
-}
-
-/// `crc(salt, bytes 0..len)` of `file`, read in chunks.
-fn checksum_by_reads(file: &dyn FsFile, salt: u32, len: u64) -> io::Result<u32> {
-    let mut h = crc32fast::Hasher::new_with_initial(salt);
-    let mut buf = vec![0u8; 256 << 10];
-    let mut at = 0u64;
-    while at < len {
-        let n = usize::try_from(len - at)
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        read_exact_at(file, &mut buf[..n], at)?;
-        h.update(&buf[..n]);
-        at += n as u64;
-    }
-    Ok(h.finalize())
 }

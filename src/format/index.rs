@@ -134,24 +134,7 @@ impl SegmentIndex {
     ///
     /// # Errors
     /// A [`FormatError`] for any mismatch (wrong magic, version, binding, lengths, checksum).
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn parse(bytes: Bytes, want: &IndexBinding) -> Result<SegmentIndex, FormatError> {
-        let crc = (bytes.len() >= 4).then(|| checksum(want.salt, &bytes[..bytes.len() - 4]));
-        SegmentIndex::parse_with_crc(bytes, want, crc)
-    }
-
-    /// [`SegmentIndex::parse`] given the checksum of every byte but the last 4, computed by
-    /// the caller (`None` when the input is shorter than 4 bytes): a mapped index is then
-    /// validated without touching all of its pages (only those a lookup reads become
-    /// resident).
-    ///
-    /// # Errors
-    /// As [`SegmentIndex::parse`].
-    pub fn parse_with_crc(
-        bytes: Bytes,
-        want: &IndexBinding,
-        crc: Option<u32>,
-    ) -> Result<SegmentIndex, FormatError> {
         let b = &bytes[..];
         if b.len() < FIXED_LEN + 4 {
             return Err(FormatError::short(b.len(), "index truncated"));
@@ -160,7 +143,7 @@ impl SegmentIndex {
             return Err(FormatError::bad(0, "not a segment index of this version"));
         }
         let crc_at = b.len() - 4;
-        if Some(u32_at(b, crc_at)) != crc {
+        if u32_at(b, crc_at) != checksum(want.salt, &b[..crc_at]) {
             return Err(FormatError::bad(crc_at, "index checksum mismatch"));
         }
         let got = IndexBinding {
