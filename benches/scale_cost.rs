@@ -17,14 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use runlog::{Config, NewEvent, RunId, Store};
+#[path = "open_support.rs"]
+mod open_support;
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use open_support::{env, fill_with, rss_bytes};
+use runlog::{Config, NewEvent, RunId, Store};
 
 fn config() -> Config {
     Config {
@@ -34,23 +31,11 @@ fn config() -> Config {
 }
 
 fn fill(store: &Store, run: &RunId, events: u64) {
-    store.create_run(run).unwrap();
-    let mut i = 0;
-    while i < events {
-        let n = 1000.min(events - i);
-        let batch = (i..i + n)
-            .map(|j| {
-                let kind = match j {
-                    0 => "run_created",
-                    1 => "run_started",
-                    _ => "step_completed",
-                };
-                NewEvent::new(kind, format!("{{\"j\":{j:012}}}")).key(format!("k{j}"))
-            })
-            .collect();
-        store.append_facts(run, batch).unwrap();
-        i += n;
-    }
+    fill_with(store, run, events, |j| match j {
+        0 => "run_created",
+        1 => "run_started",
+        _ => "step_completed",
+    });
 }
 
 fn build(dir: &Path, runs: u64, events: u64) -> Vec<RunId> {
@@ -64,16 +49,6 @@ fn build(dir: &Path, runs: u64, events: u64) -> Vec<RunId> {
     drop(store);
     let _ = Command::new("sync").status();
     ids
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// One `runlog runs --json` of `cli` on `dir`: (wall ms, peak RSS KiB of the child, as

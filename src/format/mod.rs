@@ -95,6 +95,32 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// Checks the frame of a derived file (segment index, run summary): at least `fixed + 4`
+/// bytes, `magic` and `version` at 0 and 4, and the trailing checksum under `salt`. Returns
+/// the offset of the checksum.
+pub(crate) fn check_frame(
+    b: &[u8],
+    fixed: usize,
+    (magic, version): (u32, u32),
+    salt: u32,
+    what: &str,
+) -> Result<usize, FormatError> {
+    if b.len() < fixed + 4 {
+        return Err(FormatError::short(b.len(), format!("{what} truncated")));
+    }
+    if u32_at(b, 0) != magic || u32_at(b, 4) != version {
+        return Err(FormatError::bad(0, format!("not a {what} of this version")));
+    }
+    let crc_at = b.len() - 4;
+    if u32_at(b, crc_at) != checksum(salt, &b[..crc_at]) {
+        return Err(FormatError::bad(
+            crc_at,
+            format!("{what} checksum mismatch"),
+        ));
+    }
+    Ok(crc_at)
+}
+
 /// crc32 (IEEE, crc32fast) of `bytes` with the initial state `seed`.
 pub fn checksum(seed: u32, bytes: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new_with_initial(seed);

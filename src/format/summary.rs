@@ -24,7 +24,7 @@
 //! len-4  4    crc              crc(salt, bytes 0..len-4)
 //! ```
 
-use super::{FormatError, checksum, u32_at, u64_at};
+use super::{FormatError, check_frame, checksum, u32_at, u64_at};
 
 /// Magic of a run summary (`"RLSM"` little-endian).
 pub const SUMMARY_MAGIC: u32 = u32::from_le_bytes(*b"RLSM");
@@ -123,15 +123,15 @@ pub fn encode_summary(salt: u32, anchor: &SummaryAnchor, fold: &SummaryFold) -> 
 /// A [`FormatError`] for a wrong magic, version, salt, length or checksum, or a field out of
 /// range.
 pub fn decode_summary(b: &[u8], salt: u32) -> Result<(SummaryAnchor, SummaryFold), FormatError> {
-    if b.len() < FIXED_LEN + 4 {
-        return Err(FormatError::short(b.len(), "summary truncated"));
-    }
-    if u32_at(b, 0) != SUMMARY_MAGIC || u32_at(b, 4) != SUMMARY_VERSION {
-        return Err(FormatError::bad(0, "not a run summary of this version"));
-    }
-    let crc_at = b.len() - 4;
-    if u32_at(b, crc_at) != checksum(salt, &b[..crc_at]) || u32_at(b, 8) != salt {
-        return Err(FormatError::bad(crc_at, "summary checksum mismatch"));
+    let crc_at = check_frame(
+        b,
+        FIXED_LEN,
+        (SUMMARY_MAGIC, SUMMARY_VERSION),
+        salt,
+        "run summary",
+    )?;
+    if u32_at(b, 8) != salt {
+        return Err(FormatError::bad(8, "run summary of another run"));
     }
     let anchor = SummaryAnchor {
         segment: u32_at(b, 12),
