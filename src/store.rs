@@ -377,9 +377,13 @@ impl Store {
         let loaded = Arc::new(self.open_run(run)?);
         let mut runs = self.inner.runs.lock();
         let handle = runs.entry(run.clone()).or_insert(loaded).clone();
-        if runs.len() > self.inner.config.open_runs_max {
-            close_idle_runs(&mut runs, self.inner.config.open_runs_max * 3 / 4);
-        }
+        let closed = match runs.len() > self.inner.config.open_runs_max {
+            true => close_idle_runs(&mut runs, self.inner.config.open_runs_max * 3 / 4),
+            false => Vec::new(),
+        };
+        drop(runs);
+        // Closing a run writes its summary (format/SPEC.md §10): not under the cache's lock.
+        drop(closed);
         Ok(handle)
     }
 
@@ -685,16 +689,15 @@ impl Store {
 /// Closes runs nobody else holds until at most `keep` remain. Safe at any time: every write
 /// refreshes from the files under the run lock, so a run reopened later (or still held by an
 /// in-flight call) stays consistent. Poisoned runs stay (they refuse writes until reopen).
-fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) {
+/// Returns the closed handles, for the caller to drop after releasing the cache.
+fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) -> Vec<Arc<Run>> {
     let idle: Vec<RunId> = runs
         .iter()
         .filter(|(_, r)| Arc::strong_count(r) == 1 && !r.is_poisoned())
         .map(|(id, _)| id.clone())
         .take(runs.len().saturating_sub(keep))
         .collect();
-    for id in idle {
-        runs.remove(&id);
-    }
+    idle.iter().filter_map(|id| runs.remove(id)).collect()
 }
 
 /// Removes the files runlog puts in a run directory (segments `1..=segments`, their temp
