@@ -9,14 +9,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use runlog::{Config, NewEvent, RunId, Store};
+#[path = "open_support.rs"]
+mod open_support;
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use open_support::{env, fill_with, rss_bytes};
+use runlog::{Config, RunId, Store};
 
 fn config(segment_len: u64) -> Config {
     Config {
@@ -27,18 +24,7 @@ fn config(segment_len: u64) -> Config {
 }
 
 fn fill(store: &Store, run: &RunId, events: u64) {
-    store.create_run(run).unwrap();
-    let mut i = 0;
-    while i < events {
-        let n = 1000.min(events - i);
-        let batch = (i..i + n)
-            .map(|j| {
-                NewEvent::new("step_completed", format!("{{\"j\":{j:012}}}")).key(format!("k{j}"))
-            })
-            .collect();
-        store.append_facts(run, batch).unwrap();
-        i += n;
-    }
+    fill_with(store, run, events, |_| "step_completed");
 }
 
 fn remove_indexes(dir: &Path) {
@@ -56,16 +42,6 @@ fn remove_indexes(dir: &Path) {
 /// and warms the page cache with one untimed pass.
 fn settle() {
     let _ = std::process::Command::new("sync").status();
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// Median time of a fresh open + a 10-event read after `after`, in µs.

@@ -88,5 +88,5 @@ pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use run::Repair;
 pub use store::Store;
 pub use store_stats::CommitStatsSnapshot;
-pub use types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage};
+pub use types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, RunSummary};
 pub use verify::{Problem, VerifyReport};

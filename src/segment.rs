@@ -351,6 +351,11 @@ impl Segment {
         read_up_to(self.file.as_ref(), buf, at)
     }
 
+    /// Fills `buf` from `at`; an error when the file ends first.
+    pub(crate) fn read_exact(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
+        read_exact_at(self.file.as_ref(), buf, at)
+    }
+
     /// Whether the 4 bytes at `at` (where the next batch's magic goes) are zero or absent.
     pub(crate) fn magic_is_zero(&self, at: u64) -> Result<bool> {
         let mut magic = [0u8; 4];

@@ -22,7 +22,7 @@ use crate::lock::LOCK_FILE;
 use crate::run::Run;
 use crate::segment::{Access, NewSegment, Segment, segment_name};
 use crate::store_stats::{CommitStats, CommitStatsSnapshot};
-use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, now_ms};
+use crate::types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, RunSummary, now_ms};
 
 /// Name of the store's format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
@@ -377,9 +377,13 @@ impl Store {
         let loaded = Arc::new(self.open_run(run)?);
         let mut runs = self.inner.runs.lock();
         let handle = runs.entry(run.clone()).or_insert(loaded).clone();
-        if runs.len() > self.inner.config.open_runs_max {
-            close_idle_runs(&mut runs, self.inner.config.open_runs_max * 3 / 4);
-        }
+        let closed = match runs.len() > self.inner.config.open_runs_max {
+            true => close_idle_runs(&mut runs, self.inner.config.open_runs_max * 3 / 4),
+            false => Vec::new(),
+        };
+        drop(runs);
+        // Closing a run writes its summary (format/SPEC.md §10): not under the cache's lock.
+        drop(closed);
         Ok(handle)
     }
 
@@ -480,6 +484,30 @@ impl Store {
     /// Last seq, committed bytes, created/updated times and segment count.
     pub fn run_info(&self, run: &RunId) -> Result<RunInfo> {
         self.run(run)?.info()
+    }
+
+    /// What a listing shows of events `1..=upto` of a run (`upto`: normally the last seq of
+    /// its [`RunInfo`], so the summary and the info describe one view): event count, first and
+    /// last event times, the distinct kinds in order of first occurrence. From the run's
+    /// summary file (format/SPEC.md §10) when it is valid and covers exactly `upto`: then the
+    /// run is not opened and only the summary and its last batch are read. Else from the
+    /// summary and the events after it, or from a scan of the whole log, with every check of a
+    /// read. A writable store writes the summary when it closes a run.
+    ///
+    /// # Errors
+    /// Those of [`Store::read`].
+    pub fn run_summary(&self, run: &RunId, upto: Seq) -> Result<RunSummary> {
+        if self.cached(run)?.is_none() {
+            let fs = self.inner.fs.as_ref();
+            let dir = self.run_dir(run);
+            if let Some(first) = Segment::open(fs, &dir, run.as_str(), 1, Access::Read)?
+                && let Some(s) = crate::run::load_summary(fs, &dir, run.as_str(), first.header.salt)
+                    .filter(|s| s.last_seq == upto)
+            {
+                return Ok(s.into());
+            }
+        }
+        Ok(self.run(run)?.summary(upto)?.into())
     }
 
     /// The metadata blob given at creation (empty if none).
@@ -661,16 +689,15 @@ impl Store {
 /// Closes runs nobody else holds until at most `keep` remain. Safe at any time: every write
 /// refreshes from the files under the run lock, so a run reopened later (or still held by an
 /// in-flight call) stays consistent. Poisoned runs stay (they refuse writes until reopen).
-fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) {
+/// Returns the closed handles, for the caller to drop after releasing the cache.
+fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) -> Vec<Arc<Run>> {
     let idle: Vec<RunId> = runs
         .iter()
         .filter(|(_, r)| Arc::strong_count(r) == 1 && !r.is_poisoned())
         .map(|(id, _)| id.clone())
         .take(runs.len().saturating_sub(keep))
         .collect();
-    for id in idle {
-        runs.remove(&id);
-    }
+    idle.iter().filter_map(|id| runs.remove(id)).collect()
 }
 
 /// Removes the files runlog puts in a run directory (segments `1..=segments`, their temp
@@ -684,6 +711,7 @@ fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
         let _ = fs.remove_file(&dir.join(crate::segment::index_name(i)));
     }
     let _ = fs.remove_file(&dir.join(crate::run::CUT_MARKER));
+    let _ = fs.remove_file(&dir.join(crate::run::SUMMARY_FILE));
     let _ = fs.remove_file(&dir.join(LOCK_FILE));
     let _ = fs.remove_dir(dir);
 }

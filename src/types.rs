@@ -142,3 +142,28 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+/// What a listing shows of a run's events `1..=last_seq` ([`crate::Store::run_summary`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Events summarized (seqs are dense from 1, so also the last seq).
+    pub last_seq: Seq,
+    /// `created_at_ms` of the first event (`None` for an empty run).
+    pub first_created_at_ms: Option<u64>,
+    /// `created_at_ms` of the last event summarized (`None` for an empty run).
+    pub last_created_at_ms: Option<u64>,
+    /// The distinct kinds with the seq of their first event, in that order; `None` when the
+    /// run has more than 64 distinct kinds (then fold the events themselves).
+    pub kinds: Option<Vec<(String, Seq)>>,
+}
+
+impl From<crate::format::SummaryFold> for RunSummary {
+    fn from(f: crate::format::SummaryFold) -> RunSummary {
+        RunSummary {
+            last_seq: f.last_seq,
+            first_created_at_ms: f.first_created_at_ms,
+            last_created_at_ms: f.last_created_at_ms,
+            kinds: f.kinds,
+        }
+    }
+}

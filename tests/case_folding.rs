@@ -166,7 +166,7 @@ fn every_call_through(store: &Store, run: &RunId) -> Vec<(&'static str, runlog::
 fn reads_appends_and_delete_through_the_other_case_fail_and_never_touch_the_run() {
     let fs = SimFs::new_case_insensitive(2);
     let cached = store_with_run1(&fs);
-    let before = fs.live_files();
+    let mut before = fs.live_files();
     for (label, store) in [("cached", cached), ("fresh", open(&fs))] {
         for other in ["run1", "RUN1"] {
             for (call, result) in every_call_through(&store, &id(other)) {
@@ -175,6 +175,10 @@ fn reads_appends_and_delete_through_the_other_case_fail_and_never_touch_the_run(
             }
         }
         assert_run1_intact(&fs, &before);
+        // Closing the store closes Run1's own handle, which writes its run summary
+        // (format/SPEC.md §10): Run1's change, made through its own id.
+        drop(store);
+        before = fs.live_files();
     }
     let read_only =
         Store::open_read_only_with_fs(Arc::new(fs.clone()), ROOT, Config::default()).unwrap();

@@ -28,7 +28,7 @@
 use bytes::Bytes;
 use ulid::Ulid;
 
-use super::{FormatError, checksum, u32_at, u64_at};
+use super::{FormatError, check_frame, checksum, u32_at, u64_at};
 
 /// Magic of a segment index (`"RLIX"` little-endian).
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLIX");
@@ -136,16 +136,8 @@ impl SegmentIndex {
     /// A [`FormatError`] for any mismatch (wrong magic, version, binding, lengths, checksum).
     pub fn parse(bytes: Bytes, want: &IndexBinding) -> Result<SegmentIndex, FormatError> {
         let b = &bytes[..];
-        if b.len() < FIXED_LEN + 4 {
-            return Err(FormatError::short(b.len(), "index truncated"));
-        }
-        if u32_at(b, 0) != INDEX_MAGIC || u32_at(b, 4) != INDEX_VERSION {
-            return Err(FormatError::bad(0, "not a segment index of this version"));
-        }
-        let crc_at = b.len() - 4;
-        if u32_at(b, crc_at) != checksum(want.salt, &b[..crc_at]) {
-            return Err(FormatError::bad(crc_at, "index checksum mismatch"));
-        }
+        let frame = (INDEX_MAGIC, INDEX_VERSION);
+        check_frame(b, FIXED_LEN, frame, want.salt, "segment index")?;
         let got = IndexBinding {
             salt: u32_at(b, 8),
             segment_index: u32_at(b, 12),

@@ -5,6 +5,7 @@
 mod batch;
 mod header;
 mod index;
+mod summary;
 
 pub use batch::{
     BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_each, decode_batch_into,
@@ -12,6 +13,7 @@ pub use batch::{
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{IndexBinding, IndexedBatch, SegmentIndex, encode_index};
+pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 
 /// Bound on a stored batch's length field when reading, recovering or verifying: the
 /// format's own limit (the field is a `u32`). A reader never bounds stored batches by its own
@@ -91,6 +93,32 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(a)
+}
+
+/// Checks the frame of a derived file (segment index, run summary): at least `fixed + 4`
+/// bytes, `magic` and `version` at 0 and 4, and the trailing checksum under `salt`. Returns
+/// the offset of the checksum.
+pub(crate) fn check_frame(
+    b: &[u8],
+    fixed: usize,
+    (magic, version): (u32, u32),
+    salt: u32,
+    what: &str,
+) -> Result<usize, FormatError> {
+    if b.len() < fixed + 4 {
+        return Err(FormatError::short(b.len(), format!("{what} truncated")));
+    }
+    if u32_at(b, 0) != magic || u32_at(b, 4) != version {
+        return Err(FormatError::bad(0, format!("not a {what} of this version")));
+    }
+    let crc_at = b.len() - 4;
+    if u32_at(b, crc_at) != checksum(salt, &b[..crc_at]) {
+        return Err(FormatError::bad(
+            crc_at,
+            format!("{what} checksum mismatch"),
+        ));
+    }
+    Ok(crc_at)
 }
 
 /// crc32 (IEEE, crc32fast) of `bytes` with the initial state `seed`.

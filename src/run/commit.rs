@@ -103,7 +103,11 @@ impl Run {
             events,
             len_bytes,
         };
-        self.queue.submit(append, |group| self.commit_group(group))
+        let out = self.queue.submit(append, |group| self.commit_group(group));
+        if out.is_ok() {
+            self.summary_tick();
+        }
+        out
     }
 
     /// Whether an earlier I/O failure, or a panic in a group commit, made this run refuse

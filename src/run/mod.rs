@@ -4,6 +4,7 @@
 mod commit;
 mod recovery;
 mod state;
+mod summary;
 
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use crate::types::{Config, ReadPage, RunInfo};
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
+pub(crate) use summary::{SUMMARY_FILE, load_summary};
 
 /// Everything shared by the readers and the writer of one run in this process.
 #[derive(Debug)]
@@ -51,6 +53,9 @@ pub(crate) struct Run {
     writer: Mutex<commit::Writer>,
     grown_lock: Mutex<()>,
     grown: Condvar,
+    /// Appends acknowledged through this handle; every `summary::SUMMARY_EVERY`th writes the
+    /// run summary (format/SPEC.md §10).
+    summary_appends: std::sync::atomic::AtomicU64,
 }
 
 impl Run {
@@ -121,6 +126,7 @@ impl Run {
             writer: Mutex::new(commit::Writer::default()),
             grown_lock: Mutex::new(()),
             grown: Condvar::new(),
+            summary_appends: std::sync::atomic::AtomicU64::new(0),
         };
         if access == Access::Write {
             run.recover_if_idle()?;

@@ -22,12 +22,15 @@ use crate::output::{
     event_json, json_line,
 };
 use crate::support::{
-    CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
+    Backend, CliError, RunFailures, all_runs, for_each_event, open_for_reading, order_of, per_run,
     selected_workflow_runs, stamp_of,
 };
 
 /// Extra `--help` text of `runs`.
 pub const RUNS_HELP: &str = "\
+Each row comes from the run's summary file when it is current (a few hundred bytes and the
+run's last batch, checksum checked), else from reading the run's events; --check always reads
+every event, so a bad checksum anywhere in a run is found (so do `verify`, `events`, `audit`).
 A run that cannot be read (a bad checksum, a damaged header, a permission error) is a row with
 status `error` and its error (in --json: {\"run\", \"error\"}); the listing goes on with the
 other runs and then exits with that run's code (5 corrupt, 6 environment).";
@@ -59,6 +62,10 @@ pub struct RunsArgs {
     /// token claims), with their kind instead of a status.
     #[arg(long)]
     all: bool,
+    /// Read every event of every run (each batch's checksum checked) instead of each run's
+    /// summary: finds damage anywhere in a run, at the cost of reading the whole store.
+    #[arg(long)]
+    check: bool,
 }
 
 /// Arguments of `runlog events`.
@@ -128,7 +135,7 @@ pub fn runs(store_dir: &Path, args: RunsArgs) -> Result<bool, CliError> {
         };
         let kind = log_kind(id.as_str());
         let summary = match entry {
-            Ok(info) => match per_run(summarize(&*store, &info))? {
+            Ok(info) => match per_run(summarize(&store, &info, args.check))? {
                 Ok(s) => Ok((info, s)),
                 Err(e) => Err((info.run, e)),
             },
@@ -245,7 +252,28 @@ struct Summary {
 /// Reads the log up to `info.last_seq`: event count, status, and the times of its first and
 /// last events (the store's own times for an empty run). Bounded by the listed last seq, so a
 /// row's columns describe one view even while a writer appends.
-fn summarize(store: &dyn RunLog, info: &RunInfo) -> Result<Summary, CliError> {
+///
+/// A file store answers from the run's summary (`Store::run_summary`: O(1) bytes per run when
+/// its summary file is current, format/SPEC.md §10); the status is then the fold of the kinds
+/// in order of first occurrence, which is the fold of every event (`RunStatus::after` changes
+/// only at the first `run_started` and the first terminal event).
+fn summarize(store: &Backend, info: &RunInfo, check: bool) -> Result<Summary, CliError> {
+    if let Some(files) = store.file_store().filter(|_| !check) {
+        let s = files.run_summary(&info.run, info.last_seq)?;
+        if let Some(kinds) = &s.kinds {
+            return Ok(Summary {
+                events: s.last_seq,
+                status: RunStatus::of(kinds.iter().map(|(k, _)| k.as_str())),
+                created_at: format_created_at(s.first_created_at_ms.unwrap_or(info.created_at_ms)),
+                updated_at: format_created_at(s.last_created_at_ms.unwrap_or(info.updated_at_ms)),
+            });
+        }
+    }
+    summarize_scan(&**store, info)
+}
+
+/// [`summarize`] by reading every event.
+fn summarize_scan(store: &dyn RunLog, info: &RunInfo) -> Result<Summary, CliError> {
     let mut events = 0;
     let mut status = RunStatus::Pending;
     let (mut first_ms, mut last_ms) = (None, info.updated_at_ms);

@@ -1,0 +1,167 @@
+//! Issue 24's "flat at scale" figures, each on a named store shape built once into a temp dir
+//! (prints JSON lines, like the other benches):
+//!
+//! - `runs_listing`: wall time and peak RSS of `runlog runs --json` (a child process; the
+//!   binaries named by `RUNLOG_CLI` and, when set, `RUNLOG_CLI_BEFORE`, so an older build can
+//!   be measured on the very same stores in the same sitting), on 1,000 runs × 1 event,
+//!   1,000 runs × 1,000 events and 1 run × 1,000,000 events;
+//! - `fresh_first_op`: a fresh `Store` on the 1M-event run, then its first read (10 events
+//!   after seq 500,000) or its first append (one fact with a key);
+//! - `rss_per_open_run`: resident memory added per open run (fresh read-only `Store`, one
+//!   read of each run's last event) on 1,000 runs × 1,000 events and on the 1M-event run.
+//!
+//! `cargo bench --bench scale_cost` (sizes: RUNLOG_SCALE_RUNS, RUNLOG_SCALE_BIG; defaults
+//! 1,000 / 1,000,000).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+#[path = "open_support.rs"]
+mod open_support;
+
+use open_support::{env, fill_with, rss_bytes};
+use runlog::{Config, NewEvent, RunId, Store};
+
+fn config() -> Config {
+    Config {
+        open_runs_max: 4096,
+        ..Config::default()
+    }
+}
+
+fn fill(store: &Store, run: &RunId, events: u64) {
+    fill_with(store, run, events, |j| match j {
+        0 => "run_created",
+        1 => "run_started",
+        _ => "step_completed",
+    });
+}
+
+fn build(dir: &Path, runs: u64, events: u64) -> Vec<RunId> {
+    let store = Store::open(dir, config()).unwrap();
+    let ids: Vec<RunId> = (0..runs)
+        .map(|i| RunId::new(format!("r{i:05}")).unwrap())
+        .collect();
+    for id in &ids {
+        fill(&store, id, events);
+    }
+    drop(store);
+    let _ = Command::new("sync").status();
+    ids
+}
+
+/// One `runlog runs --json` of `cli` on `dir`: (wall ms, peak RSS KiB of the child, as
+/// `/usr/bin/time` reports it: a child forked from this large process would count the
+/// parent's pages before its exec).
+fn cli_runs_once(cli: &Path, dir: &Path) -> (f64, u64) {
+    let rss_file = dir.with_extension("rss");
+    let t = Instant::now();
+    let status = Command::new("/usr/bin/time")
+        .args(["-f", "%M", "-o"])
+        .arg(&rss_file)
+        .arg(cli)
+        .arg("--store")
+        .arg(dir)
+        .args(["runs", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    assert!(status.success());
+    let kib = std::fs::read_to_string(&rss_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    (ms, kib)
+}
+
+fn cli_runs(label: &str, cli: &Path, shape: &str, dir: &Path) {
+    cli_runs_once(cli, dir);
+    let mut samples: Vec<(f64, u64)> = (0..5).map(|_| cli_runs_once(cli, dir)).collect();
+    samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ms, _) = samples[2];
+    let rss = samples.iter().map(|s| s.1).max().unwrap_or(0);
+    println!(
+        "{{\"bench\":\"runs_listing\",\"cli\":\"{label}\",\"shape\":\"{shape}\",\"median_ms\":{ms:.1},\"max_rss_mib\":{:.1}}}",
+        rss as f64 / 1024.0
+    );
+}
+
+fn median_us(mut f: impl FnMut() -> f64) -> f64 {
+    f();
+    let mut times: Vec<f64> = (0..7).map(|_| f()).collect();
+    times.sort_by(f64::total_cmp);
+    times[3]
+}
+
+fn fresh_first_op(dir: &Path, run: &RunId, events: u64) {
+    let read_us = median_us(|| {
+        let t = Instant::now();
+        let store = Store::open(dir, config()).unwrap();
+        let page = store.read(run, events / 2, 10).unwrap();
+        assert_eq!(page.events.len(), 10);
+        t.elapsed().as_secs_f64() * 1e6
+    });
+    let mut n = 0u64;
+    let append_us = median_us(|| {
+        n += 1;
+        let t = Instant::now();
+        let store = Store::open(dir, config()).unwrap();
+        let e = NewEvent::new("step_completed", "{}").key(format!("extra{n}"));
+        store.append_facts(run, vec![e]).unwrap();
+        t.elapsed().as_secs_f64() * 1e6
+    });
+    println!(
+        "{{\"bench\":\"fresh_first_op\",\"shape\":\"1 run x {events} events\",\"read_10_us\":{read_us:.0},\"append_1_us\":{append_us:.0}}}"
+    );
+}
+
+fn rss_per_open_run(dir: &Path, ids: &[RunId], shape: &str) {
+    let before = rss_bytes();
+    let store = Store::open_read_only(dir, config()).unwrap();
+    for id in ids {
+        let last = store.last_seq(id).unwrap();
+        store.read(id, last - 1, 1).unwrap();
+    }
+    let added = rss_bytes().saturating_sub(before);
+    drop(store);
+    println!(
+        "{{\"bench\":\"rss_per_open_run\",\"shape\":\"{shape}\",\"runs\":{},\"per_run_kib\":{:.1}}}",
+        ids.len(),
+        added as f64 / 1024.0 / ids.len() as f64
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let runs = env("RUNLOG_SCALE_RUNS", 1000);
+    let big = env("RUNLOG_SCALE_BIG", 1_000_000);
+    let clis: Vec<(&str, PathBuf)> = [("before", "RUNLOG_CLI_BEFORE"), ("now", "RUNLOG_CLI")]
+        .into_iter()
+        .filter_map(|(l, v)| std::env::var_os(v).map(|p| (l, PathBuf::from(p))))
+        .collect();
+    let root = tempfile::tempdir_in(".").unwrap();
+    let small = root.path().join("small");
+    let wide = root.path().join("wide");
+    let deep = root.path().join("deep");
+    build(&small, runs, 1);
+    let wide_ids = build(&wide, runs, 1000);
+    let deep_ids = build(&deep, 1, big);
+    let shapes = [
+        (format!("{runs} runs x 1 event"), &small),
+        (format!("{runs} runs x 1000 events"), &wide),
+        (format!("1 run x {big} events"), &deep),
+    ];
+    for (label, cli) in &clis {
+        for (shape, dir) in &shapes {
+            cli_runs(label, cli, shape, dir);
+        }
+    }
+    rss_per_open_run(&wide, &wide_ids, &format!("{runs} runs x 1000 events"));
+    rss_per_open_run(&deep, &deep_ids, &format!("1 run x {big} events"));
+    fresh_first_op(&deep, &deep_ids[0], big);
+}

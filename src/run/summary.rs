@@ -1,0 +1,173 @@
+//! The run summary file `<run>/summary` (format/SPEC.md §10): written by a writable run when
+//! it closes, read by listings. Derived and rebuildable: a missing, stale, damaged or foreign
+//! one is ignored and the log scanned instead, and it never claims more than the reader's
+//! counter (a summary past it is not used).
+
+use std::path::Path;
+
+use bytes::Bytes;
+
+use super::Run;
+use crate::error::Result;
+use crate::event::Seq;
+use crate::format::{
+    BATCH_HEADER_LEN, BATCH_MAGIC, SummaryAnchor, SummaryFold, checksum, decode_summary,
+    encode_summary, u32_at, u64_at,
+};
+use crate::io::{Fs, OpenMode, read_exact_at};
+use crate::segment::{Access, Segment};
+
+/// Name of the summary file in a run directory.
+pub(crate) const SUMMARY_FILE: &str = "summary";
+/// A summary is a few KiB at most (64 kinds of ≤ 64 bytes).
+const SUMMARY_LEN_MAX: u64 = 64 << 10;
+/// A writer rewrites the summary after this many acknowledged appends through one handle (and
+/// when the handle closes), so a listing folds at most this many appends' events past it.
+pub(crate) const SUMMARY_EVERY: u64 = 64;
+/// Events handed to the fold per read.
+const FOLD_PAGE: usize = 1 << 16;
+
+/// The summary of `run` in `dir` when it is valid: its checksum holds under segment 1's
+/// `salt`, and the batch it ends with is in its segment, whole, at the recorded offset, with
+/// the recorded first seq, checksum (recomputed over the batch) and last seq. Reads the
+/// summary and that one batch, nothing else. The caller still bounds it by its counter.
+pub(crate) fn load_summary(fs: &dyn Fs, dir: &Path, run: &str, salt: u32) -> Option<SummaryFold> {
+    let f = fs.open(&dir.join(SUMMARY_FILE), OpenMode::Read).ok()?;
+    let len = f.len().ok()?;
+    if len > SUMMARY_LEN_MAX {
+        return None;
+    }
+    let mut buf = vec![0u8; len as usize];
+    read_exact_at(f.as_ref(), &mut buf, 0).ok()?;
+    let (anchor, fold) = decode_summary(&buf, salt).ok()?;
+    let seg = Segment::open(fs, dir, run, anchor.segment, Access::Read).ok()??;
+    let mut head = [0u8; BATCH_HEADER_LEN];
+    seg.read_exact(&mut head, anchor.offset).ok()?;
+    let batch_len = u32_at(&head, 4) as usize;
+    let count = u64::from(u32_at(&head, 16));
+    if u32_at(&head, 0) != BATCH_MAGIC
+        || batch_len < BATCH_HEADER_LEN + 4
+        || anchor.offset.checked_add(batch_len as u64)? > seg.len().ok()?
+        || u64_at(&head, 8) != anchor.first_seq
+        || anchor.first_seq.checked_add(count)? != fold.last_seq + 1
+    {
+        return None;
+    }
+    let mut batch = vec![0u8; batch_len];
+    seg.read_exact(&mut batch, anchor.offset).ok()?;
+    let stored = u32_at(&batch, batch_len - 4);
+    (stored == anchor.crc && checksum(seg.header.salt, &batch[..batch_len - 4]) == stored)
+        .then_some(fold)
+}
+
+impl Run {
+    /// The fold of events `1..=upto` (`upto` at most the run's last seq), starting from
+    /// `fold` (a fold of `1..=fold.last_seq`), reading the rest from the log with every check
+    /// of a read (rule 5).
+    pub(crate) fn fold_from(&self, mut fold: SummaryFold, upto: Seq) -> Result<SummaryFold> {
+        while fold.last_seq < upto {
+            let after = fold.last_seq;
+            let left = usize::try_from(upto - after).unwrap_or(usize::MAX);
+            let (next, _) = self.read_each(after, left.min(FOLD_PAGE), &mut |e| {
+                fold.add(e.seq, e.kind, e.created_at_ms)
+            })?;
+            if next == after {
+                break;
+            }
+        }
+        Ok(fold)
+    }
+
+    /// The summary of `1..=upto`: from the summary file when it is valid and not past `upto`,
+    /// folding the events after it from the log; else from a scan of the whole log.
+    pub(crate) fn summary(&self, upto: Seq) -> Result<SummaryFold> {
+        let salt = self.first_segment.header.salt;
+        let base = load_summary(self.fs.as_ref(), &self.dir, self.run_str(), salt)
+            .filter(|s| s.last_seq <= upto)
+            .unwrap_or_else(SummaryFold::empty);
+        self.fold_from(base, upto)
+    }
+
+    /// Counts an acknowledged append; every [`SUMMARY_EVERY`]th writes the summary.
+    pub(crate) fn summary_tick(&self) {
+        let n = self
+            .summary_appends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % SUMMARY_EVERY == SUMMARY_EVERY - 1 {
+            self.write_summary();
+        }
+    }
+
+    /// Where the batch ending at `seq` lives, and its stored checksum.
+    fn anchor_of(&self, seq: Seq) -> Option<SummaryAnchor> {
+        let st = self.state.read();
+        let loc = st.batches_after(seq.checked_sub(1)?).next()?;
+        if loc.last_seq() != seq {
+            return None;
+        }
+        let s = &st.segments[loc.segment];
+        let view: Bytes = s.seg.view(self.run_str(), s.counter.committed_len).ok()?;
+        let at = usize::try_from(loc.offset).ok()?;
+        let len = u32_at(view.get(at..at + 8)?, 4) as usize;
+        let crc = u32_at(view.get(at + len.checked_sub(4)?..at + len)?, 0);
+        Some(SummaryAnchor {
+            segment: s.seg.header.segment_index,
+            offset: loc.offset,
+            first_seq: loc.first_seq,
+            crc,
+        })
+    }
+
+    /// Writes the summary of everything this view holds, when it says more than the one on
+    /// disk: best effort and not synced (losing it costs a scan). Skipped for a read-only,
+    /// poisoned, damaged or deleted run.
+    pub(crate) fn write_summary(&self) {
+        if self.access != Access::Write
+            || self.is_poisoned()
+            || !matches!(self.is_deleted(), Ok(false))
+        {
+            return;
+        }
+        let target = {
+            let st = self.state.read();
+            if st.damage.is_some() {
+                return;
+            }
+            st.last_seq
+        };
+        if target == 0 {
+            return;
+        }
+        let salt = self.first_segment.header.salt;
+        let base = load_summary(self.fs.as_ref(), &self.dir, self.run_str(), salt)
+            .filter(|s| s.last_seq <= target)
+            .unwrap_or_else(SummaryFold::empty);
+        if base.last_seq == target {
+            return;
+        }
+        let Ok(fold) = self.fold_from(base, target) else {
+            return;
+        };
+        let Some(anchor) = self.anchor_of(target).filter(|_| fold.last_seq == target) else {
+            return;
+        };
+        let bytes = encode_summary(salt, &anchor, &fold);
+        let fs = self.fs.as_ref();
+        let tmp = self
+            .dir
+            .join(format!("{SUMMARY_FILE}.tmp-{}", ulid::Ulid::generate()));
+        let written = fs
+            .open(&tmp, OpenMode::CreateTruncate)
+            .and_then(|f| f.write_all_at(&bytes, 0))
+            .and_then(|()| fs.rename(&tmp, &self.dir.join(SUMMARY_FILE)));
+        if written.is_err() {
+            let _ = fs.remove_file(&tmp);
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.write_summary();
+    }
+}
