@@ -57,7 +57,7 @@ pub struct SummaryFold {
     /// `created_at_ms` of the last event folded.
     pub last_created_at_ms: Option<u64>,
     /// Distinct kinds with the seq of their first event, in that order; `None` once more
-    /// than [`KINDS_MAX`] were seen.
+    /// than 64 (the format's `KINDS_MAX`, SPEC §10) were seen.
     pub kinds: Option<Vec<(String, u64)>>,
 }
 
