@@ -64,9 +64,28 @@ if grep -vE '^(src/.*\.rs|format/SPEC\.md|docs/INVARIANTS\.md|examples/job_runne
 fi
 
 step "cargo publish --dry-run: ${crates[*]} (packaged, then each built from its .crate)"
+# Cargo treats a registry crate <name>-<version> as immutable, and the dry run's overlay puts
+# our own crates in a registry: it reuses an unpacked copy under CARGO_HOME and a build of it
+# in the target directory from an earlier run at the same version, so a crate was verified
+# against an earlier run's sibling (a function added since then "not found"; seen in CI with a
+# kept CARGO_HOME, rust-lang/cargo's overlay). So each run removes our crates' unpacked copies,
+# and builds in a target directory of its own (target/publish-check: every runlog* in it is
+# such a registry copy and is removed; the other dependencies stay built between runs).
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+publish_target="$(pwd)/target/publish-check"
+for c in "${crates[@]}"; do
+  v="$(cargo metadata --format-version 1 --no-deps | node -e '
+    const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    console.log(m.packages.find((p) => p.name === process.argv[1]).version);' "$c")"
+  for d in "$cargo_home"/registry/src/*/"$c-$v" "$cargo_home"/registry/cache/*/"$c-$v.crate"; do
+    if [ -e "$d" ]; then echo "removing an earlier run's unpacked $c $v: $d"; rm -rf "$d"; fi
+  done
+done
+rm -rf "$publish_target"/package "$publish_target"/debug/.fingerprint/runlog* \
+  "$publish_target"/debug/deps/*runlog* "$publish_target"/debug/build/runlog*
 touch "$work/stamp"
 set +e
-cargo publish --dry-run "${pkg_args[@]}" "${dirty[@]}" > "$work/publish.log" 2>&1
+CARGO_TARGET_DIR="$publish_target" cargo publish --dry-run "${pkg_args[@]}" "${dirty[@]}" > "$work/publish.log" 2>&1
 code=$?
 set -e
 # Expected: cargo drops the [[test]] and [[bench]] targets whose files are not shipped.
@@ -75,7 +94,7 @@ grep -E '^\s*(Packaged|Verifying|Uploading|Finished)|^(error|warning)' "$work/pu
   | grep -vE 'File system loop|^warning: ignoring (test|benchmark) |^warning: aborting upload due to dry run' || true
 [ "$code" -eq 0 ] || { tail -40 "$work/publish.log"; fail "cargo publish --dry-run exited $code"; }
 for c in "${crates[@]}"; do
-  crate="$(find target/package -name "$c-[0-9]*.crate" -newer "$work/stamp" | head -1)"
+  crate="$(find "$publish_target"/package -name "$c-[0-9]*.crate" -newer "$work/stamp" | head -1)"
   [ -n "$crate" ] || fail "no $c .crate written by the dry run"
   echo "$crate: $(stat -c %s "$crate") bytes"
 done
