@@ -4,8 +4,8 @@
 use std::ops::Range;
 
 use napi::Env;
-use napi_derive::napi;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
+use napi_derive::napi;
 use runlog_world::streams::{ChunkPage, ChunkRead, StreamInfo};
 use runlog_world::{CancelOutcome, WorldError};
 use serde_json::Value;
