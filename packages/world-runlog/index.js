@@ -5,4 +5,4 @@ export { resolveConfig, isPostgresUrl, DEFAULT_DATA_DIR } from './src/config.js'
 export { ERROR_CODES, isRunlogError, toWorkflowError } from './src/errors.js';
 export { STORAGE_METHODS } from './src/storage.js';
 export { BETA55_METHODS } from './src/line-beta55.js';
-export { Store, threadPoolStats, version } from './src/native.js';
+export { Store, threadPoolStats, version, addonPath, addonSource } from './src/native.js';

@@ -94,57 +94,6 @@ export interface ReadPage {
   hasMore: boolean;
 }
 
-export interface Appended {
-  seq: number;
-  /** True when the key (or event id) existed: nothing appended, `seq` is the original. */
-  duplicate: boolean;
-}
-
-export interface RunInfo {
-  runId: string;
-  lastSeq: number;
-  committedBytes: number;
-  createdAt: number;
-  updatedAt: number;
-  segmentCount: number;
-}
-
-export interface RunPage {
-  runs: RunInfo[];
-  /** Pass as `after` to continue; null when nothing was returned. */
-  next: string | null;
-  hasMore: boolean;
-  /** Runs of this page whose files could not be read. */
-  damaged: Array<{ runId: string; error: string; corrupt: boolean }>;
-}
-
-export interface Problem {
-  segment: string;
-  offset: number;
-  detail: string;
-}
-
-export interface VerifyReport {
-  runId: string;
-  /** No problem found. */
-  ok: boolean;
-  segments: number;
-  events: number;
-  problems: Problem[];
-  notes: Problem[];
-}
-
-export interface CommitStats {
-  /** Group commits (each at most one write + one fdatasync). */
-  groups: number;
-  /** Append requests handled. */
-  requests: number;
-  /** Events written. */
-  events: number;
-  /** groupSizes[i]: groups of (2^(i-1), 2^i] requests; groupSizes[0]: groups of one. */
-  groupSizes: number[];
-}
-
 /**
  * runlog's Config of a file store; every field optional, unknown fields refused. They are the
  * file store's limits: a PostgreSQL store accepts them and uses its own (16 MiB payloads,
@@ -186,18 +135,6 @@ export interface StreamChunkPage {
   done: boolean;
 }
 
-/** `streamsWait`, `streamsInfo`: the last chunk's index (−1: none) and whether the stream is closed. */
-export interface StreamInfo {
-  tailIndex: number;
-  done: boolean;
-}
-
-/** `streamsWriteMulti`: the indexes written, `start` inclusive, `end` exclusive. */
-export interface StreamRange {
-  start: number;
-  end: number;
-}
-
 /**
  * An event page in the wire form of docs/EVENT-PAGE.md (`eventsList`,
  * `eventsListByCorrelationId`): its JSON text (columns, `createdAt` in ms, `fix`/`fixPaths`,
@@ -212,25 +149,25 @@ export type EventPageWire = [text: string, bytes: Buffer | null, cursor: string 
  * JSON text in the SDK's shapes; every call runs on the addon's `io` lane (`streamsWait` on
  * the `wait` lane) and rejects with a `RunlogError`.
  */
-export { Store, World as RunlogNativeWorld, threadPoolStats, version } from './native.js';
-
-export interface LaneStats {
-  threads: number;
-  idle: number;
-  queued: number;
-  threadsMax: number;
-  threadsStarted: number;
-  /** Jobs handed to the lane (counted when queued, synchronously). */
-  jobsQueued: number;
-  /** Jobs that ended (counted after the job settled its promise). */
-  jobsRun: number;
-}
-
-/** `threadPoolStats()`: the addon's worker threads, `io` (every call but wait) and `wait`. */
-export interface ThreadPoolStats {
-  io: LaneStats;
-  wait: LaneStats;
-}
+export { Store, threadPoolStats, version } from './native.js';
+/**
+ * The addon's `World` class (a type only: `store.world()` makes one), and the results the addon
+ * builds as #[napi(object)] structs, declared in native.d.ts.
+ */
+export type {
+  World as RunlogNativeWorld,
+  Appended,
+  CommitStats,
+  DamagedRun,
+  LaneStats,
+  Problem,
+  RunInfo,
+  RunPage,
+  StreamInfo,
+  StreamRange,
+  ThreadPoolStats,
+  VerifyReport,
+} from './native.js';
 
 /**
  * The addon file loaded: RUNLOG_NODE_ADDON, else the platform package

@@ -47,7 +47,7 @@ use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 
 use crate::errors::BindError;
-use crate::js::{Arg, ObjOut, Raw, entry, spawn};
+use crate::js::{Arg, Raw, entry, spawn};
 use crate::out::Unit;
 
 pub use crate::store::JsStore;
@@ -59,27 +59,55 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
+/// One lane of `threadPoolStats()`.
+#[napi(object)]
+pub struct LaneStats {
+    /// Threads running now.
+    pub threads: f64,
+    /// Threads waiting for a job.
+    pub idle: f64,
+    /// Jobs waiting for a thread.
+    pub queued: f64,
+    /// The most threads the lane runs at once.
+    pub threads_max: f64,
+    /// Threads started since the addon was loaded.
+    pub threads_started: f64,
+    /// Jobs handed to the lane (counted when queued, synchronously).
+    pub jobs_queued: f64,
+    /// Jobs that ended (counted after the job settled its promise).
+    pub jobs_run: f64,
+}
+
+/// `threadPoolStats()`: the addon's worker threads, `io` (every call but wait) and `wait`.
+#[napi(object)]
+pub struct ThreadPoolStats {
+    /// Every call but the waits.
+    pub io: LaneStats,
+    /// `wait` and `streamsWait`.
+    pub wait: LaneStats,
+}
+
 /// `threadPoolStats() → {io, wait}`: each lane's `threads`, `idle`, `queued`, `threadsMax`,
 /// `threadsStarted`, `jobsQueued` (jobs handed to the lane), `jobsRun` (jobs that ended)
 /// (synchronous; diagnostics and tests).
-#[napi(ts_return_type = "ThreadPoolStats")]
-pub fn thread_pool_stats(env: Env) -> napi::Result<Raw> {
-    let lane = |p: &pool::Pool| -> napi::Result<_> {
+#[napi]
+pub fn thread_pool_stats() -> ThreadPoolStats {
+    let lane = |p: &pool::Pool| {
         let s = p.stats();
-        Ok(ObjOut::new(&env)?
-            .set("threads", s.threads as f64)?
-            .set("idle", s.idle as f64)?
-            .set("queued", s.queued as f64)?
-            .set("threadsMax", s.threads_max as f64)?
-            .set("threadsStarted", s.threads_started as f64)?
-            .set("jobsQueued", s.jobs_queued as f64)?
-            .set("jobsRun", s.jobs_run as f64)?
-            .done())
+        LaneStats {
+            threads: s.threads as f64,
+            idle: s.idle as f64,
+            queued: s.queued as f64,
+            threads_max: s.threads_max as f64,
+            threads_started: s.threads_started as f64,
+            jobs_queued: s.jobs_queued as f64,
+            jobs_run: s.jobs_run as f64,
+        }
     };
-    let obj = ObjOut::new(&env)?
-        .set("io", lane(&pool::IO)?)?
-        .set("wait", lane(&pool::WAIT)?)?;
-    Ok(Raw::new(obj.done()))
+    ThreadPoolStats {
+        io: lane(&pool::IO),
+        wait: lane(&pool::WAIT),
+    }
 }
 
 /// `__panicForTest(where) → Promise<never>`: a test hook that panics inside the binding —

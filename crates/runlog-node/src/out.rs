@@ -5,6 +5,7 @@
 
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi::{Env, JsValue};
+use napi_derive::napi;
 use runlog::{Appended, CommitStatsSnapshot, ReadPage, RunInfo, RunPage, VerifyReport};
 
 use crate::errors::BindError;
@@ -57,14 +58,27 @@ impl IntoJs for Numbers {
     }
 }
 
+/// One entry of `appendFacts`' result.
+#[napi(object, js_name = "Appended")]
+pub(crate) struct AppendedJs {
+    pub seq: f64,
+    /// True when the key (or event id) existed: nothing appended, `seq` is the original.
+    pub duplicate: bool,
+}
+
 /// `[{seq, duplicate}]` of `appendFacts`.
-pub(crate) struct AppendedOut(Vec<(f64, bool)>);
+pub(crate) struct AppendedOut(Vec<AppendedJs>);
 
 impl AppendedOut {
     pub(crate) fn new(appended: Vec<Appended>) -> Result<AppendedOut, BindError> {
         appended
             .into_iter()
-            .map(|a| Ok((safe_number("seq", a.seq)?, a.duplicate)))
+            .map(|a| {
+                Ok(AppendedJs {
+                    seq: safe_number("seq", a.seq)?,
+                    duplicate: a.duplicate,
+                })
+            })
             .collect::<Result<_, _>>()
             .map(AppendedOut)
     }
@@ -72,17 +86,7 @@ impl AppendedOut {
 
 impl IntoJs for AppendedOut {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        let items = self
-            .0
-            .into_iter()
-            .map(|(seq, duplicate)| {
-                Ok(ObjOut::new(env)?
-                    .set("seq", seq)?
-                    .set("duplicate", duplicate)?
-                    .done())
-            })
-            .collect::<napi::Result<_>>()?;
-        array(env, items)
+        self.0.into_unknown(env)
     }
 }
 
@@ -125,34 +129,42 @@ impl IntoJs for EventsPage {
     }
 }
 
+/// `runInfo`'s result, and each run of `listRuns`.
+#[napi(object, js_name = "RunInfo")]
+pub(crate) struct RunInfoJs {
+    pub run_id: String,
+    pub last_seq: f64,
+    pub committed_bytes: f64,
+    pub created_at: f64,
+    pub updated_at: f64,
+    pub segment_count: u32,
+}
+
+impl RunInfoJs {
+    fn new(info: RunInfo) -> Result<RunInfoJs, BindError> {
+        Ok(RunInfoJs {
+            last_seq: safe_number("lastSeq", info.last_seq)?,
+            committed_bytes: safe_number("committedBytes", info.committed_bytes)?,
+            created_at: safe_number("createdAt", info.created_at_ms)?,
+            updated_at: safe_number("updatedAt", info.updated_at_ms)?,
+            segment_count: info.segment_count,
+            run_id: info.run.as_str().to_owned(),
+        })
+    }
+}
+
 /// `RunInfo`.
-pub(crate) struct InfoOut(RunInfo);
+pub(crate) struct InfoOut(RunInfoJs);
 
 impl InfoOut {
     pub(crate) fn new(info: RunInfo) -> Result<InfoOut, BindError> {
-        safe_number("lastSeq", info.last_seq)?;
-        safe_number("committedBytes", info.committed_bytes)?;
-        safe_number("createdAt", info.created_at_ms)?;
-        safe_number("updatedAt", info.updated_at_ms)?;
-        Ok(InfoOut(info))
-    }
-
-    fn build(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        let i = self.0;
-        Ok(ObjOut::new(env)?
-            .set("runId", i.run.as_str())?
-            .set("lastSeq", i.last_seq as f64)?
-            .set("committedBytes", i.committed_bytes as f64)?
-            .set("createdAt", i.created_at_ms as f64)?
-            .set("updatedAt", i.updated_at_ms as f64)?
-            .set("segmentCount", i.segment_count)?
-            .done())
+        RunInfoJs::new(info).map(InfoOut)
     }
 }
 
 impl IntoJs for InfoOut {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        self.build(env)
+        self.0.into_unknown(env)
     }
 }
 
@@ -165,102 +177,135 @@ impl IntoJs for MetaOut {
     }
 }
 
-/// `{runs, next, hasMore, damaged}` of `listRuns`.
-pub(crate) struct RunsPage {
-    runs: Vec<InfoOut>,
-    page: RunPage,
+/// A run of a `listRuns` page whose files could not be read.
+#[napi(object, js_name = "DamagedRun")]
+pub(crate) struct DamagedRunJs {
+    pub run_id: String,
+    pub error: String,
+    pub corrupt: bool,
 }
 
+/// `{runs, next, hasMore, damaged}` of `listRuns`.
+#[napi(object, js_name = "RunPage", use_nullable = true)]
+pub(crate) struct RunPageJs {
+    pub runs: Vec<RunInfoJs>,
+    /// Pass as `after` to continue; null when nothing was returned.
+    pub next: Option<String>,
+    pub has_more: bool,
+    /// Runs of this page whose files could not be read.
+    pub damaged: Vec<DamagedRunJs>,
+}
+
+/// `listRuns`' page.
+pub(crate) struct RunsPage(RunPageJs);
+
 impl RunsPage {
-    pub(crate) fn new(mut page: RunPage) -> Result<RunsPage, BindError> {
-        let runs = std::mem::take(&mut page.runs)
+    pub(crate) fn new(page: RunPage) -> Result<RunsPage, BindError> {
+        let runs = page
+            .runs
             .into_iter()
-            .map(InfoOut::new)
+            .map(RunInfoJs::new)
             .collect::<Result<_, _>>()?;
-        Ok(RunsPage { runs, page })
+        let damaged = page
+            .damaged
+            .into_iter()
+            .map(|d| DamagedRunJs {
+                run_id: d.run.as_str().to_owned(),
+                error: d.error,
+                corrupt: d.corrupt,
+            })
+            .collect();
+        Ok(RunsPage(RunPageJs {
+            runs,
+            next: page.next.map(|r| r.as_str().to_owned()),
+            has_more: page.has_more,
+            damaged,
+        }))
     }
 }
 
 impl IntoJs for RunsPage {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        let runs = self
-            .runs
-            .into_iter()
-            .map(|r| r.build(env))
-            .collect::<napi::Result<_>>()?;
-        let damaged = self
-            .page
-            .damaged
-            .into_iter()
-            .map(|d| {
-                Ok(ObjOut::new(env)?
-                    .set("runId", d.run.as_str())?
-                    .set("error", d.error)?
-                    .set("corrupt", d.corrupt)?
-                    .done())
-            })
-            .collect::<napi::Result<_>>()?;
-        Ok(ObjOut::new(env)?
-            .set("runs", array(env, runs)?)?
-            .set("next", self.page.next.map(|r| r.as_str().to_owned()))?
-            .set("hasMore", self.page.has_more)?
-            .set("damaged", array(env, damaged)?)?
-            .done())
+        self.0.into_unknown(env)
     }
 }
 
+/// A problem (or note) of a `verifyRun` report.
+#[napi(object, js_name = "Problem")]
+pub(crate) struct ProblemJs {
+    pub segment: String,
+    pub offset: f64,
+    pub detail: String,
+}
+
 /// `verifyRun`'s report.
-pub(crate) struct VerifyOut(VerifyReport);
+#[napi(object, js_name = "VerifyReport")]
+pub(crate) struct VerifyReportJs {
+    pub run_id: String,
+    /// No problem found.
+    pub ok: bool,
+    pub segments: u32,
+    pub events: f64,
+    pub problems: Vec<ProblemJs>,
+    pub notes: Vec<ProblemJs>,
+}
+
+/// `verifyRun`'s report.
+pub(crate) struct VerifyOut(VerifyReportJs);
 
 impl VerifyOut {
     pub(crate) fn new(report: VerifyReport) -> Result<VerifyOut, BindError> {
-        safe_number("events", report.events)?;
-        Ok(VerifyOut(report))
+        let list = |problems: Vec<runlog::Problem>| {
+            problems
+                .into_iter()
+                .map(|p| ProblemJs {
+                    segment: p.segment,
+                    offset: p.offset as f64,
+                    detail: p.detail,
+                })
+                .collect()
+        };
+        Ok(VerifyOut(VerifyReportJs {
+            run_id: report.run.as_str().to_owned(),
+            ok: report.problems.is_empty(),
+            segments: report.segments,
+            events: safe_number("events", report.events)?,
+            problems: list(report.problems),
+            notes: list(report.notes),
+        }))
     }
 }
 
 impl IntoJs for VerifyOut {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        let r = self.0;
-        let list = |problems: Vec<runlog::Problem>| -> napi::Result<Unknown<'_>> {
-            let items = problems
-                .into_iter()
-                .map(|p| {
-                    Ok(ObjOut::new(env)?
-                        .set("segment", p.segment)?
-                        .set("offset", p.offset as f64)?
-                        .set("detail", p.detail)?
-                        .done())
-                })
-                .collect::<napi::Result<_>>()?;
-            array(env, items)
-        };
-        Ok(ObjOut::new(env)?
-            .set("runId", r.run.as_str())?
-            .set("ok", r.problems.is_empty())?
-            .set("segments", r.segments)?
-            .set("events", r.events as f64)?
-            .set("problems", list(r.problems)?)?
-            .set("notes", list(r.notes)?)?
-            .done())
+        self.0.into_unknown(env)
     }
 }
 
-/// `commitStats()`: `{groups, requests, events, groupSizes}`; `groupSizes[i]` counts the
-/// groups of `(2^(i-1), 2^i]` requests (`groupSizes[0]`: groups of one).
-pub(crate) fn commit_stats<'e>(env: &'e Env, s: &CommitStatsSnapshot) -> napi::Result<Unknown<'e>> {
-    let sizes = s
-        .group_sizes
-        .iter()
-        .map(|n| Number(*n as f64).into_js(env))
-        .collect::<napi::Result<_>>()?;
-    Ok(ObjOut::new(env)?
-        .set("groups", s.groups as f64)?
-        .set("requests", s.requests as f64)?
-        .set("events", s.events as f64)?
-        .set("groupSizes", array(env, sizes)?)?
-        .done())
+/// `commitStats()`: the group commit counters of a file store's handle.
+#[napi(object)]
+pub(crate) struct CommitStats {
+    /// Group commits (each at most one write + one fdatasync).
+    pub groups: f64,
+    /// Append requests handled.
+    pub requests: f64,
+    /// Events written.
+    pub events: f64,
+    /// groupSizes[i]: groups of (2^(i-1), 2^i] requests; groupSizes[0]: groups of one.
+    pub group_sizes: Vec<f64>,
 }
+
+impl CommitStats {
+    pub(crate) fn new(s: &CommitStatsSnapshot) -> CommitStats {
+        CommitStats {
+            groups: s.groups as f64,
+            requests: s.requests as f64,
+            events: s.events as f64,
+            group_sizes: s.group_sizes.iter().map(|n| *n as f64).collect(),
+        }
+    }
+}
+
 /// JSON text, resolved as a JavaScript string.
 pub(crate) struct Json(pub(crate) String);
 

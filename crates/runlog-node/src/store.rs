@@ -509,7 +509,8 @@ impl JsStore {
             }) => store.commit_stats(),
             _ => self.shared.stats_at_close.lock().clone(),
         };
-        Ok(Raw::new(crate::out::commit_stats(&env, &snapshot)?))
+        let stats = crate::out::CommitStats::new(&snapshot);
+        Ok(Raw::new(stats.into_unknown(&env)?))
     }
 
     /// `close() → Promise<void>`: new calls reject with `CLOSED` at once, pending `wait`s

@@ -23,11 +23,12 @@ use serde::Serialize;
 
 use crate::attrs;
 use crate::error::WorldError;
+use crate::fenced::Attempted;
 use crate::ids::now_ms;
 use crate::json::RawJson;
 use crate::logs::ATTRIBUTE_LOG_PREFIX;
 use crate::model::WorkflowRun;
-use crate::world::{Attempted, RunEntry, World};
+use crate::world::{RunEntry, World};
 
 /// The kind of every event of an attribute log.
 const CHANGES_KIND: &str = "attributes_set";

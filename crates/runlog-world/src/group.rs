@@ -24,9 +24,10 @@ use parking_lot::{Condvar, Mutex};
 use runlog::{NewEvent, RunLog, Seq};
 
 use crate::error::WorldError;
+use crate::fenced::{Attempt, Attempted};
 use crate::model::{CreateEventParams, EventResult};
 use crate::rules::{self, Checked, Decision, Plan};
-use crate::world::{Attempt, Attempted, RunEntry, World, map_append_error, result_of};
+use crate::world::{RunEntry, World, map_append_error, result_of};
 
 /// Requests one group commit takes at most; the rest wait for the next group.
 pub(crate) const GROUP_MEMBERS_MAX: usize = 64;

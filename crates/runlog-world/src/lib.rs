@@ -17,6 +17,7 @@ mod clock;
 mod cursor;
 mod data;
 mod error;
+mod fenced;
 mod fold;
 mod group;
 mod ids;

@@ -67,6 +67,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use runlog::{EventRef, NewEvent, RunId, RunLog, Seq};
 
+use crate::fenced::{self, Attempted};
 use error::clip;
 
 type Result<T> = std::result::Result<T, StreamError>;
@@ -407,16 +408,17 @@ impl<B: RunLog> Streams<B> {
     }
 
     /// The write path of [`Streams::write`] and [`Streams::write_many`]: check "not closed"
-    /// at the log's last seq N, append fenced at N; when anything landed first, look again.
+    /// at the log's last seq N, append fenced at N; when anything landed first, look again
+    /// at once (the crate's fenced retry, `fenced.rs`, without backoff).
     fn append(&self, run: &RunId, name: &str, chunks: Vec<Bytes>) -> Result<Range<u64>> {
         let log = locate(run, name)?;
-        for _ in 0..WRITE_ATTEMPTS_MAX {
+        let written = fenced::retry(WRITE_ATTEMPTS_MAX, None, |_| {
             let Some(tail) = self.tail(&log, run, name)? else {
                 if chunks.is_empty() {
-                    return Ok(0..0);
+                    return Ok(Attempted::Done(0..0));
                 }
                 self.create(&log, run, name)?;
-                continue;
+                return Ok(Attempted::Again);
             };
             if tail.closed {
                 return Err(StreamError::Closed {
@@ -425,7 +427,7 @@ impl<B: RunLog> Streams<B> {
                 });
             }
             if chunks.is_empty() {
-                return Ok(tail.last..tail.last);
+                return Ok(Attempted::Done(tail.last..tail.last));
             }
             let events = chunks
                 .iter()
@@ -433,13 +435,17 @@ impl<B: RunLog> Streams<B> {
                 .collect();
             match self.log.append_decisions(&log, tail.last, events) {
                 // Chunk i is seq i + 1.
-                Ok(seqs) => return Ok(tail.last..seqs.last().copied().unwrap_or(tail.last)),
+                Ok(seqs) => Ok(Attempted::Done(
+                    tail.last..seqs.last().copied().unwrap_or(tail.last),
+                )),
                 // Another write or the close marker took seq N + 1 (or the log was deleted).
-                Err(runlog::Error::Fenced { .. } | runlog::Error::RunNotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
+                Err(runlog::Error::Fenced { .. } | runlog::Error::RunNotFound { .. }) => {
+                    Ok(Attempted::Fenced)
+                }
+                Err(e) => Err(e.into()),
             }
-        }
-        Err(StreamError::Contended {
+        })?;
+        written.ok_or_else(|| StreamError::Contended {
             run: run.to_string(),
             name: clip(name),
             attempts: WRITE_ATTEMPTS_MAX,

@@ -56,10 +56,11 @@ use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
 use crate::error::WorldError;
+use crate::fenced::Attempted;
 use crate::ids::{now_ms, parse_run_id};
 use crate::model::StorageFault;
 use crate::rules::{self, Checked};
-use crate::world::{Attempted, World};
+use crate::world::World;
 
 /// The runlog run holding the hook token claims.
 pub const HOOK_TOKENS_RUN: &str = "_world-hook-tokens";

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 use crate::error::WorldError;
+use crate::fenced::{Attempt, Attempted};
 use crate::fold::{HookIdentity, RunState};
 use crate::group::{AbortUnanswered, GROUP_MEMBERS_MAX, Queued, Slot};
 use crate::ids;
@@ -24,8 +25,6 @@ use crate::rules::{self, Checked, Decision, Plan};
 use crate::tokens::{ClaimOutcome, Claims};
 
 mod fenced;
-
-pub(crate) use fenced::{Attempt, Attempted};
 
 /// Events a `run_started` preload returns at most (the reference's 1000).
 pub const PRELOAD_EVENTS_MAX: usize = 1000;

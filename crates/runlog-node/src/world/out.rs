@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
+use napi_derive::napi;
 use runlog_world::streams::{ChunkPage, ChunkRead, StreamInfo};
 use runlog_world::{CancelOutcome, WorldError};
 use serde_json::Value;
@@ -156,25 +157,42 @@ impl IntoJs for PageOut {
     }
 }
 
+/// `streamsWait`, `streamsInfo`: the last chunk's index (−1: none) and whether the stream
+/// is closed.
+#[napi(object, js_name = "StreamInfo")]
+pub(crate) struct StreamInfoJs {
+    pub tail_index: f64,
+    pub done: bool,
+}
+
 pub(crate) struct InfoOut(pub(crate) StreamInfo);
 
 impl IntoJs for InfoOut {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        Ok(ObjOut::new(env)?
-            .set("tailIndex", self.0.tail_index as f64)?
-            .set("done", self.0.done)?
-            .done())
+        StreamInfoJs {
+            tail_index: self.0.tail_index as f64,
+            done: self.0.done,
+        }
+        .into_unknown(env)
     }
+}
+
+/// `streamsWriteMulti`: the indexes written, `start` inclusive, `end` exclusive.
+#[napi(object)]
+pub(crate) struct StreamRange {
+    pub start: f64,
+    pub end: f64,
 }
 
 pub(crate) struct RangeOut(pub(crate) Range<u64>);
 
 impl IntoJs for RangeOut {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
-        Ok(ObjOut::new(env)?
-            .set("start", self.0.start as f64)?
-            .set("end", self.0.end as f64)?
-            .done())
+        StreamRange {
+            start: self.0.start as f64,
+            end: self.0.end as f64,
+        }
+        .into_unknown(env)
     }
 }
 

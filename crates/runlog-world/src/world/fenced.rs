@@ -1,15 +1,18 @@
-//! The World's one fenced retry: every write of the World is decided against a log as it
+//! The World's fenced retry: every write of the World is decided against a log as it
 //! reads it at seq N and appended fenced at N; a lost fence (the log moved) means the
-//! decision is discarded, the log read again and the write decided again. That loop lives
-//! here, once: `events.create` alone ([`World::commit_one`]) and as a group
-//! (`group.rs`), the attribute log (`attr_log.rs`), and the hook token claims log
-//! (`tokens.rs`: claim, release, rebuild) each give it one attempt as a closure.
+//! decision is discarded, the log read again and the write decided again. The loop is the
+//! crate's one ([`crate::fenced::retry`], shared with streams); this module gives it the
+//! World's budget and backoff and answers a spent budget with `Busy`. `events.create` alone
+//! ([`World::commit_one`]) and as a group (`group.rs`), the attribute log (`attr_log.rs`),
+//! and the hook token claims log (`tokens.rs`: claim, release, rebuild) each give it one
+//! attempt as a closure.
 //!
 //! The budget is [`WorldConfig::fence_retries_max`] attempts per call; past it the caller
 //! gets [`WorldError::Busy`] naming the contested log and the attempts made. The backoff
 //! between attempts is the core's ([`runlog::replay::backoff`]: exponential, full jitter,
 //! capped) with a [`ReplayConfig`] derived from the World's config
-//! ([`backoff_config`]), after [`IMMEDIATE_RETRIES`] attempts that retry at once.
+//! ([`backoff_config`]), after [`IMMEDIATE_RETRIES`](fenced::IMMEDIATE_RETRIES) attempts that retry at
+//! once.
 //!
 //! # Why not `runlog::replay::Driver`
 //! The driver's shape is the durable-workflow invocation, and the World's loop does not fit
@@ -37,14 +40,11 @@
 use std::time::Duration;
 
 use runlog::RunLog;
-use runlog::replay::{self, ReplayConfig};
+use runlog::replay::ReplayConfig;
 
 use super::{ADVANCE_BATCH, World, WorldConfig};
 use crate::error::WorldError;
-
-/// Attempts that follow a lost fence at once, before any backoff: a writer that lost to one
-/// other usually wins its next attempt, so the common race never sleeps.
-pub(crate) const IMMEDIATE_RETRIES: u32 = 4;
+use crate::fenced::{self, Attempt, Attempted};
 
 /// The first backoff's ceiling (attempt `IMMEDIATE_RETRIES + 1`); doubles per attempt.
 const BACKOFF_BASE: Duration = Duration::from_micros(200);
@@ -63,35 +63,10 @@ pub(crate) fn backoff_config(config: &WorldConfig) -> ReplayConfig {
     }
 }
 
-/// One attempt of a fenced retry: its number (from 1) and whether it is the last.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Attempt {
-    number: u32,
-    max: u32,
-}
-
-impl Attempt {
-    /// Whether no attempt follows this one: a re-mint is pointless, its error stands.
-    pub(crate) fn is_last(self) -> bool {
-        self.number >= self.max
-    }
-}
-
-/// What one attempt came to.
-pub(crate) enum Attempted<T> {
-    /// The answer; the retry ends with it.
-    Done(T),
-    /// The fence was lost (the log moved): read again and decide again, after the backoff.
-    Fenced,
-    /// Decide again at once, without backoff: a minted id was minted afresh, or a pending
-    /// claim was waited for. Counts against the budget all the same.
-    Again,
-}
-
 impl<B: RunLog> World<B> {
     /// Runs `attempt` until it is [`Attempted::Done`], at most
     /// [`WorldConfig::fence_retries_max`] times, sleeping the core's backoff after each lost
-    /// fence past the first [`IMMEDIATE_RETRIES`].
+    /// fence past the first [`IMMEDIATE_RETRIES`](fenced::IMMEDIATE_RETRIES).
     ///
     /// # Errors
     /// The first error of `attempt`; [`WorldError::Busy`] naming `log_id` when no attempt
@@ -111,17 +86,9 @@ impl<B: RunLog> World<B> {
     /// The first error of `attempt`.
     pub(crate) fn run_fenced<T, E>(
         &self,
-        mut attempt: impl FnMut(Attempt) -> Result<Attempted<T>, E>,
+        attempt: impl FnMut(Attempt) -> Result<Attempted<T>, E>,
     ) -> Result<Option<T>, E> {
-        let max = self.config.fence_retries_max;
-        for number in 1..=max {
-            match attempt(Attempt { number, max })? {
-                Attempted::Done(answer) => return Ok(Some(answer)),
-                Attempted::Fenced if number < max => self.fence_backoff(number),
-                Attempted::Fenced | Attempted::Again => {}
-            }
-        }
-        Ok(None)
+        fenced::retry(self.config.fence_retries_max, Some(&self.backoff), attempt)
     }
 
     /// [`WorldError::Busy`] for `log_id` after the whole budget.
@@ -129,15 +96,6 @@ impl<B: RunLog> World<B> {
         WorldError::Busy {
             run_id: log_id.to_string(),
             attempts: self.config.fence_retries_max,
-        }
-    }
-
-    /// Sleeps after lost fence number `number`, so that writers racing for one log spread
-    /// out: nothing for the first [`IMMEDIATE_RETRIES`], then the core's backoff.
-    fn fence_backoff(&self, number: u32) {
-        if number > IMMEDIATE_RETRIES {
-            let restarts = number - IMMEDIATE_RETRIES;
-            std::thread::sleep(replay::thread_backoff(&self.backoff, restarts));
         }
     }
 }
