@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cli_support::{THIRTEEN_TERMINALS_RUN, code, copy_corpus, import, runlog, stderr, stdout};
-use runlog::{Config, NewEvent, RunId, RunLog, Store};
+use runlog::{Config, RunId, RunLog, Store};
 use runlog_world::{At, World, WorldConfig};
 
 fn ok(store: &Path, args: &[&str]) -> String {
@@ -67,16 +67,7 @@ fn at_every_seq_of_the_corpus_equals_the_commands_on_the_log_truncated_there() {
             {
                 // The store is closed before the processes read it.
                 let t = Store::open(&dir, Config::default()).unwrap();
-                let mut n = NewEvent::new(e.kind.clone(), e.payload.clone())
-                    .event_id(e.event_id)
-                    .created_at_ms(e.created_at_ms);
-                if let Some(c) = &e.correlation_id {
-                    n = n.correlation_id(c.clone());
-                }
-                if let Some(k) = &e.key {
-                    n = n.key(k.clone());
-                }
-                let appended = t.append_facts(run, vec![n]).unwrap();
+                let appended = t.append_facts(run, vec![e.to_new_event()]).unwrap();
                 assert_eq!(appended[0].seq, e.seq);
             }
             let at = e.seq.to_string();

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::corpus::{repo_root, runs_with_spec};
-use runlog::{Config, NewEvent, RunId, RunLog, Store};
+use runlog::{Config, RunId, RunLog, Store};
 use runlog_world::{
     At, Change, Entity, EntityKind, Pagination, ResolveData, RunAt, SortOrder, World, WorldConfig,
     WorldError,
@@ -22,16 +22,6 @@ use runlog_world::{
 type TestWorld = World<Arc<Store>>;
 /// A corpus run: its spec version and events.
 type Corpus = (Option<u32>, Vec<runlog::Event>);
-
-fn new_event(e: &runlog::Event) -> NewEvent {
-    let mut n = NewEvent::new(e.kind.clone(), e.payload.clone())
-        .event_id(e.event_id)
-        .created_at_ms(e.created_at_ms);
-    if let Some(c) = &e.correlation_id {
-        n = n.correlation_id(c.clone());
-    }
-    n
-}
 
 fn meta(spec: Option<u32>) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({"source": "world-local", "spec_version": spec})).unwrap()
@@ -75,7 +65,10 @@ fn corpus_world(dir: &std::path::Path) -> (TestWorld, BTreeMap<String, Corpus>) 
         let id = RunId::new(&run).unwrap();
         store.create_run(&id, &meta(spec)).unwrap();
         store
-            .append_facts(&id, events.iter().map(new_event).collect())
+            .append_facts(
+                &id,
+                events.iter().map(runlog::Event::to_new_event).collect(),
+            )
             .unwrap();
         runs.insert(run, (spec, events));
     }
@@ -97,7 +90,7 @@ fn run_at_every_seq_of_the_corpus_equals_a_world_on_the_log_truncated_there() {
         truncated.create_run(&id, &meta(*spec)).unwrap();
         for (i, e) in events.iter().enumerate() {
             let n = i as u64 + 1;
-            truncated.append_facts(&id, vec![new_event(e)]).unwrap();
+            truncated.append_facts(&id, vec![e.to_new_event()]).unwrap();
             let at = world.run_at(run, At::Seq(n)).unwrap();
             let want = truncated_view(&truncated, run, events.len() as u64);
             assert_eq!(want.seq, n);
