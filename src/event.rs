@@ -209,6 +209,20 @@ impl Event {
             payload: &self.payload,
         }
     }
+
+    /// This event as an append of exactly its fields (event id, creation time, kind,
+    /// correlation id, key, payload): what copying it to another run or store appends; the
+    /// store assigns only the seq.
+    pub fn to_new_event(&self) -> NewEvent {
+        NewEvent {
+            kind: self.kind.clone(),
+            correlation_id: self.correlation_id.clone(),
+            payload: self.payload.clone(),
+            key: self.key.clone(),
+            event_id: Some(self.event_id),
+            created_at_ms: Some(self.created_at_ms),
+        }
+    }
 }
 
 /// An event borrowed from a mapped segment, handed to the callback of

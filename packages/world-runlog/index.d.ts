@@ -1,5 +1,5 @@
 // world-runlog: a Workflow SDK World on runlog.
-import type { World } from '@workflow/world';
+import type { Hook, Step, Wait, World, WorkflowRun } from '@workflow/world';
 
 import type { StoreOptions, Store, RunlogNativeWorld, RunlogError, RunlogErrorCode } from './store.js';
 
@@ -111,9 +111,67 @@ export interface RunlogWorld extends World, RunlogStreamerV4 {
     readonly readOnly: false | { path: string; requested: boolean; cause: RunlogError | null } | undefined;
     store(): Promise<Store>;
     world(): Promise<RunlogNativeWorld>;
+    /**
+     * The run as of `at`: a seq of its log (1 to its last), or a time (ISO string or `Date`:
+     * the last seq whose event's `createdAt` is at or before it). What the World's reads
+     * return on the log truncated there; cost: the events up to that seq. Rejects with
+     * WorkflowWorldError 400 `INVALID_INPUT` for seq 0, a seq past the end or a time before
+     * the first event, WorkflowRunNotFoundError for an unknown run.
+     */
+    runAt(runId: string, at: RunlogPoint): Promise<RunlogRunAt>;
+    /** Which entities changed from `from` (0: the empty log) to `to`, and by which events. */
+    runDiff(runId: string, from: RunlogPoint, to: RunlogPoint): Promise<RunlogRunDiff>;
     /** With the PostgreSQL queue: its counters since this World was made; else undefined. */
     queue: { stats: RunlogQueueStats; start(): Promise<void> } | undefined;
   };
+}
+
+/** A point of a run's log: a seq, or a time (ISO-8601 string or `Date`). */
+export type RunlogPoint = number | string | Date;
+
+/** A run as of one seq of its log (`world.runlog.runAt`; crates/runlog-world `RunAt`). */
+export interface RunlogRunAt {
+  /** The seq the state is of. */
+  seq: number;
+  /** The log's last seq when it was read. */
+  lastSeq: number;
+  /** Null until the log's `run_created` is applied. */
+  run: WorkflowRun | null;
+  /** In creation order. */
+  steps: Step[];
+  /** Live hooks (not disposed, their run not ended), in creation order. */
+  hooks: Hook[];
+  /** In creation order. */
+  waits: Wait[];
+}
+
+/** An event of a `RunlogRunDiff`. */
+export interface RunlogDiffEvent {
+  seq: number;
+  eventType: string;
+}
+
+/** One entity that changed between the two seqs of a `RunlogRunDiff`. */
+export interface RunlogEntityChange {
+  entity: 'run' | 'step' | 'hook' | 'wait';
+  /** `runId`, `stepId`, `hookId` or `waitId`. */
+  id: string;
+  change: 'created' | 'changed' | 'removed';
+  /** The events that changed it when applied, ascending. */
+  events: RunlogDiffEvent[];
+  before: WorkflowRun | Step | Hook | Wait | null;
+  after: WorkflowRun | Step | Hook | Wait | null;
+}
+
+/** Which entities of a run changed from seq `from` to seq `to` (`world.runlog.runDiff`). */
+export interface RunlogRunDiff {
+  runId: string;
+  from: number;
+  to: number;
+  /** The run, then steps, hooks and waits, each by id. */
+  changes: RunlogEntityChange[];
+  /** Events that changed no entity when applied (a `hook_received`, a start stored before its step). */
+  unchanged: RunlogDiffEvent[];
 }
 
 /** Counters of the PostgreSQL queue of one server (src/queue-postgres.js). */

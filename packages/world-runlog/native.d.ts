@@ -171,6 +171,22 @@ export declare class World {
   /** `runsGet(runId, params?) → Promise<string>` (`params.resolveData`). */
   runsGet(runId: string, params?: JsonArg): Promise<string>
   /**
+   * `runAt(runId, at) → Promise<string>`: the run as of a seq of its log
+   * (`runlog_world::World::run_at`): `at` is a seq (a number, or a string of digits) or an
+   * ISO-8601 time string (the last seq whose event's `createdAt` is at or before it);
+   * resolves with `{seq, lastSeq, run, steps, hooks, waits}` as JSON text (`run` null
+   * before the log's `run_created`). Rejects `INVALID_INPUT` (400) for seq 0, a seq past
+   * the log's end or a time before its first event (with `runId`, `lastSeq`).
+   */
+  runAt(runId: string, at: number | string): Promise<string>
+  /**
+   * `runDiff(runId, from, to) → Promise<string>`: which entities of the run changed from
+   * `from` to `to` (each as `at` of `runAt`; `from` may be 0, the empty log), and by which
+   * events (`runlog_world::World::run_diff`): `{runId, from, to, changes: [{entity,
+   * id, change, events: [{seq, eventType}], before, after}], unchanged}` as JSON text.
+   */
+  runDiff(runId: string, from: number | string, to: number | string): Promise<string>
+  /**
    * `runsList(params?) → Promise<string>`: `{workflowName, status, pagination,
    * resolveData}`.
    */

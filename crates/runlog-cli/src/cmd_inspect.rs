@@ -1,7 +1,9 @@
-//! `runlog inspect runs|steps|hooks|events|streams [RUN]`: the World's view of the store (the
-//! names the SDK's own CLI uses), computed from the logs by `runlog-world` over the store
-//! opened read-only. Tables, or `--json` with one entity per line in the SDK schemas' own
-//! field names (`runId`, `status`, `workflowName`, `stepId`, `attempt`, …).
+//! `runlog inspect runs|run|steps|hooks|events|streams|diff [RUN]`: the World's view of the
+//! store (the names the SDK's own CLI uses), computed from the logs by `runlog-world` over the
+//! store opened read-only. Tables, or `--json` with one entity per line in the SDK schemas' own
+//! field names (`runId`, `status`, `workflowName`, `stepId`, `attempt`, …). `--at N|TIME`
+//! shows a run as of a seq of its log ([`World::run_at`]); `diff RUN --from N --to M` which
+//! of its entities changed between two seqs, and by which events ([`World::run_diff`]).
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -10,8 +12,8 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use runlog::{RunId, RunLog};
 use runlog_world::{
-    Pagination, ResolveData, RunState, Streams, World, WorldConfig, WorldError, format_iso_ms,
-    parse_run_id,
+    At, Change, Pagination, ResolveData, RunAt, RunDiff, RunState, Streams, WorkflowRun, World,
+    WorldConfig, WorldError, format_iso_ms, parse_run_id,
 };
 use serde_json::{Value, json};
 
@@ -20,9 +22,16 @@ use crate::support::{Backend, CliError, RunFailures, all_runs, open_for_reading}
 
 /// Extra `--help` text of `inspect`.
 pub const INSPECT_HELP: &str = "\
-runs: every workflow run (`wrun_…`), oldest first. steps RUN: the run's steps in creation order.
-hooks [RUN]: the live hooks of RUN, or of every run. events RUN: the run's events in seq order.
-streams RUN: the run's streams by name, with their chunk count and whether they are closed.
+runs: every workflow run (`wrun_…`), oldest first. run RUN: one run. steps RUN: the run's steps
+in creation order. hooks [RUN]: the live hooks of RUN, or of every run. events RUN: the run's
+events in seq order. streams RUN: the run's streams by name, with their chunk count and whether
+they are closed. diff RUN --from N --to M: the run's entities (run, steps, hooks, waits) that
+changed from seq N to seq M, each with the events that changed it.
+
+--at N|TIME (run, steps, hooks RUN, events): the run as of seq N of its log, as the World
+computes it on the log truncated at N; a TIME (ISO 8601, 2026-11-30T02:25:44.946Z) is the last
+seq whose event's createdAt is at or before it. --from and --to take the same (--from 0: the
+empty log). A seq past the log's end, seq 0, or a time before its first event: exit 2.
 
 Everything is computed from the logs by runlog-world over the store opened read-only. With
 --json each line is one entity in the SDK schemas' field names (WorkflowRun, Step, Hook,
@@ -35,6 +44,8 @@ on and exits with that run's code (5 corrupt, 6 environment; 1 for a run without
 pub enum What {
     /// Workflow runs.
     Runs,
+    /// One workflow run.
+    Run,
     /// A run's steps.
     Steps,
     /// Live hooks (of RUN, or of every run).
@@ -43,16 +54,20 @@ pub enum What {
     Events,
     /// A run's streams.
     Streams,
+    /// Which entities of a run changed between two seqs.
+    Diff,
 }
 
 impl What {
     fn name(self) -> &'static str {
         match self {
             What::Runs => "runs",
+            What::Run => "run",
             What::Steps => "steps",
             What::Hooks => "hooks",
             What::Events => "events",
             What::Streams => "streams",
+            What::Diff => "diff",
         }
     }
 }
@@ -62,11 +77,21 @@ impl What {
 pub struct InspectArgs {
     /// What to list.
     what: What,
-    /// The workflow run (`wrun_…`): required for steps, events and streams.
+    /// The workflow run (`wrun_…`): required for run, steps, events, streams and diff.
     run: Option<String>,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// The run as of this seq of its log, or of the last seq at or before this ISO-8601
+    /// time (run, steps, hooks RUN, events).
+    #[arg(long, value_name = "N|TIME")]
+    at: Option<String>,
+    /// diff: the earlier seq or time (0: the empty log).
+    #[arg(long, value_name = "N|TIME")]
+    from: Option<String>,
+    /// diff: the later seq or time.
+    #[arg(long, value_name = "N|TIME")]
+    to: Option<String>,
 }
 
 type StoreWorld = World<Arc<dyn RunLog>>;
@@ -157,10 +182,26 @@ impl<W: Write> Listing<'_, W> {
 
 /// `runlog inspect`.
 pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
+    let what = args.what;
+    let at = args.at.as_deref().map(parse_at).transpose()?;
+    if at.is_some() && !matches!(what, What::Run | What::Steps | What::Hooks | What::Events) {
+        return Err(CliError::Input(format!(
+            "inspect {} takes no --at (run, steps, hooks and events do)",
+            what.name()
+        )));
+    }
+    if at.is_some() && what == What::Hooks && args.run.is_none() {
+        return Err(CliError::Input("inspect hooks --at needs a RUN".into()));
+    }
+    if what != What::Diff && (args.from.is_some() || args.to.is_some()) {
+        return Err(CliError::Input(format!(
+            "inspect {} takes no --from or --to (diff does)",
+            what.name()
+        )));
+    }
     let store = open_for_reading(store_dir)?;
     let world = World::new(store.log(), WorldConfig::default());
     let mut out = BufWriter::new(io::stdout().lock());
-    let what = args.what;
     let need_run = || {
         args.run
             .clone()
@@ -168,11 +209,86 @@ pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
     };
     match args.what {
         What::Runs => runs(&world, &store, &mut out, args.json),
-        What::Hooks => hooks(&world, &store, args.run.as_deref(), &mut out, args.json),
-        What::Steps => steps(&world, &need_run()?, &mut out, args.json),
-        What::Events => events(&world, &need_run()?, &mut out, args.json),
+        What::Run => one_run(&world, &need_run()?, at, &mut out, args.json),
+        What::Hooks => hooks(&world, &store, args.run.as_deref(), at, &mut out, args.json),
+        What::Steps => steps(&world, &need_run()?, at, &mut out, args.json),
+        What::Events => events(&world, &need_run()?, at, &mut out, args.json),
         What::Streams => streams(store.log(), &need_run()?, &mut out, args.json),
+        What::Diff => {
+            let bound = |v: &Option<String>, name: &str| {
+                v.as_deref()
+                    .map(parse_at)
+                    .transpose()?
+                    .ok_or_else(|| CliError::Input(format!("inspect diff needs --{name} N|TIME")))
+            };
+            let (from, to) = (bound(&args.from, "from")?, bound(&args.to, "to")?);
+            diff(&world, &need_run()?, from, to, &mut out, args.json)
+        }
     }
+}
+
+/// `--at`, `--from`, `--to`: a seq or an ISO-8601 time ([`At`]'s parser).
+fn parse_at(text: &str) -> Result<At, CliError> {
+    text.parse::<At>().map_err(cli_error)
+}
+
+/// The run's entities: as of `at`, or as of its last committed event.
+fn run_at(world: &StoreWorld, run: &str, at: Option<At>) -> Result<RunAt, CliError> {
+    match at {
+        Some(at) => world.run_at(run, at).map_err(cli_error),
+        None => {
+            let state = world.run_state(run).map_err(cli_error)?;
+            Ok(RunAt::of(&state, state.seq()))
+        }
+    }
+}
+
+const RUN_HEADERS: [&str; 7] = [
+    "RUN",
+    "STATUS",
+    "WORKFLOW",
+    "DEPLOYMENT",
+    "CREATED",
+    "STARTED",
+    "COMPLETED",
+];
+
+fn run_cells(r: &WorkflowRun) -> Vec<String> {
+    vec![
+        r.run_id.clone(),
+        value(&r.status).as_str().unwrap_or("").to_string(),
+        r.workflow_name.clone(),
+        r.deployment_id.clone(),
+        date(Some(r.created_at_ms)),
+        date(r.started_at_ms),
+        date(r.completed_at_ms),
+    ]
+}
+
+/// `inspect run RUN [--at N|TIME]`: the run (a `WorkflowRun`); a run whose log holds no
+/// `run_created` (at that seq) is not found (exit 2).
+fn one_run(
+    world: &StoreWorld,
+    run: &str,
+    at: Option<At>,
+    out: &mut impl Write,
+    json: bool,
+) -> Result<bool, CliError> {
+    let state = run_at(world, run, at)?;
+    let r = state.run.ok_or_else(|| {
+        cli_error(WorldError::RunNotFound {
+            run_id: run.to_string(),
+        })
+    })?;
+    if json {
+        json_line(out, &value(&r))?;
+    } else {
+        let mut table = Table::new(&RUN_HEADERS);
+        table.row(run_cells(&r));
+        table.print(out)?;
+    }
+    out.flush()?;
+    Ok(false)
 }
 
 /// The workflow runs of the store (ids `wrun_<ULID>`), each with the result of its fold;
@@ -203,15 +319,7 @@ fn runs(
     json: bool,
 ) -> Result<bool, CliError> {
     let all = world_runs(world, store)?;
-    let headers = vec![
-        "RUN",
-        "STATUS",
-        "WORKFLOW",
-        "DEPLOYMENT",
-        "CREATED",
-        "STARTED",
-        "COMPLETED",
-    ];
+    let headers = RUN_HEADERS.to_vec();
     let mut list = Listing {
         out,
         json,
@@ -229,18 +337,7 @@ fn runs(
                 .ok_or(WorldError::RunNotFound { run_id: id.clone() })
         });
         match found {
-            Ok(r) => list.entity(
-                value(&r),
-                vec![
-                    r.run_id.clone(),
-                    value(&r.status).as_str().unwrap_or("").to_string(),
-                    r.workflow_name.clone(),
-                    r.deployment_id.clone(),
-                    date(Some(r.created_at_ms)),
-                    date(r.started_at_ms),
-                    date(r.completed_at_ms),
-                ],
-            )?,
+            Ok(r) => list.entity(value(&r), run_cells(&r))?,
             Err(e) => list.error(&id, e)?,
         }
     }
@@ -250,10 +347,11 @@ fn runs(
 fn steps(
     world: &StoreWorld,
     run: &str,
+    at: Option<At>,
     out: &mut impl Write,
     json: bool,
 ) -> Result<bool, CliError> {
-    let state = world.run_state(run).map_err(cli_error)?;
+    let state = run_at(world, run, at)?;
     let mut table = Table::new(&[
         "STEP",
         "NAME",
@@ -264,7 +362,7 @@ fn steps(
         "COMPLETED",
         "RETRY_AFTER",
     ]);
-    for (_, s) in state.steps() {
+    for s in &state.steps {
         if json {
             json_line(out, &value(s))?;
         } else {
@@ -291,15 +389,16 @@ fn hooks(
     world: &StoreWorld,
     store: &Backend,
     run: Option<&str>,
+    at: Option<At>,
     out: &mut impl Write,
     json: bool,
 ) -> Result<bool, CliError> {
-    let all = match run {
-        Some(run) => vec![(
-            run.to_string(),
-            Ok(world.run_state(run).map_err(cli_error)?),
-        )],
-        None => world_runs(world, store)?,
+    let all: Vec<(String, Result<RunAt, WorldError>)> = match run {
+        Some(run) => vec![(run.to_string(), Ok(run_at(world, run, at)?))],
+        None => world_runs(world, store)?
+            .into_iter()
+            .map(|(id, state)| (id, state.map(|s| RunAt::of(&s, s.seq()))))
+            .collect(),
     };
     let mut list = Listing {
         out,
@@ -314,7 +413,7 @@ fn hooks(
     for (id, state) in all {
         match state {
             Ok(state) => {
-                for (_, h) in state.live_hooks() {
+                for h in &state.hooks {
                     list.entity(
                         value(h),
                         vec![
@@ -335,9 +434,14 @@ fn hooks(
 fn events(
     world: &StoreWorld,
     run: &str,
+    at: Option<At>,
     out: &mut impl Write,
     json: bool,
 ) -> Result<bool, CliError> {
+    let last = match at {
+        Some(at) => Some(world.seq_at(run, at).map_err(cli_error)?.0),
+        None => None,
+    };
     let mut table = Table::new(&[
         "SEQ",
         "CREATED",
@@ -346,15 +450,22 @@ fn events(
         "EVENT_ID",
         "EVENT_DATA",
     ]);
+    let limit = runlog_world::PAGE_LIMIT_MAX;
     let mut pagination = Pagination {
-        limit: Some(runlog_world::PAGE_LIMIT_MAX),
+        limit: Some(last.map_or(limit, |n| limit.min(n.try_into().unwrap_or(limit)))),
         ..Pagination::default()
     };
-    loop {
+    let mut done = false;
+    while !done {
         let page = world
             .list_events(run, &pagination, ResolveData::All)
             .map_err(cli_error)?;
         for e in &page.data {
+            if last.is_some_and(|n| e.seq > n) {
+                done = true;
+                break;
+            }
+            done = last == Some(e.seq);
             if json {
                 json_line(out, &value(e))?;
             } else {
@@ -374,8 +485,8 @@ fn events(
             }
         }
         match (page.has_more, page.cursor) {
-            (true, Some(c)) => pagination.cursor = Some(c),
-            _ => break,
+            (true, Some(c)) if !done => pagination.cursor = Some(c),
+            _ => done = true,
         }
     }
     if !json {
@@ -420,6 +531,58 @@ fn streams(
     if !json {
         table.print(out)?;
     }
+    out.flush()?;
+    Ok(false)
+}
+
+/// `inspect diff RUN --from N --to M`: one row per changed entity (the run, then steps,
+/// hooks and waits by id) with the events that changed it, then a row of the events that
+/// changed none; `--json`: the [`RunDiff`] as one line.
+fn diff(
+    world: &StoreWorld,
+    run: &str,
+    from: At,
+    to: At,
+    out: &mut impl Write,
+    json: bool,
+) -> Result<bool, CliError> {
+    let d: RunDiff = world.run_diff(run, from, to).map_err(cli_error)?;
+    if json {
+        json_line(out, &value(&d))?;
+        out.flush()?;
+        return Ok(false);
+    }
+    let events = |events: &[runlog_world::DiffEvent]| {
+        let each: Vec<String> = events
+            .iter()
+            .map(|e| format!("{} {}", e.seq, e.event_type))
+            .collect();
+        each.join(", ")
+    };
+    let mut table = Table::new(&["ENTITY", "ID", "CHANGE", "EVENTS"]);
+    for c in &d.changes {
+        let change = match c.change {
+            Change::Created => "created",
+            Change::Changed => "changed",
+            Change::Removed => "removed",
+        };
+        table.row(vec![
+            value(&c.entity).as_str().unwrap_or("").to_string(),
+            c.id.clone(),
+            change.to_string(),
+            events(&c.events),
+        ]);
+    }
+    if !d.unchanged.is_empty() {
+        table.row(vec![
+            "-".into(),
+            "-".into(),
+            "none".into(),
+            events(&d.unchanged),
+        ]);
+    }
+    writeln!(out, "{run}: seq {} to seq {}", d.from, d.to)?;
+    table.print(out)?;
     out.flush()?;
     Ok(false)
 }

@@ -226,7 +226,7 @@ fn append_rest(
     let mut cursor = from;
     loop {
         let page = src.read(run, cursor, READ_PAGE_LEN).map_err(source)?;
-        let events: Vec<NewEvent> = page.events.iter().map(new_event).collect();
+        let events: Vec<NewEvent> = page.events.iter().map(Event::to_new_event).collect();
         for batch in batches(&events, limits) {
             append_batch(dst, run, cursor, batch)?;
             cursor += batch.len() as Seq;
@@ -261,18 +261,6 @@ fn append_batch(
         )));
     }
     Ok(())
-}
-
-/// The source event as an append of exactly its fields (the store assigns only the seq).
-fn new_event(e: &Event) -> NewEvent {
-    NewEvent {
-        kind: e.kind.clone(),
-        correlation_id: e.correlation_id.clone(),
-        payload: e.payload.clone(),
-        key: e.key.clone(),
-        event_id: Some(e.event_id),
-        created_at_ms: Some(e.created_at_ms),
-    }
 }
 
 /// Reads both runs back and compares the metadata, the last seq and every event.

@@ -144,6 +144,11 @@ impl<'a> Arg<'a> {
         String::from_unknown(self.value).map_err(|e| self.bad(&format!("unreadable string: {e}")))
     }
 
+    /// Whether the value is a string.
+    pub(crate) fn is_string(&self) -> Result<bool, BindError> {
+        Ok(self.type_of()? == ValueType::String)
+    }
+
     /// A string, or `None` for `undefined`/`null`.
     pub(crate) fn opt_string(&self) -> Result<Option<String>, BindError> {
         if self.is_nullish()? {

@@ -11,6 +11,10 @@
 //!   by side; this figure does not depend on the disk.
 //! - `get/*`: entity reads after warm-up (a cached fold advanced by the empty delta), and
 //!   one page of `events.list` on a 1,000-event run.
+//! - `at/*`: `World::run_at` on a 100,000-event run (33,333 steps, each `step_created` with
+//!   the step payload below, `step_started`, `step_completed`) at seq 1,000, 50,000 and
+//!   100,000, and at a time (a scan of the log, then the fold), against its peer, a fresh
+//!   World's fold of the whole log (`run_state` with nothing cached).
 //!
 //! A failing operation aborts the bench (`expect`): a benchmark of a broken store is no
 //! benchmark.
@@ -23,7 +27,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use runlog::{Config, NewEvent, RunId, RunLog, Seq, Store};
 use runlog_world::{
-    CreateEventParams, EventRequest, EventType, Pagination, ResolveData, World, WorldConfig,
+    At, CreateEventParams, EventRequest, EventType, Pagination, ResolveData, World, WorldConfig,
     mint_run_id,
 };
 
@@ -281,12 +285,66 @@ fn get(c: &mut Criterion) {
     group.finish();
 }
 
+/// Events of the `at/*` run.
+const AT_EVENTS: u64 = 100_000;
+
+fn at(c: &mut Criterion) {
+    let mut group = c.benchmark_group("at");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    let fx = fixture();
+    let run = RunId::new(&fx.run).expect("run id");
+    let store = fx.world.backend().clone();
+    let mut next = 3;
+    let mut i = 0u64;
+    while next <= AT_EVENTS {
+        let mut batch = Vec::new();
+        while batch.len() < 999 && next + (batch.len() as u64) <= AT_EVENTS {
+            let step = format!("step_{i}");
+            let e = match (next + batch.len() as u64) % 3 {
+                0 => NewEvent::new("step_created", step_data()),
+                1 => NewEvent::new("step_started", Vec::new()),
+                _ => {
+                    i += 1;
+                    NewEvent::new(
+                        "step_completed",
+                        r#"{"result":{"__type":"Uint8Array","data":"AQID"}}"#,
+                    )
+                }
+            };
+            batch.push(e.correlation_id(step));
+        }
+        next += batch.len() as u64;
+        store.append_facts(&run, batch).expect("append");
+    }
+    assert_eq!(store.last_seq(&run).expect("last"), AT_EVENTS);
+    let last_ms = store.read(&run, AT_EVENTS - 1, 1).expect("read").events[0].created_at_ms;
+    let end = fx.world.run_at(&fx.run, At::Seq(AT_EVENTS)).expect("at");
+    assert_eq!(end.steps.len(), 33_333);
+    for seq in [1_000, 50_000, AT_EVENTS] {
+        group.bench_function(format!("run_at_seq_{seq}_of_100k"), |b| {
+            b.iter(|| black_box(fx.world.run_at(&fx.run, At::Seq(seq)).expect("at")))
+        });
+    }
+    group.bench_function("run_at_time_of_last_event_of_100k", |b| {
+        b.iter(|| black_box(fx.world.run_at(&fx.run, At::Time(last_ms)).expect("at")))
+    });
+    group.bench_function("peer_cold_fold_of_100k", |b| {
+        b.iter_batched(
+            || World::new(store.clone(), WorldConfig::default()),
+            |w| black_box(w.run_state(&fx.run).expect("fold")),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
-    targets = append, get
+    targets = append, get, at
 }
 criterion_main!(benches);

@@ -184,6 +184,19 @@ pub enum WorldError {
         run_id: String,
     },
 
+    /// A state asked of a point the run's log does not hold ([`crate::World::run_at`],
+    /// [`crate::World::run_diff`]): seq 0, a seq past the log's last, or a time before its
+    /// first event. `WorkflowWorldError`, 400.
+    #[error("run {run_id:?} holds no state at {at}: its log ends at seq {last}")]
+    AtOutOfRange {
+        /// The run.
+        run_id: String,
+        /// The seq or time asked for.
+        at: crate::at::At,
+        /// The log's last seq.
+        last: u64,
+    },
+
     /// A stored event could not be read as a World event (its payload is not JSON): the
     /// run was written by something other than a World. `WorkflowWorldError`, 500, code
     /// `CORRUPT`.

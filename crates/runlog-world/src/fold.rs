@@ -103,6 +103,7 @@ pub struct RunState {
     conflicts: HashMap<String, Seq>,
     resumes: HashMap<String, ResumeSlot>,
     waits: HashMap<String, Wait>,
+    wait_order: Vec<String>,
     terminal: Option<(Seq, Ulid)>,
     attr_ids: HashSet<String>,
     /// When each attribute key was last set or removed by this log (`run_created`,
@@ -133,6 +134,7 @@ impl RunState {
             conflicts: HashMap::new(),
             resumes: HashMap::new(),
             waits: HashMap::new(),
+            wait_order: Vec::new(),
             terminal: None,
             attr_ids: HashSet::new(),
             attr_changed_at_ms: HashMap::new(),
@@ -500,6 +502,7 @@ impl RunState {
             spec_version: self.spec_version,
         };
         self.waits.insert(corr.to_string(), wait);
+        self.wait_order.push(corr.to_string());
         true
     }
 
@@ -589,6 +592,13 @@ impl RunState {
         self.waits.get(correlation_id)
     }
 
+    /// Waits in creation order, each with its correlation id.
+    pub fn waits(&self) -> impl DoubleEndedIterator<Item = (&str, &Wait)> {
+        self.wait_order
+            .iter()
+            .filter_map(|id| self.waits.get(id).map(|w| (id.as_str(), w)))
+    }
+
     /// Seq and event id of the run's (first) terminal event.
     pub fn terminal_event(&self) -> Option<(Seq, Ulid)> {
         self.terminal
@@ -650,6 +660,7 @@ impl RunState {
             }
             if let Some(w) = self.waits.get(c) {
                 s.waits.insert(c.to_string(), w.clone());
+                s.wait_order.push(c.to_string());
             }
         }
         s

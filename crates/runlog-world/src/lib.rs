@@ -9,6 +9,7 @@
 pub mod error_table;
 pub mod streams;
 
+mod at;
 mod attr_log;
 mod attrs;
 mod batch;
@@ -30,6 +31,7 @@ mod rules;
 mod tokens;
 mod world;
 
+pub use at::{At, Change, DiffEvent, Entity, EntityChange, EntityKind, RunAt, RunDiff};
 pub use attrs::{
     ATTRIBUTE_KEY_LEN_MAX, ATTRIBUTE_VALUE_LEN_BYTES_MAX, ATTRIBUTES_PER_RUN_MAX,
     RESERVED_ATTRIBUTE_PREFIX,

@@ -31,7 +31,7 @@ pub const PRELOAD_EVENTS_MAX: usize = 1000;
 /// Default page of `events.list` and of the `sinceCursor` delta.
 pub const EVENTS_PAGE_DEFAULT: usize = 100;
 /// Events read per batch while advancing a cached fold.
-const ADVANCE_BATCH: usize = 4096;
+pub(crate) const ADVANCE_BATCH: usize = 4096;
 
 /// Settings of a [`World`].
 #[derive(Clone, Debug)]
@@ -597,11 +597,7 @@ impl<B: RunLog> World<B> {
     ) -> Result<(MappedMutexGuard<'a, RunState>, Option<runlog::Error>), WorldError> {
         let mut guard = entry.state.lock();
         if guard.is_none() {
-            let meta = self.backend.run_meta(run).map_err(|e| not_found(run, e))?;
-            let spec = serde_json::from_slice::<RunMeta>(&meta)
-                .ok()
-                .and_then(|m| m.spec_version);
-            *guard = Some(RunState::new(run.as_str(), spec, self.identity.clone()));
+            *guard = Some(self.empty_state(run)?);
         }
         let mut state = MutexGuard::map(guard, |s| s.get_or_insert_with(|| unreachable!()));
         loop {
@@ -616,6 +612,18 @@ impl<B: RunLog> World<B> {
                 Err(fault) => return Ok((state, Some(fault))),
             }
         }
+    }
+
+    /// The state of `run`'s empty log: its spec version read from the run's metadata.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`] when the store has no such run; storage errors.
+    pub(crate) fn empty_state(&self, run: &RunId) -> Result<RunState, WorldError> {
+        let meta = self.backend.run_meta(run).map_err(|e| not_found(run, e))?;
+        let spec = serde_json::from_slice::<RunMeta>(&meta)
+            .ok()
+            .and_then(|m| m.spec_version);
+        Ok(RunState::new(run.as_str(), spec, self.identity.clone()))
     }
 
     /// The run's fold at its last committed event (for tests and tools: what the World's

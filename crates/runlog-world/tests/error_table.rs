@@ -148,6 +148,11 @@ fn world_samples() -> Vec<WorldError> {
             field: "f".into(),
             reason: "r".into(),
         },
+        WorldError::AtOutOfRange {
+            run_id: run(),
+            at: runlog_world::At::Seq(9),
+            last: 8,
+        },
         WorldError::AttributeValidation { reason: "r".into() },
         WorldError::Busy {
             run_id: run(),

@@ -8,58 +8,14 @@
 //! whose files disagree with their own logs (`KNOWN`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+mod common;
+
+use common::corpus::{read_json, repo_root, runs_of};
 use runlog_world::{HookIdentity, RunState, parse_iso_ms};
 use serde_json::Value;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-/// A data directory's runs, each as its events in the store's order.
-fn runs_of(dir: &Path) -> BTreeMap<String, Vec<runlog::Event>> {
-    let mut runs: BTreeMap<String, Vec<(u64, String, Value)>> = BTreeMap::new();
-    for entry in std::fs::read_dir(dir.join("events")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue; // a leftover *.json.tmp.* write the store never renamed into place
-        }
-        let v = read_json(&path);
-        let created = parse_iso_ms(v["createdAt"].as_str().unwrap()).unwrap();
-        let id = v["eventId"].as_str().unwrap().to_string();
-        runs.entry(v["runId"].as_str().unwrap().to_string())
-            .or_default()
-            .push((created, id, v));
-    }
-    runs.into_iter()
-        .map(|(run, mut events)| {
-            events.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-            let events = events
-                .into_iter()
-                .enumerate()
-                .map(|(i, (created, id, v))| runlog::Event {
-                    seq: i as u64 + 1,
-                    event_id: ulid::Ulid::from_string(id.trim_start_matches("evnt_")).unwrap(),
-                    created_at_ms: created,
-                    kind: v["eventType"].as_str().unwrap().to_string(),
-                    correlation_id: v["correlationId"].as_str().map(String::from),
-                    key: None,
-                    payload: match v.get("eventData") {
-                        Some(d) => serde_json::to_vec(d).unwrap().into(),
-                        None => Default::default(),
-                    },
-                })
-                .collect();
-            (run, events)
-        })
-        .collect()
-}
 
 /// Differences between `ours` and `theirs`, one `entity.field` per differing member.
 fn diff(entity: &str, ours: &Value, theirs: &Value, out: &mut Vec<String>) {

@@ -13,6 +13,7 @@
 import { setAttributesMember } from './attributes.js';
 import { CLI_DEFAULT_BASE_URL, withBaseUrlFallback } from './base-url.js';
 import { resolveConfig } from './config.js';
+import { createHistory } from './history.js';
 import { extendForBeta55 } from './line-beta55.js';
 import { reportMaxEvents } from './max-events.js';
 import { detectLine, LINES } from './line.js';
@@ -189,6 +190,8 @@ export function createWorld(options = {}) {
       line: { name: line.name, source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
+      /** The run as of a seq (or time) of its log, and what changed between two (src/history.js). */
+      ...createHistory(openWorld),
       /** With the PostgreSQL queue: its counters (`delivered, rescheduled, retried, redelivered, deduped`), else undefined. */
       queue: loadPgQueue && {
         /** Zeros until the queue is first used. */

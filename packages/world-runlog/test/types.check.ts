@@ -2,7 +2,7 @@
 // tests use it, and the World satisfies @workflow/world's World interface.
 import type { World } from '@workflow/world';
 
-import { createWorld, Store, type RunlogError, type ReadPage } from 'world-runlog';
+import { createWorld, Store, type RunlogError, type ReadPage, type RunlogRunAt, type RunlogRunDiff } from 'world-runlog';
 import { isRunlogError } from 'world-runlog/store';
 
 async function roundTrip(): Promise<number> {
@@ -48,3 +48,13 @@ async function nativeWorld(): Promise<number> {
   return read.chunks.length + (await w.streamsInfo(created.run.runId, 'strm_x')).tailIndex;
 }
 void nativeWorld;
+
+async function history(): Promise<number> {
+  const at: RunlogRunAt = await onPostgres.runlog.runAt('wrun_x', 3);
+  const byTime = await onPostgres.runlog.runAt('wrun_x', new Date());
+  const d: RunlogRunDiff = await onPostgres.runlog.runDiff('wrun_x', 0, '2026-11-30T02:25:44.946Z');
+  const kinds: ('run' | 'step' | 'hook' | 'wait')[] = d.changes.map((c) => c.entity);
+  void kinds;
+  return at.seq + byTime.lastSeq + (at.run?.createdAt.getTime() ?? 0) + at.steps.length + at.waits.length;
+}
+void history;

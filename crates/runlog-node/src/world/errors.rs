@@ -65,6 +65,9 @@ fn world_fields(b: BindError, e: &WorldError) -> BindError {
             .with_num("found", u64::from(*found))
             .with_num("supported", u64::from(*supported)),
         WorldError::InvalidRequest { field, .. } => b.with_str("field", field),
+        WorldError::AtOutOfRange { run_id, last, .. } => {
+            b.with_str("runId", run_id).with_num("lastSeq", *last)
+        }
         _ => b,
     }
 }

@@ -31,7 +31,7 @@ use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use runlog::{RunId, RunLog};
 use runlog_world::streams::CHUNKS_PER_PAGE_DEFAULT;
-use runlog_world::{ResolveData, Streams, World, WorldError};
+use runlog_world::{At, ResolveData, Streams, World, WorldError};
 use serde::Serialize;
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
@@ -151,6 +151,24 @@ impl JsWorld {
 
 fn string_arg(v: Unknown<'_>, name: &str) -> Result<String, BindError> {
     Arg::new(v, name).string()
+}
+
+/// A point of a run's log: a seq (a non-negative integer, or a string of digits) or an
+/// ISO-8601 time string ([`At`]'s parser).
+fn at_arg(v: Unknown<'_>, name: &str) -> Result<At, BindError> {
+    let arg = Arg::new(v, name);
+    if arg.is_string()? {
+        let text = arg.string()?;
+        return text
+            .parse::<At>()
+            .map_err(|e| BindError::invalid(name, e.to_string()));
+    }
+    arg.uint(MAX_SAFE_INTEGER).map(At::Seq).map_err(|_| {
+        BindError::invalid(
+            name,
+            "must be a seq (a non-negative integer) or an ISO-8601 time string",
+        )
+    })
 }
 
 /// The run id of a stream call: any id the store can hold (`[A-Za-z0-9_-]`, 1–128 bytes).
@@ -413,6 +431,49 @@ impl JsWorld {
         self.get_call(&env, [(run, "runId")], params, |w, [run], resolve| {
             Ok(w.get_run(&run, resolve)?)
         })
+    }
+
+    /// `runAt(runId, at) → Promise<string>`: the run as of a seq of its log
+    /// (`runlog_world::World::run_at`): `at` is a seq (a number, or a string of digits) or an
+    /// ISO-8601 time string (the last seq whose event's `createdAt` is at or before it);
+    /// resolves with `{seq, lastSeq, run, steps, hooks, waits}` as JSON text (`run` null
+    /// before the log's `run_created`). Rejects `INVALID_INPUT` (400) for seq 0, a seq past
+    /// the log's end or a time before its first event (with `runId`, `lastSeq`).
+    #[napi(
+        ts_args_type = "runId: string, at: number | string",
+        ts_return_type = "Promise<string>"
+    )]
+    pub fn run_at(&self, env: Env, run: Unknown<'_>, at: Unknown<'_>) -> napi::Result<Raw> {
+        self.json_call(
+            &env,
+            || Ok((string_arg(run, "runId")?, at_arg(at, "at")?)),
+            move |w, (run, at)| Ok(w.world.run_at(&run, at)?),
+        )
+    }
+
+    /// `runDiff(runId, from, to) → Promise<string>`: which entities of the run changed from
+    /// `from` to `to` (each as `at` of `runAt`; `from` may be 0, the empty log), and by which
+    /// events (`runlog_world::World::run_diff`): `{runId, from, to, changes: [{entity,
+    /// id, change, events: [{seq, eventType}], before, after}], unchanged}` as JSON text.
+    #[napi(
+        ts_args_type = "runId: string, from: number | string, to: number | string",
+        ts_return_type = "Promise<string>"
+    )]
+    pub fn run_diff(
+        &self,
+        env: Env,
+        run: Unknown<'_>,
+        from: Unknown<'_>,
+        to: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        self.json_call(
+            &env,
+            || {
+                let run = string_arg(run, "runId")?;
+                Ok((run, at_arg(from, "from")?, at_arg(to, "to")?))
+            },
+            move |w, (run, from, to)| Ok(w.world.run_diff(&run, from, to)?),
+        )
     }
 
     /// `runsList(params?) → Promise<string>`: `{workflowName, status, pagination,

@@ -5,6 +5,7 @@
 // Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
+pub mod corpus;
 mod interposed;
 #[allow(unused_imports)] // as `dead_code` above
 pub use interposed::{Decisions, Facts, Interposed, Interposer};
