@@ -8,6 +8,11 @@
 #     wheel from PyPI (`pip download`, unpacked; the wheel holds a `node` binary);
 #   - playwright-core from the npm registry, into a temp directory (it drives the installed
 #     Chromium; it downloads no browser).
+# Then, with RUNLOG_PG_URL (.ci/run's throwaway PostgreSQL), the shared-store case
+# (sdk-cli.mjs --postgres): runs made by 3 servers of the 5.0.0-beta.55 app on that server
+# (examples/multi-server.mjs, store and queue in PostgreSQL), inspected through the CLI and
+# the web UI from another working directory; about a minute, the app reused from the
+# file-store step. Needs the release `runlog` CLI (built here when missing).
 # Expects the addon built (bash crates/runlog-node/build.sh, as .ci/node.sh does). Exits
 # non-zero on any failure. The apps go to a temp directory (SDK_CLI_WORK to choose it),
 # one per line for both worlds, so nothing under examples/ is touched. Time: 29 min here
@@ -70,6 +75,28 @@ if [ "$code" -ne 0 ]; then
   cat "$out"
   echo "sdk-cli failed (exit $code)" >&2
   exit 1
+fi
+
+if [ -n "${RUNLOG_PG_URL:-}" ]; then
+  step "sdk-cli: workflow inspect and workflow web from another directory on runs of 3 servers sharing one PostgreSQL"
+  runlog_bin="$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>process.stdout.write(JSON.parse(s).target_directory))')/release/runlog"
+  [ -x "$runlog_bin" ] || cargo build --release -q -p runlog-cli
+  pg_out="$work/sdk-cli-pg.json"
+  set +e
+  node examples/sdk-cli.mjs --postgres "$RUNLOG_PG_URL" --runlog-bin "$runlog_bin" --work "$work" --web-node "$web_node" --playwright "$tools/pw" --chromium /usr/bin/chromium > "$pg_out"
+  code=$?
+  set -e
+  node -e '
+    const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const failed = Object.entries(o.checks ?? {}).filter(([, v]) => !v).map(([k]) => k);
+    const n = Object.keys(o.checks ?? {}).length;
+    console.log(`${o.line} runlog on PostgreSQL, ${o.runs?.servers} servers (the demo run delivered by ${o.runs?.deliveredBy}), read from ${o.inspector}: ${o.ok ? "ok" : "FAILED"} (${n - failed.length}/${n} checks${failed.length ? "; failed: " + failed.join(", ") : ""}${o.failure ? "; " + o.failure.slice(0, 300) : ""})`);
+  ' "$pg_out" || true
+  if [ "$code" -ne 0 ]; then
+    cat "$pg_out"
+    echo "sdk-cli on PostgreSQL failed (exit $code)" >&2
+    exit 1
+  fi
 fi
 echo
 echo "sdk-cli passed"

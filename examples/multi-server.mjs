@@ -15,8 +15,19 @@
 // concurrent replays seen: two deliveries of one run's workflow message overlapping in time,
 // on two servers or one, from the queue's delivery trace, WORKFLOW_RUNLOG_QUEUE_TRACE).
 //
-//   node examples/multi-server.mjs [--scenario kill|pg-restart|both] [--runs 100] [--servers 3]
+//   node examples/multi-server.mjs [--scenario kill|pg-restart|both|none] [--runs 100] [--servers 3]
 //                                  [--sequential] [--app-dir DIR] [--no-install] [--runlog-bin PATH]
+//                                  [--line 5.0.0-beta.55|5.0.0-beta.35] [--world runlog|postgres]
+//
+// --line: the SDK line of the app (examples/sdk-<line>). --world postgres runs the same app
+// on the SDK's own PostgreSQL World (@workflow/world-postgres, the version published for the
+// line: POSTGRES_WORLD; only 5.0.0-beta.35 has one), each scenario in a fresh database set up
+// by that package's own setup (dist/cli.js); the checks are the same but `runlog verify`
+// and the replay counts (runlog's queue trace) are runlog's only. The summary has `runsPerS`
+// (the runs over the time from the first start to the last end, polled each second) and the
+// steps' latency (`stepLatencyMs`: from a step's step_created to its step_completed event,
+// p50/p95 over the demo runs). examples/pg-throughput.mjs runs it for 1, 2 and 3 servers on
+// both Worlds and prints the table.
 //
 // --sequential sets WORKFLOW_SEQUENTIAL_REPLAYS=1 on the servers: one run's workflow messages
 // are then delivered one at a time across the servers (src/queue-postgres.js), and no two
@@ -43,12 +54,19 @@ import { fileURLToPath } from 'node:url';
 import { RUNLOG_PACKAGE, RUNLOG_PACKAGE_NAME, commandRunner, freePort, httpClient, ms, now, parseArgs, repo, sleep, until } from './lib/harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const LINE = '5.0.0-beta.55';
+/** The published @workflow/world-postgres that installs with each line's runtime. */
+const POSTGRES_WORLD = { '5.0.0-beta.35': '5.0.0-beta.27' };
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 const TERMINAL_EVENTS = ['run_completed', 'run_failed', 'run_cancelled'];
 const NOTE = 'from-outside';
 
-const { has, values } = parseArgs(process.argv.slice(2), ['--scenario', '--runs', '--servers', '--app-dir', '--runlog-bin']);
+const { has, values } = parseArgs(process.argv.slice(2), ['--scenario', '--runs', '--servers', '--app-dir', '--runlog-bin', '--line', '--world']);
+const LINE = values('--line').at(-1) ?? '5.0.0-beta.55';
+if (!existsSync(path.join(here, `sdk-${LINE}`, 'package.json'))) throw new Error(`--line: no examples/sdk-${LINE}`);
+const WORLD = values('--world').at(-1) ?? 'runlog';
+if (!['runlog', 'postgres'].includes(WORLD)) throw new Error(`--world: runlog or postgres, not ${WORLD}`);
+if (WORLD === 'postgres' && !POSTGRES_WORLD[LINE]) throw new Error(`--world postgres: no published @workflow/world-postgres for the ${LINE} line (${Object.keys(POSTGRES_WORLD).join(', ')})`);
+const WORLD_PACKAGE = WORLD === 'runlog' ? RUNLOG_PACKAGE_NAME : '@workflow/world-postgres';
 const scenarioArg = values('--scenario').at(-1) ?? 'both';
 const scenarios = scenarioArg === 'both' ? ['kill', 'pg-restart'] : [scenarioArg];
 if (!scenarios.every((s) => ['kill', 'pg-restart', 'none'].includes(s))) throw new Error(`--scenario: kill, pg-restart, both or none, not ${scenarioArg}`);
@@ -76,13 +94,21 @@ function prepareApp() {
   const t0 = now();
   if (install) {
     run('npm', ['install', '--no-audit', '--no-fund'], log);
-    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', RUNLOG_PACKAGE], log);
+    const extra = POSTGRES_WORLD[LINE] ? [`@workflow/world-postgres@${POSTGRES_WORLD[LINE]}`] : [];
+    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', RUNLOG_PACKAGE, ...extra], log);
   }
+  // The World's package may be bundled by the build: one build per World, kept where the
+  // workflow builder does not look for sources (under node_modules) and modules still resolve.
   rmSync(path.join(app, '.output'), { recursive: true, force: true });
-  run('npx', ['nitro', 'build'], log, { ...process.env, WORKFLOW_TARGET_WORLD: RUNLOG_PACKAGE_NAME });
+  rmSync(buildDir(), { recursive: true, force: true });
+  run('npx', ['nitro', 'build'], log, { ...process.env, WORKFLOW_TARGET_WORLD: WORLD_PACKAGE });
+  cpSync(path.join(app, '.output'), buildDir(), { recursive: true });
   log.end();
   return ms(t0);
 }
+
+/** The app's build for this World. */
+const buildDir = () => path.join(app, 'node_modules', '.runlog-builds', WORLD);
 
 /** A server's own working directory: its package.json, links to the app's node_modules and build. */
 function serverDir(i) {
@@ -91,7 +117,7 @@ function serverDir(i) {
   mkdirSync(dir, { recursive: true });
   cpSync(path.join(app, 'package.json'), path.join(dir, 'package.json'));
   symlinkSync(path.join(app, 'node_modules'), path.join(dir, 'node_modules'));
-  symlinkSync(path.join(app, '.output'), path.join(dir, '.output'));
+  symlinkSync(buildDir(), path.join(dir, '.output'));
   return dir;
 }
 
@@ -240,20 +266,69 @@ function concurrentReplays(traceFile) {
   return { total, acrossServers, deliveries: lines.length };
 }
 
+/** `url` with its database replaced by `db` (the other parameters kept). */
+function withDatabase(url, db) {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+/**
+ * A fresh database for the SDK's PostgreSQL World (its tables have fixed schema names),
+ * set up by that package's own setup (dist/cli.js: its migrations, graphile's schema).
+ */
+function postgresWorldDatabase(pg, tag) {
+  const db = `msw_${tag}`;
+  const r = spawnSync('psql', [pg.url, '-q', '-c', `create database ${db}`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`create database ${db}: ${r.stderr}`);
+  const url = withDatabase(pg.url, db);
+  const setup = path.join(app, 'node_modules', '@workflow', 'world-postgres', 'bin', 'setup.js');
+  const s = spawnSync('node', [setup], { cwd: app, encoding: 'utf8', env: { ...process.env, WORKFLOW_POSTGRES_URL: url } });
+  if (s.status !== 0) throw new Error(`world-postgres setup: ${s.stdout}${s.stderr}`);
+  return url;
+}
+
+/** p50 and p95 (ms) of `xs`, rounded; undefined when empty. */
+function percentiles(xs) {
+  if (xs.length === 0) return undefined;
+  const a = [...xs].sort((x, y) => x - y);
+  const at = (q) => a[Math.min(a.length - 1, Math.floor(q * a.length))];
+  return { p50: Math.round(at(0.5)), p95: Math.round(at(0.95)), steps: a.length };
+}
+
+/** How many server processes delivered messages of run `runId` (from the queue's trace; runlog's only). */
+function deliveringServers(traceFile, runId) {
+  if (!existsSync(traceFile)) return undefined;
+  const pids = new Set();
+  for (const line of readFileSync(traceFile, 'utf8').split('\n').filter(Boolean)) {
+    const d = JSON.parse(line);
+    if (d.runId === runId) pids.add(d.pid);
+  }
+  return pids.size;
+}
+
 async function scenario(kind, pg) {
   const tag = `${kind.replace('-', '')}_${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   const storeUrl = `${pg.url}${pg.url.includes('?') ? '&' : '?'}schema=ms_${tag}`;
   const traceFile = path.join(app, '.logs', `trace-${tag}.jsonl`);
-  const env = {
-    ...process.env,
-    WORKFLOW_TARGET_WORLD: RUNLOG_PACKAGE_NAME,
-    WORKFLOW_RUNLOG_URL: storeUrl,
-    WORKFLOW_RUNLOG_QUEUE_SCHEMA: `msq_${tag}`,
-    WORKFLOW_RUNLOG_QUEUE_TRACE: traceFile,
-    WORKFLOW_SEQUENTIAL_REPLAYS: sequential ? '1' : '0',
-  };
+  const env =
+    WORLD === 'runlog'
+      ? {
+          ...process.env,
+          WORKFLOW_TARGET_WORLD: RUNLOG_PACKAGE_NAME,
+          WORKFLOW_RUNLOG_URL: storeUrl,
+          WORKFLOW_RUNLOG_QUEUE_SCHEMA: `msq_${tag}`,
+          WORKFLOW_RUNLOG_QUEUE_TRACE: traceFile,
+          WORKFLOW_SEQUENTIAL_REPLAYS: sequential ? '1' : '0',
+        }
+      : {
+          ...process.env,
+          WORKFLOW_TARGET_WORLD: WORLD_PACKAGE,
+          WORKFLOW_POSTGRES_URL: postgresWorldDatabase(pg, tag),
+          WORKFLOW_SEQUENTIAL_REPLAYS: sequential ? '1' : '0',
+        };
   delete env.RUNLOG_PG_URL;
-  const summary = { scenario: kind, servers: serverCount, sequentialReplays: sequential, ok: false };
+  const summary = { scenario: kind, line: LINE, world: WORLD === 'runlog' ? 'world-runlog' : `@workflow/world-postgres@${POSTGRES_WORLD[LINE]}`, servers: serverCount, sequentialReplays: sequential, ok: false };
   const t0 = now();
   const servers = [];
   try {
@@ -354,6 +429,7 @@ async function scenario(kind, pg) {
     let streamsWithARepeatedLine = 0;
     let extraAttempts = 0;
     let wrongReturn = 0;
+    const stepLatencies = [];
     await pool(runs, 6, async (r) => {
       const v = status.get(r.runId);
       const d = status.get(r.doomedRunId);
@@ -374,9 +450,17 @@ async function scenario(kind, pg) {
         const steps = new Map();
         for (const e of ev) if (e.eventType === 'step_completed') steps.set(e.correlationId, (steps.get(e.correlationId) ?? 0) + 1);
         if ([...steps.values()].some((n) => n > 1)) doubleStep++;
+        if (id !== r.runId) continue;
+        const created = new Map();
+        for (const e of ev) {
+          const t = Date.parse(e.createdAt);
+          if (e.eventType === 'step_created' && !created.has(e.correlationId)) created.set(e.correlationId, t);
+          if (e.eventType === 'step_completed' && created.has(e.correlationId)) stepLatencies.push(t - created.get(e.correlationId));
+        }
       }
       const s = await anyServer(servers, 'GET', `/api/stream?id=${r.runId}`, undefined, 20_000, r.startedOn);
       const text = s.bytes.toString('utf8');
+      r.streamLines = text.split('\n').slice(0, -1);
       const shape = streamShape(r.name, text, rv.attempt);
       if (shape === 'broken') problems.push(`${r.name}: stream ${JSON.stringify(text)}`);
       else streamsWhole++;
@@ -386,7 +470,7 @@ async function scenario(kind, pg) {
     const released = logs.reduce((n, text) => n + [...text.matchAll(/\[world-runlog queue\] released (\d+) job/g)].reduce((m, x) => m + Number(x[1]), 0), 0);
     const workerRestarts = logs.reduce((n, text) => n + [...text.matchAll(/\[world-runlog queue\] a worker died/g)].length, 0);
     const replays = concurrentReplays(traceFile);
-    const verify = spawnSync(runlogBin, ['--store', storeUrl, 'verify'], { encoding: 'utf8' });
+    const verify = WORLD === 'runlog' ? spawnSync(runlogBin, ['--store', storeUrl, 'verify'], { encoding: 'utf8' }) : undefined;
     Object.assign(summary, {
       runs: runCount * 2,
       demoRuns: runCount,
@@ -397,12 +481,23 @@ async function scenario(kind, pg) {
       streamsWhole,
       streamsWithARepeatedLine,
       runsWhoseRetriedStepReportsAttemptAbove2: extraAttempts,
-      redeliveredMessages: released,
-      workerRestarts,
-      deliveries: replays.deliveries,
-      concurrentReplays: replays.total,
-      concurrentReplaysAcrossServers: replays.acrossServers,
-      verify: { status: verify.status, output: `${verify.stdout}${verify.stderr}`.trim().split('\n').slice(-3) },
+      // From runlog's queue: its log lines and its delivery trace.
+      ...(WORLD === 'runlog' && {
+        redeliveredMessages: released,
+        workerRestarts,
+        deliveries: replays.deliveries,
+        concurrentReplays: replays.total,
+        concurrentReplaysAcrossServers: replays.acrossServers,
+      }),
+      runsPerS: Math.round(((runCount * 2) / (summary.runsMs / 1000)) * 100) / 100,
+      stepLatencyMs: percentiles(stepLatencies.filter(Number.isFinite)),
+      // Where the runs are, for a reader on another machine (examples/sdk-cli.mjs --postgres);
+      // the schemas are kept. Small runs list their ids and streams too.
+      store: WORLD === 'runlog' ? { WORKFLOW_RUNLOG_URL: storeUrl, WORKFLOW_RUNLOG_QUEUE_SCHEMA: env.WORKFLOW_RUNLOG_QUEUE_SCHEMA } : { WORKFLOW_POSTGRES_URL: env.WORKFLOW_POSTGRES_URL },
+      ...(runCount <= 10 && {
+        runList: runs.map((r) => ({ name: r.name, runId: r.runId, doomedRunId: r.doomedRunId, streamLines: r.streamLines, deliveredBy: deliveringServers(traceFile, r.runId) })),
+      }),
+      ...(verify && { verify: { status: verify.status, output: `${verify.stdout}${verify.stderr}`.trim().split('\n').slice(-3) } }),
       problems: [...hookFailures, ...problems].slice(0, 10),
     });
     summary.checks = {
@@ -413,8 +508,9 @@ async function scenario(kind, pg) {
       noRunWithTwoTerminalEvents: doubleTerminal === 0,
       noStepCompletedTwice: doubleStep === 0,
       streamsWhole: streamsWhole === runCount,
-      verifyClean: verify.status === 0,
-      ...(kind === 'kill' && { redeliveredAfterKill: released > 0 }),
+      ...(verify && { verifyClean: verify.status === 0 }),
+      // The released-jobs log line is runlog's queue's.
+      ...(kind === 'kill' && WORLD === 'runlog' && { redeliveredAfterKill: released > 0 }),
       ...(sequential && { noConcurrentReplay: replays.total === 0 }),
     };
     summary.ok = Object.values(summary.checks).every(Boolean);

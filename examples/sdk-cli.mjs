@@ -15,6 +15,17 @@
 //     --chromium    the browser (default $CHROMIUM or /usr/bin/chromium)
 //     --no-web      the CLI checks only
 //     --reuse       keep the apps' runs from an earlier call (no examples/run.mjs)
+//     --postgres    URL: instead of the lines above, the shared PostgreSQL case (below)
+//     --runlog-bin  the `runlog` CLI for --postgres (multi-server.mjs's verify)
+//
+// --postgres (issue 23, "the SDK's CLI and web UI on the shared store, from any machine"):
+// examples/multi-server.mjs makes the runs: the 5.0.0-beta.55 app as 3 servers on that
+// PostgreSQL (store and queue), one demo run and one doomed run, each delivered by whichever
+// server took its messages. Then the same CLI and web checks as below run from another
+// working directory (DIR/pg-inspector: a package.json and the app's node_modules, no store,
+// no build), the World picked by WORKFLOW_TARGET_WORLD=world-runlog and found by the
+// servers' WORKFLOW_RUNLOG_URL alone; that directory must still hold no `.workflow-data`.
+// The app is DIR/sdk-5.0.0-beta.55 (installed by a file-store call before, else installed).
 //
 // Per line and world: `node examples/run.mjs <line> <world> --mode prod --keep-data
 // --app-dir DIR/sdk-<line>` (the demo run and the doomed one, real runs of the app's
@@ -36,7 +47,7 @@
 // run_created's), the same hooks, streams, stream bytes and sleeps, the same web Events
 // tab, the same error shapes (a failed step's and a failed run's `error`).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,7 +71,7 @@ function usage(msg) {
 }
 
 const args = process.argv.slice(2);
-const VALUE_FLAGS = ['--line', '--work', '--web-node', '--playwright', '--chromium'];
+const VALUE_FLAGS = ['--line', '--work', '--web-node', '--playwright', '--chromium', '--postgres', '--runlog-bin'];
 const BOOL_FLAGS = ['--no-web', '--reuse'];
 for (let i = 0; i < args.length; i++) {
   if (VALUE_FLAGS.includes(args[i])) {
@@ -77,6 +88,10 @@ const playwrightDir = values('--playwright').at(-1) ?? process.env.SDK_CLI_PLAYW
 const chromiumPath = values('--chromium').at(-1) ?? process.env.CHROMIUM ?? '/usr/bin/chromium';
 const web = !args.includes('--no-web');
 const reuse = args.includes('--reuse');
+const pgUrl = values('--postgres').at(-1);
+const runlogBin = values('--runlog-bin').at(-1);
+/** With --postgres: the servers' store settings (multi-server.mjs's summary `store`). */
+let pgStore;
 
 
 /** The environment a world's CLI runs with: runlog by WORKFLOW_TARGET_WORLD, local by nothing. */
@@ -86,7 +101,9 @@ function worldEnv(world) {
   // The CLI's update check keeps one cache file per user for every CLI version; lines
   // alternating on it would make each call ask the registry again.
   env.XDG_DATA_HOME = path.join(work, '.xdg');
-  if (world === 'runlog') env.WORKFLOW_TARGET_WORLD = RUNLOG_PACKAGE_NAME;
+  for (const k of ['WORKFLOW_RUNLOG_URL', 'WORKFLOW_RUNLOG_QUEUE_SCHEMA', 'RUNLOG_PG_URL', 'RUNLOG_PG_DIR']) delete env[k];
+  if (world === 'runlog' || world === 'runlog-pg') env.WORKFLOW_TARGET_WORLD = RUNLOG_PACKAGE_NAME;
+  if (world === 'runlog-pg') Object.assign(env, pgStore);
   return env;
 }
 
@@ -162,7 +179,7 @@ const [world, ...runIds] = process.argv.slice(1);
 const req = createRequire(path.join(process.cwd(), 'package.json'));
 const load = async (name) => import(pathToFileURL(req.resolve(name)).href);
 let w;
-if (world === 'runlog') w = (await load('${RUNLOG_PACKAGE_NAME}')).createWorld();
+if (world === 'runlog' || world === 'runlog-pg') w = (await load('${RUNLOG_PACKAGE_NAME}')).createWorld();
 else {
   const m = await load('@workflow/world-local');
   w = (m.createLocalWorld ?? m.createWorld)({ dataDir: path.resolve('.workflow-data') });
@@ -255,7 +272,7 @@ function cliRuns(ctx, run, view, runs, shown) {
   ctx.check('cliDemoCompleted', demo?.status === 'completed' && shortName(demo?.workflowName) === 'demo', demo);
   ctx.check(
     'cliDoomedFailed',
-    doomed?.status === 'failed' && shortName(doomed?.workflowName) === 'doomed' && /refused: uncaught in example/.test(doomed?.error?.message ?? ''),
+    doomed?.status === 'failed' && shortName(doomed?.workflowName) === 'doomed' && new RegExp(`refused: uncaught in ${run.name ?? 'example'}$`).test(doomed?.error?.message ?? ''),
     doomed,
   );
   ctx.check('cliRunsMatchWorld', JSON.stringify(ctx.out.runs.map((r) => [r.runId, r.status]).sort()) === JSON.stringify(view.runs.map((r) => [r.runId, r.status]).sort()), view.runs);
@@ -337,7 +354,9 @@ function cliHooksStreamsSleeps(ctx, run, { hooks, hookEvents, streams, read, sle
   // values by index), decoded: the app's three lines, as the app's /api/stream read them.
   ctx.out.streamRead = read.map((v) => (v !== null && typeof v === 'object' ? Buffer.from(Object.values(v)).toString('utf8') : v));
   const lines = run.streamLines ?? [];
-  ctx.check('cliStreamRead', lines.length === 3 && ctx.out.streamRead.join('') === lines.map((l) => `${l}\n`).join(''), { cli: ctx.out.streamRead, app: lines });
+  // Runs of several servers may run a step body twice (multi-server.mjs): a line repeated, as the app reads it too.
+  const lineCount = run.linesMayRepeat ? lines.length >= 3 : lines.length === 3;
+  ctx.check('cliStreamRead', lineCount && ctx.out.streamRead.join('') === lines.map((l) => `${l}\n`).join(''), { cli: ctx.out.streamRead, app: lines });
 
   ctx.out.sleeps = sleeps.map((s) => ({ correlationId: s.correlationId, completed: Boolean(s.completedAt) }));
   ctx.check('cliSleeps', sleeps.length === 1 && Boolean(sleeps[0].completedAt) && Boolean(sleeps[0].resumeAt), sleeps);
@@ -532,6 +551,25 @@ async function webChecks(app, world, run, view, checks, failures) {
   return out;
 }
 
+/** webChecks, its failure (a wait that gave up) recorded as the check `web`. */
+async function webOrFailure(app, world, run, view, checks, failures) {
+  try {
+    return await webChecks(app, world, run, view, checks, failures);
+  } catch (err) {
+    check(checks, failures, 'web', false, String(err?.message ?? err));
+    return undefined;
+  }
+}
+
+/** The summary with its checks, failures, `ok` (no failure, every check true) and time. */
+function finished(summary, checks, failures, t0) {
+  summary.checks = checks;
+  if (Object.keys(failures).length) summary.failures = failures;
+  summary.ok = summary.failure === undefined && Object.keys(checks).length > 0 && Object.values(checks).every(Boolean);
+  summary.ms = ms(t0);
+  return summary;
+}
+
 async function lineWorld(line, world) {
   const app = path.join(work, `sdk-${line}`);
   const summary = { line, world, app, ok: false };
@@ -546,21 +584,11 @@ async function lineWorld(line, world) {
     summary.direct = { runs: view.runs, demoEvents: view.per[run.runId].events.length };
     summary.cli = await cliChecks(app, world, run, view, checks, failures);
     summary.view = view;
-    if (web) {
-      try {
-        summary.web = await webChecks(app, world, run, view, checks, failures);
-      } catch (err) {
-        check(checks, failures, 'web', false, String(err?.message ?? err));
-      }
-    }
+    if (web) summary.web = await webOrFailure(app, world, run, view, checks, failures);
   } catch (err) {
     summary.failure = String(err?.message ?? err);
   }
-  summary.checks = checks;
-  if (Object.keys(failures).length) summary.failures = failures;
-  summary.ok = summary.failure === undefined && Object.keys(checks).length > 0 && Object.values(checks).every(Boolean);
-  summary.ms = ms(t0);
-  return summary;
+  return finished(summary, checks, failures, t0);
 }
 
 /** The line's two worlds side by side: the same steps, event types and order, streams. */
@@ -609,8 +637,57 @@ function recordLineWorld(s) {
   if (web) rec('workflow web (Chromium)', 'web');
 }
 
+/**
+ * The shared PostgreSQL case (--postgres): runs made by 3 servers of the multi-server app,
+ * inspected from another working directory.
+ */
+async function postgresCase() {
+  const line = '5.0.0-beta.55';
+  const app = path.join(work, `sdk-${line}`);
+  const summary = { line, world: 'runlog-pg', app, ok: false };
+  const checks = {};
+  const failures = {};
+  const t0 = now();
+  try {
+    const installed = existsSync(path.join(app, 'node_modules', RUNLOG_PACKAGE_NAME));
+    const ms3 = spawnSync(
+      process.execPath,
+      [path.join(here, 'multi-server.mjs'), '--scenario', 'none', '--servers', '3', '--runs', '1', '--app-dir', app, ...(installed ? ['--no-install'] : []), ...(runlogBin ? ['--runlog-bin', runlogBin] : [])],
+      { encoding: 'utf8', env: { ...worldEnv('local'), RUNLOG_PG_URL: pgUrl, RUNLOG_CI_RESULTS: '' }, maxBuffer: 64 << 20 },
+    );
+    const made = ms3.stdout.trim().split(/\n(?=\{)/).map((t) => JSON.parse(t)).find((o) => o.scenario === 'none');
+    if (ms3.status !== 0 || !made?.ok) throw new Error(`examples/multi-server.mjs failed (exit ${ms3.status}): ${(made ? JSON.stringify(made) : ms3.stdout + ms3.stderr).slice(-1500)}`);
+    pgStore = made.store;
+    const run = { ...made.runList[0], linesMayRepeat: true };
+    summary.runs = { runId: run.runId, doomedRunId: run.doomedRunId, servers: made.servers, deliveredBy: run.deliveredBy, runsMs: made.runsMs };
+    check(checks, failures, 'runDeliveredByTwoServersOrMore', run.deliveredBy >= 2, run.deliveredBy);
+    // Another machine's working directory: the line's packages, nothing of the servers'.
+    const inspector = path.join(work, 'pg-inspector');
+    rmSync(inspector, { recursive: true, force: true });
+    mkdirSync(inspector, { recursive: true });
+    writeFileSync(path.join(inspector, 'package.json'), readFileSync(path.join(app, 'package.json')));
+    symlinkSync(path.join(app, 'node_modules'), path.join(inspector, 'node_modules'));
+    mkdirSync(path.join(inspector, '.logs'));
+    summary.inspector = inspector;
+    summary.cliVersion = JSON.parse(readFileSync(path.join(app, 'node_modules', '@workflow', 'cli', 'package.json'), 'utf8')).version;
+    const view = worldView(inspector, 'runlog-pg', [run.runId, run.doomedRunId]);
+    summary.direct = { runs: view.runs, demoEvents: view.per[run.runId].events.length };
+    summary.cli = await cliChecks(inspector, 'runlog-pg', run, view, checks, failures);
+    if (web) summary.web = await webOrFailure(inspector, 'runlog-pg', run, view, checks, failures);
+    check(checks, failures, 'inspectorHoldsNoStore', !existsSync(path.join(inspector, '.workflow-data')), null);
+  } catch (err) {
+    summary.failure = String(err?.message ?? err);
+  }
+  return finished(summary, checks, failures, t0);
+}
+
 let allOk = true;
 mkdirSync(work, { recursive: true });
+if (pgUrl) {
+  const s = await postgresCase();
+  console.log(JSON.stringify(s, null, 2));
+  process.exit(s.ok ? 0 : 1);
+}
 for (const line of lines) {
   const results = {};
   for (const world of WORLDS) {

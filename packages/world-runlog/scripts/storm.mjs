@@ -18,6 +18,12 @@
 //   runsWithoutTerminal     runs left without a terminal event (should be 0: every writer tries one)
 //   runsWithSlotGaps        runs whose event ids are not the slots 1…n in order (spec ≥ 6 only)
 //
+// --url <postgres://…> runs it on PostgreSQL (runlog World only): every process opens the
+// World with that URL and `?schema=` a fresh `storm_…` schema of its own (dropped
+// afterwards), as app servers sharing one database do; the processes race on the same runs
+// through the server, not through a shared directory. .ci/multi-server.sh runs it with
+// --processes 3 (the three servers' worth) on its throwaway PostgreSQL.
+//
 // --app <dir> runs the storm through the line of the app in <dir> (its @workflow/world
 // decides; examples/sdk-5.0.0-beta.55 after `node examples/run.mjs 5.0.0-beta.55 local`):
 // the World is created with that directory as cwd, runs are stamped with its specVersion,
@@ -40,7 +46,7 @@ const self = fileURLToPath(import.meta.url);
 const packageDir = path.resolve(path.dirname(self), '..');
 
 function args() {
-  const out = { world: 'both', processes: 2, writers: 8, runs: 30, child: false, dataDir: undefined, at: 0, seed: 1, app: undefined };
+  const out = { world: 'both', processes: 2, writers: 8, runs: 30, child: false, dataDir: undefined, url: undefined, at: 0, seed: 1, app: undefined };
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i++) {
     const k = a[i].replace(/^--/, '');
@@ -48,15 +54,22 @@ function args() {
     else out[k] = ['processes', 'writers', 'runs', 'at', 'seed'].includes(k) ? Number(a[++i]) : a[++i];
   }
   if (out.app) out.app = path.resolve(out.app);
+  if (out.url !== undefined && !/^postgres(ql)?:\/\//i.test(out.url)) throw new Error(`--url must be a postgres:// URL, not ${out.url}`);
+  if (out.url !== undefined && out.world !== 'runlog') {
+    if (out.world !== 'both') throw new Error('--url: the storm on PostgreSQL is the runlog World only (--world runlog)');
+    out.world = 'runlog';
+  }
   return out;
 }
 
-async function openWorld(kind, dataDir, app) {
+/** `where`: a data directory, or a PostgreSQL URL (runlog only). */
+async function openWorld(kind, where, app) {
   if (app) process.chdir(app);
   if (kind === 'runlog') {
     const { createWorld } = await import(path.join(packageDir, 'index.js'));
-    return createWorld({ dataDir, recoverActiveRuns: false });
+    return createWorld({ ...(/^postgres(ql)?:/i.test(where) ? { url: where } : { dataDir: where }), recoverActiveRuns: false });
   }
+  const dataDir = where;
   const { createWorld } = app
     ? createRequire(path.join(process.cwd(), 'package.json'))('@workflow/world-local')
     : await import('@workflow/world-local');
@@ -167,11 +180,11 @@ async function allEvents(world, runId) {
   }
 }
 
-function runChild(o, dataDir, runIds, seed, at) {
+function runChild(o, where, runIds, seed, at) {
   return new Promise((resolve, reject) => {
     const c = spawn(
       process.execPath,
-      [self, '--child', '--world', o.world, '--dataDir', dataDir, '--writers', String(o.writers), '--seed', String(seed), '--at', String(at), ...(o.app ? ['--app', o.app] : [])],
+      [self, '--child', '--world', o.world, '--dataDir', where, '--writers', String(o.writers), '--seed', String(seed), '--at', String(at), ...(o.app ? ['--app', o.app] : [])],
       { env: { ...process.env, STORM_RUN_IDS: JSON.stringify(runIds) }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let out = '';
@@ -180,8 +193,32 @@ function runChild(o, dataDir, runIds, seed, at) {
   });
 }
 
+/** A fresh place for one storm: a temp directory, or a schema of `url`; `drop()` removes it. */
+async function stormStore(o) {
+  if (o.url === undefined) {
+    const dir = mkdtempSync(path.join(tmpdir(), `storm-${o.world}-`));
+    return { where: dir, shape: 'file store', drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const schema = `storm_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  const u = new URL(o.url);
+  u.searchParams.set('schema', schema);
+  const { pgConfig } = await import(path.join(packageDir, 'src', 'queue-postgres.js'));
+  const drop = async () => {
+    const { default: pg } = await import('pg');
+    const c = new pg.Client(pgConfig(o.url));
+    await c.connect();
+    try {
+      await c.query(`drop schema if exists ${pg.escapeIdentifier(schema)} cascade`);
+    } finally {
+      await c.end();
+    }
+  };
+  return { where: u.toString(), shape: `PostgreSQL, schema ${schema}`, drop };
+}
+
 async function storm(o) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `storm-${o.world}-`));
+  const place = await stormStore(o);
+  const dataDir = place.where;
   try {
     const world = await openWorld(o.world, dataDir, o.app);
     const spec = world.specVersion ?? 5;
@@ -231,6 +268,7 @@ async function storm(o) {
     for (const c of children) for (const [k, n] of Object.entries(c.outcomes)) outcomes[k] = (outcomes[k] ?? 0) + n;
     return {
       world: label,
+      store: place.shape.replace(/, schema .*/, ''),
       specVersion: spec,
       processes: o.processes,
       writers: o.writers,
@@ -246,18 +284,19 @@ async function storm(o) {
       stormMs: Math.round(wallMs),
     };
   } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+    await place.drop();
   }
 }
 
 /**
  * The storm's counts as results for the compatibility table (scripts/ci-results.mjs), when it
- * ran through an app's line (--app): one per World for the terminal events and, on spec ≥ 6,
+ * ran through an app's line (--app) on a file store: one per World for the terminal events and, on spec ≥ 6,
  * for dense slot ids.
  */
 function recordStorm(kinds, results) {
   const line = o.app ? appLine(o.app) : null;
-  if (!line) return;
+  // The table's storm rows are the file store's; the PostgreSQL storm is printed by .ci/multi-server.sh.
+  if (!line || o.url !== undefined) return;
   for (const [i, r] of results.entries()) {
     const base = { source: 'packages/world-runlog/scripts/storm.mjs', line, world: kinds[i] };
     const shape = `${r.processes} processes x ${r.writers} writers on ${r.runs} runs`;
