@@ -21,7 +21,7 @@ use crate::format::{
     BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
     encode_batch, next_header_generation,
 };
-use crate::group::{self, Append, AppendKind, Bounds, Known, Outcome, Plan, Written};
+use crate::group::{self, Append, AppendKind, Bounds, Known, KnownMaps, Outcome, Plan, Written};
 use crate::io::Fs;
 use crate::lock;
 use crate::segment::{NewSegment, Segment};
@@ -71,23 +71,21 @@ struct Planned {
     max_id: Ulid,
 }
 
-/// The stored events a group is decided against: the live maps, then the sealed segments'
-/// indexes (SPEC §9).
-impl Known for RunState {
+/// The stored events a group is decided against: the live maps, then what the sealed
+/// segments' indexes hold of the group's keys and ids (SPEC §9; looked up beforehand by
+/// [`RunState::known_in_indexes`], since an index lookup reads pages and may fail).
+struct Stored<'a> {
+    st: &'a RunState,
+    indexed: KnownMaps,
+}
+
+impl Known for Stored<'_> {
     fn seq_of_key(&self, key: &str) -> Option<Seq> {
-        self.keys.get(key).copied().or_else(|| {
-            self.indexed_segments()
-                .iter()
-                .find_map(|s| s.index.as_ref()?.seq_of_key(key))
-        })
+        (self.st.keys.get(key).copied()).or_else(|| self.indexed.by_key.get(key).copied())
     }
 
     fn seq_of_id(&self, id: Ulid) -> Option<Seq> {
-        self.ids.get(&id).copied().or_else(|| {
-            self.indexed_segments()
-                .iter()
-                .find_map(|s| s.index.as_ref()?.seq_of_id(id))
-        })
+        (self.st.ids.get(&id).copied()).or_else(|| self.indexed.by_id.get(&id).copied())
     }
 }
 
@@ -172,7 +170,12 @@ impl Run {
         let now = now_ms();
         let (plan, ids) = {
             let st = self.state.read();
-            let plan = group::plan(self.run_str(), st.last_seq, &*st, group);
+            let indexed = match st.known_in_indexes(group) {
+                Ok(found) => found,
+                Err(e) => return fail_all(e),
+            };
+            let stored = Stored { st: &st, indexed };
+            let plan = group::plan(self.run_str(), st.last_seq, &stored, group);
             let ids = mint_ids(&plan.accepted, st.last_event_id, now);
             (plan, ids)
         };

@@ -15,9 +15,10 @@ use ulid::Ulid;
 use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
-    BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch, SegmentIndex, decode_batch,
-    encode_index,
+    BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch, decode_batch, encode_index,
 };
+use crate::group::{Append, KnownMaps};
+use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile};
 use crate::segment::{Access, Counter, Segment};
 
@@ -85,6 +86,8 @@ pub(crate) struct RunState {
     pub(crate) damage: Option<Damage>,
     /// How segments found later in the chain are opened (read-only for a read-only run).
     pub(crate) access: Access,
+    /// Checked pages of the indexes, bounded (`crate::index::CACHE_PAGES`).
+    pub(crate) cache: Arc<PageCache>,
 }
 
 /// What a newly applied batch contributes to the dedupe maps.
@@ -115,6 +118,7 @@ impl RunState {
             last_event_id: Ulid::nil(),
             damage: None,
             access,
+            cache: Arc::default(),
         }
     }
 
@@ -323,40 +327,85 @@ impl RunState {
         Ok(())
     }
 
-    /// The batches holding seqs above `after`, in seq order: from the indexes of indexed
-    /// segments (binary search), then from the in-memory list.
-    pub(crate) fn batches_after(&self, after: Seq) -> impl Iterator<Item = BatchLoc> + '_ {
+    /// The batches holding seqs above `after`, in seq order, enough for `events` events (or
+    /// all there are): from the indexes of indexed segments (a root-to-leaf path, then the
+    /// following leaves), then from the in-memory list.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when an index page on the way is damaged; [`Error::Io`].
+    pub(crate) fn batches_after(&self, after: Seq, events: usize) -> Result<Vec<BatchLoc>> {
+        let mut out = Vec::new();
+        let mut got = 0usize;
         let indexed = &self.segments[..self.indexed];
         let first = indexed.partition_point(|s| s.counter.last_seq <= after);
-        let from_indexes = (first..self.indexed).flat_map(move |pos| {
-            let index = self.segments[pos].index.clone();
-            let start = match (&index, pos == first) {
-                (Some(i), true) => i.first_batch_after(after),
-                _ => 0,
-            };
-            let end = index.as_ref().map_or(0, |i| i.batch_count());
-            (start..end).filter_map(move |i| {
-                let b = index.as_ref()?.batch(i);
-                Some(BatchLoc {
-                    first_seq: b.first_seq,
-                    count: b.count,
-                    segment: pos,
-                    offset: b.offset,
-                })
-            })
-        });
+        let mut found = Vec::new();
+        for (pos, s) in indexed.iter().enumerate().skip(first) {
+            if got >= events {
+                return Ok(out);
+            }
+            let Some(index) = &s.index else { continue };
+            found.clear();
+            got += index.batches_after(after, events - got, &mut found)?;
+            out.extend(found.iter().map(|b| BatchLoc {
+                first_seq: b.first_seq,
+                count: b.count,
+                segment: pos,
+                offset: b.offset,
+            }));
+        }
         let start = self.batches.partition_point(|b| b.last_seq() <= after);
-        from_indexes.chain(
-            self.batches
-                .get(start..)
-                .unwrap_or_default()
-                .iter()
-                .copied(),
-        )
+        for b in self.batches.get(start..).unwrap_or_default() {
+            if got >= events {
+                break;
+            }
+            got += (b.last_seq() - b.first_seq.max(after + 1) + 1) as usize;
+            out.push(*b);
+        }
+        Ok(out)
     }
 
-    /// The segments served by their indexes (idempotency lookups past the in-memory maps
-    /// search them; borrowed, so a commit allocates nothing for them).
+    /// What the indexed segments hold of the keys and caller ids of `group` that the
+    /// in-memory maps do not: looked up before a group is decided, since a lookup in an index
+    /// reads pages and may find one damaged (then the group fails, nothing written).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming the damaged index page; [`Error::Io`].
+    pub(crate) fn known_in_indexes(&self, group: &[&Append]) -> Result<KnownMaps> {
+        let mut found = KnownMaps::default();
+        let indexes = || {
+            self.segments[..self.indexed]
+                .iter()
+                .filter_map(|s| s.index.as_ref())
+        };
+        for e in group.iter().flat_map(|a| a.events.iter()) {
+            if let Some(k) = &e.key
+                && !self.keys.contains_key(k.as_str())
+                && !found.by_key.contains_key(k.as_str())
+            {
+                for index in indexes() {
+                    if let Some(seq) = index.seq_of_key(k)? {
+                        found.by_key.insert(k.clone(), seq);
+                        break;
+                    }
+                }
+            }
+            if let Some(id) = e.event_id
+                && !self.ids.contains_key(&id)
+                && !found.by_id.contains_key(&id)
+            {
+                for index in indexes() {
+                    if let Some(seq) = index.seq_of_id(id)? {
+                        found.by_id.insert(id, seq);
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The indexed segments (verify checks their indexes page by page).
+    #[allow(dead_code)]
     pub(crate) fn indexed_segments(&self) -> &[SegState] {
         &self.segments[..self.indexed]
     }
@@ -373,7 +422,7 @@ impl RunState {
             }
             let seg = s.seg.clone();
             let sealed = s.counter;
-            let index = seg.open_index(fs, &sealed).or_else(|| {
+            let index = seg.open_index(fs, &sealed, &self.cache).or_else(|| {
                 (self.access == Access::Write)
                     .then(|| self.write_index_of(fs, pos))
                     .flatten()
@@ -419,7 +468,7 @@ impl RunState {
         let binding = s.seg.index_binding(&s.counter);
         let bytes = encode_index(&binding, max_id, &batches, &mut ids, &mut keys);
         s.seg.write_index(fs, &bytes).ok()?;
-        s.seg.open_index(fs, &s.counter)
+        s.seg.open_index(fs, &s.counter, &self.cache)
     }
 
     /// At the frontier of a chain whose earlier segments are all indexed, a sealed segment
@@ -440,7 +489,7 @@ impl RunState {
         {
             return false;
         }
-        let Some(index) = self.last().seg.open_index(fs, disk) else {
+        let Some(index) = self.last().seg.open_index(fs, disk, &self.cache) else {
             return false;
         };
         self.last_event_id = self.last_event_id.max(index.max_event_id());
