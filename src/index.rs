@@ -14,8 +14,8 @@ use ulid::Ulid;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    FormatError, INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexedBatch, Section, check_page,
-    last_at_or_below, page_entries,
+    FormatError, INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexPage, IndexedBatch, Section,
+    check_page,
 };
 use crate::io::{FsFile, read_exact_at};
 
@@ -41,11 +41,11 @@ struct CacheInner {
 struct CacheSlot {
     key: (u32, u32),
     used: u64,
-    data: Arc<[u8]>,
+    data: Arc<IndexPage>,
 }
 
 impl PageCache {
-    fn get(&self, key: (u32, u32)) -> Option<Arc<[u8]>> {
+    fn get(&self, key: (u32, u32)) -> Option<Arc<IndexPage>> {
         let mut c = self.inner.lock();
         c.tick += 1;
         let tick = c.tick;
@@ -54,7 +54,7 @@ impl PageCache {
         Some(slot.data.clone())
     }
 
-    fn put(&self, key: (u32, u32), data: Arc<[u8]>) {
+    fn put(&self, key: (u32, u32), data: Arc<IndexPage>) {
         let mut c = self.inner.lock();
         c.tick += 1;
         let used = c.tick;
@@ -144,23 +144,28 @@ impl SegmentIndex {
         }
     }
 
-    /// Page `no`, read and checked (or from the cache, where only checked pages go).
+    /// Page `no` of a tree, its values `value_len` bytes: read and checked, or from the
+    /// cache, where only checked pages go.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] when the page's checksum fails or the file is shorter;
-    /// [`Error::Io`].
-    pub(crate) fn page(&self, no: u32) -> Result<Arc<[u8]>> {
+    /// [`Error::Corrupt`] when the page's checksum fails, its entries do not fit it, or the
+    /// file is shorter; [`Error::Io`].
+    fn page(&self, no: u32, value_len: usize) -> Result<Arc<IndexPage>> {
         let key = (self.header.binding.segment_index, no);
-        if let Some(data) = self.cache.get(key) {
-            return Ok(data);
+        if let Some(page) = self.cache.get(key) {
+            return Ok(page);
         }
         let data = self.read_page(no)?;
-        self.cache.put(key, data.clone());
-        Ok(data)
+        let page = Arc::new(IndexPage::parse(&data, value_len).map_err(|e| self.corrupt(no, e))?);
+        self.cache.put(key, page.clone());
+        Ok(page)
     }
 
-    /// Page `no` read and checked, bypassing the cache (verify).
-    pub(crate) fn read_page(&self, no: u32) -> Result<Arc<[u8]>> {
+    /// Page `no`'s data, read and checked, bypassing the cache (verify reads every page).
+    ///
+    /// # Errors
+    /// As [`Self::page`].
+    pub(crate) fn read_page(&self, no: u32) -> Result<Vec<u8>> {
         if no >= self.header.page_count {
             let e = FormatError::bad(0, format!("page {no} past the index's end"));
             return Err(self.corrupt(no, e));
@@ -174,22 +179,21 @@ impl SegmentIndex {
         .map_err(|e| self.read_error(no, e))?;
         let data =
             check_page(&page, self.header.binding.salt, no).map_err(|e| self.corrupt(no, e))?;
-        Ok(Arc::from(data))
+        Ok(data.to_vec())
     }
 
     /// The leaf page of `section` where `target` is or would be: from the root down, at each
     /// level the child of the last entry at or below `target` (the first child when none is).
-    fn leaf(&self, section: Section, target: &[u8]) -> Result<u32> {
+    fn leaf(&self, section: Section, target: &[u8]) -> Result<(u32, Arc<IndexPage>)> {
         let tree = self.header.tree(section);
         let leaves = tree.leaf_first..tree.leaf_first + tree.leaf_count;
         let mut no = tree.root;
         for _ in 1..tree.depth {
-            let data = self.page(no)?;
-            let entries = page_entries(&data, 4).map_err(|e| self.corrupt(no, e))?;
-            let i = last_at_or_below(&entries, target).unwrap_or(0);
-            let child = entries
-                .get(i)
-                .and_then(|(_, v)| Some(u32::from_le_bytes((*v).try_into().ok()?)));
+            let page = self.page(no, 4)?;
+            let i = page.last_at_or_below(target).unwrap_or(0);
+            let child = (i < page.entry_count())
+                .then(|| page.entry(i).1.try_into().ok().map(u32::from_le_bytes))
+                .flatten();
             match child {
                 // Upper levels follow the level below them in the file.
                 Some(c) if c < no => no = c,
@@ -203,17 +207,15 @@ impl SegmentIndex {
             let e = FormatError::bad(0, "index tree ends outside its leaves");
             return Err(self.corrupt(no, e));
         }
-        Ok(no)
+        Ok((no, self.page(no, section.value_len())?))
     }
 
     /// The seq stored under exactly `key` in `section`.
     fn seq_of(&self, section: Section, key: &[u8]) -> Result<Option<u64>> {
-        let no = self.leaf(section, key)?;
-        let data = self.page(no)?;
-        let entries =
-            page_entries(&data, Section::Ids.value_len()).map_err(|e| self.corrupt(no, e))?;
-        Ok(last_at_or_below(&entries, key)
-            .map(|i| entries[i])
+        let (_, page) = self.leaf(section, key)?;
+        Ok(page
+            .last_at_or_below(key)
+            .map(|i| page.entry(i))
             .filter(|(k, _)| *k == key)
             .and_then(|(_, v)| Some(u64::from_le_bytes(v.try_into().ok()?))))
     }
@@ -247,20 +249,12 @@ impl SegmentIndex {
     ) -> Result<usize> {
         let tree = self.header.tree(Section::Batches);
         let target = after.saturating_add(1).to_be_bytes();
-        let mut no = self.leaf(Section::Batches, &target)?;
+        let (mut no, mut page) = self.leaf(Section::Batches, &target)?;
+        let mut start = page.last_at_or_below(&target).unwrap_or(0);
         let mut got = 0usize;
-        let mut first_page = true;
-        while no < tree.leaf_first + tree.leaf_count && got < events {
-            let data = self.page(no)?;
-            let entries = page_entries(&data, Section::Batches.value_len())
-                .map_err(|e| self.corrupt(no, e))?;
-            let start = if first_page {
-                last_at_or_below(&entries, &target).unwrap_or(0)
-            } else {
-                0
-            };
-            first_page = false;
-            for (k, v) in entries.get(start..).unwrap_or_default() {
+        loop {
+            for i in start..page.entry_count() {
+                let (k, v) = page.entry(i);
                 let Some(b) = IndexedBatch::from_entry(k, v).filter(|b| b.count > 0) else {
                     let e = FormatError::bad(0, "index batch entry malformed");
                     return Err(self.corrupt(no, e));
@@ -272,10 +266,15 @@ impl SegmentIndex {
                 got += (last - b.first_seq.max(after + 1) + 1) as usize;
                 out.push(b);
                 if got >= events {
-                    break;
+                    return Ok(got);
                 }
             }
             no += 1;
+            if no >= tree.leaf_first + tree.leaf_count {
+                break;
+            }
+            page = self.page(no, Section::Batches.value_len())?;
+            start = 0;
         }
         Ok(got)
     }

@@ -211,39 +211,72 @@ fn page_crc(salt: u32, page_no: u32, data: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// The entries of a checked tree page, `(key, value)` in order; values are `value_len`
-/// bytes. Stops (and reports) at an entry that does not fit the page.
-///
-/// # Errors
-/// A [`FormatError`] when an entry runs past the page (the checksum held, so only a bug in
-/// a writer gets here).
-pub fn page_entries(data: &[u8], value_len: usize) -> Result<Vec<(&[u8], &[u8])>, FormatError> {
-    let n = usize::from(u16_at(data, 0));
-    let mut out = Vec::with_capacity(n);
-    let mut at = 2;
-    for _ in 0..n {
-        let klen = usize::from(*data.get(at).ok_or_else(|| bad_entry(at))?)
-            | usize::from(*data.get(at + 1).ok_or_else(|| bad_entry(at))?) << 8;
-        let key = data
-            .get(at + 2..at + 2 + klen)
-            .ok_or_else(|| bad_entry(at))?;
-        let end = at + 2 + klen + value_len;
-        let value = data.get(at + 2 + klen..end).ok_or_else(|| bad_entry(at))?;
-        out.push((key, value));
-        at = end;
+/// A checked tree page, its entries located: `(key, value)` by position, in key order.
+#[derive(Debug)]
+pub struct IndexPage {
+    data: Box<[u8]>,
+    /// Start of each entry's key, and of its value.
+    entries: Vec<(u16, u16)>,
+    value_len: usize,
+}
+
+impl IndexPage {
+    /// Locates the entries of `data` (a page's data, checked by [`check_page`]) whose values
+    /// are `value_len` bytes.
+    ///
+    /// # Errors
+    /// A [`FormatError`] when an entry runs past the page (the checksum held, so only a bug
+    /// in a writer gets here).
+    pub fn parse(data: &[u8], value_len: usize) -> Result<IndexPage, FormatError> {
+        let n = usize::from(u16_at(data, 0));
+        let mut entries = Vec::with_capacity(n);
+        let mut at = 2;
+        for _ in 0..n {
+            let head = data.get(at..at + 2).ok_or_else(|| bad_entry(at))?;
+            let klen = usize::from(u16::from_le_bytes([head[0], head[1]]));
+            let end = at + 2 + klen + value_len;
+            if end > data.len() {
+                return Err(bad_entry(at));
+            }
+            entries.push(((at + 2) as u16, (at + 2 + klen) as u16));
+            at = end;
+        }
+        Ok(IndexPage {
+            data: data.into(),
+            entries,
+            value_len,
+        })
     }
-    Ok(out)
+
+    /// Entries on the page.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entry `i`: its key and value.
+    pub fn entry(&self, i: usize) -> (&[u8], &[u8]) {
+        let (k, v) = self.entries[i];
+        let (k, v) = (usize::from(k), usize::from(v));
+        (&self.data[k..v], &self.data[v..v + self.value_len])
+    }
+
+    /// The position of the last entry whose key is `<= target`, if any.
+    pub fn last_at_or_below(&self, target: &[u8]) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.entries.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.entry(mid).0 <= target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1)
+    }
 }
 
 fn bad_entry(at: usize) -> FormatError {
     FormatError::bad(at, "index entry runs past its page")
-}
-
-/// The position of the last entry whose key is `<= target`, if any.
-pub fn last_at_or_below(entries: &[(&[u8], &[u8])], target: &[u8]) -> Option<usize> {
-    entries
-        .partition_point(|(k, _)| *k <= target)
-        .checked_sub(1)
 }
 
 /// Encodes an index. `ids` and `keys` need not be sorted.

@@ -13,8 +13,8 @@ pub use batch::{
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{
-    INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexedBatch, Section, check_page, encode_index,
-    last_at_or_below, page_entries,
+    INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexPage, IndexedBatch, Section, check_page,
+    encode_index,
 };
 pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 

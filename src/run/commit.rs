@@ -14,14 +14,14 @@ use std::sync::Arc;
 use ulid::Ulid;
 
 use super::Run;
-use super::state::{Applied, BatchLoc, RunState};
+use super::state::{Applied, BatchLoc};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
     BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
     encode_batch, next_header_generation,
 };
-use crate::group::{self, Append, AppendKind, Bounds, Known, KnownMaps, Outcome, Plan, Written};
+use crate::group::{self, Append, AppendKind, Bounds, Outcome, Plan, Written};
 use crate::io::Fs;
 use crate::lock;
 use crate::segment::{NewSegment, Segment};
@@ -69,24 +69,6 @@ struct Planned {
     keys: Vec<(String, Seq)>,
     ids: Vec<(Ulid, Seq)>,
     max_id: Ulid,
-}
-
-/// The stored events a group is decided against: the live maps, then what the sealed
-/// segments' indexes hold of the group's keys and ids (SPEC §9; looked up beforehand by
-/// [`RunState::known_in_indexes`], since an index lookup reads pages and may fail).
-struct Stored<'a> {
-    st: &'a RunState,
-    indexed: KnownMaps,
-}
-
-impl Known for Stored<'_> {
-    fn seq_of_key(&self, key: &str) -> Option<Seq> {
-        (self.st.keys.get(key).copied()).or_else(|| self.indexed.by_key.get(key).copied())
-    }
-
-    fn seq_of_id(&self, id: Ulid) -> Option<Seq> {
-        (self.st.ids.get(&id).copied()).or_else(|| self.indexed.by_id.get(&id).copied())
-    }
 }
 
 impl Run {
@@ -170,12 +152,13 @@ impl Run {
         let now = now_ms();
         let (plan, ids) = {
             let st = self.state.read();
-            let indexed = match st.known_in_indexes(group) {
+            // What the run holds of the group's keys and ids, looked up first: a lookup reads
+            // (index pages, the events a key's hash names) and may find damage.
+            let known = match st.known(self.run_str(), group) {
                 Ok(found) => found,
                 Err(e) => return fail_all(e),
             };
-            let stored = Stored { st: &st, indexed };
-            let plan = group::plan(self.run_str(), st.last_seq, &stored, group);
+            let plan = group::plan(self.run_str(), st.last_seq, &known, group);
             let ids = mint_ids(&plan.accepted, st.last_event_id, now);
             (plan, ids)
         };
@@ -263,6 +246,8 @@ impl Run {
         if let Some(d) = &st.damage {
             return Err(d.error(self.run_str()));
         }
+        // A read, not a write: a failure here fails this group and poisons nothing.
+        st.build_dedupe_maps(self.run_str())?;
         let seg = st.last().seg.clone();
         drop(st);
         self.make_entries_durable(w, &seg)
