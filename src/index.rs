@@ -279,3 +279,22 @@ impl SegmentIndex {
         Ok(got)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_cache_holds_at_most_its_bound_and_keeps_the_recently_used() {
+        let cache = PageCache::default();
+        let page = || Arc::new(IndexPage::parse(&[0u8; 4092], 8).unwrap());
+        cache.put((1, 0), page());
+        for no in 1..200 {
+            assert!(cache.get((1, 0)).is_some(), "a page used every time stays");
+            cache.put((2, no), page());
+        }
+        assert_eq!(cache.len(), CACHE_PAGES);
+        assert!(cache.get((2, 1)).is_none(), "the least recently used went");
+        assert!(cache.get((2, 199)).is_some());
+    }
+}
