@@ -89,11 +89,14 @@ fn cli_runs(label: &str, cli: &Path, shape: &str, dir: &Path) {
     );
 }
 
+/// Median of 7 timed calls after an untimed one (`RUNLOG_SCALE_SAMPLES` for more, e.g. to
+/// profile).
 fn median_us(mut f: impl FnMut() -> f64) -> f64 {
     f();
-    let mut times: Vec<f64> = (0..7).map(|_| f()).collect();
+    let n = env("RUNLOG_SCALE_SAMPLES", 7).max(1) as usize;
+    let mut times: Vec<f64> = (0..n).map(|_| f()).collect();
     times.sort_by(f64::total_cmp);
-    times[3]
+    times[n / 2]
 }
 
 fn fresh_first_op(dir: &Path, run: &RunId, events: u64) {
@@ -144,13 +147,20 @@ fn main() {
         .into_iter()
         .filter_map(|(l, v)| std::env::var_os(v).map(|p| (l, PathBuf::from(p))))
         .collect();
+    // `RUNLOG_SCALE_ONLY=deep`: only the 1M-event run's figures (no listing, no wide store).
+    let only_deep = std::env::var("RUNLOG_SCALE_ONLY").is_ok_and(|v| v == "deep");
     let root = tempfile::tempdir_in(".").unwrap();
     let small = root.path().join("small");
     let wide = root.path().join("wide");
     let deep = root.path().join("deep");
+    let deep_ids = build(&deep, 1, big);
+    if only_deep {
+        rss_per_open_run(&deep, &deep_ids, &format!("1 run x {big} events"));
+        fresh_first_op(&deep, &deep_ids[0], big);
+        return;
+    }
     build(&small, runs, 1);
     let wide_ids = build(&wide, runs, 1000);
-    let deep_ids = build(&deep, 1, big);
     let shapes = [
         (format!("{runs} runs x 1 event"), &small),
         (format!("{runs} runs x 1000 events"), &wide),

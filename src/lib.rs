@@ -71,6 +71,7 @@ pub mod format;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod format;
 pub mod group;
+mod index;
 pub mod io;
 mod lock;
 mod run;

@@ -14,8 +14,9 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::format::{
     CounterSlot, FORMAT_VERSION, FormatError, HEADER_LEN, IndexBinding, SLOT_LEN, SLOT_OFFSETS,
-    SegmentHeader, SegmentIndex, pick_slot,
+    SegmentHeader, pick_slot,
 };
+use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile, OpenMode, read_exact_at, read_up_to};
 
 /// File name of segment `index` (1-based): `seg-00000001.log`.
@@ -424,9 +425,11 @@ impl Segment {
         }
     }
 
-    /// Writes this segment's index (SPEC §9) next to it: a temp file of its own, renamed into
-    /// place. Not synced: an index is an accelerator, validated on every open, and a lost or
-    /// torn one only means the segment is decoded instead.
+    /// Writes this segment's index (SPEC §9) next to it: a temp file of its own, synced, then
+    /// renamed into place (the directory is not synced: an index lost in a crash only means the
+    /// segment is decoded instead). The sync before the rename is what lets a reader check a
+    /// page only when it reads it: an index that is there under its name after a crash is
+    /// whole, never torn past a valid page 0.
     pub(crate) fn write_index(&self, fs: &dyn Fs, bytes: &[u8]) -> io::Result<()> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let name = index_name(self.header.segment_index);
@@ -434,6 +437,7 @@ impl Segment {
         let write = || -> io::Result<()> {
             let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
             f.write_all_at(bytes, 0)?;
+            f.sync_data()?;
             fs.rename(&tmp, &dir.join(&name))
         };
         write().inspect_err(|_| {
@@ -441,19 +445,26 @@ impl Segment {
         })
     }
 
-    /// This segment's index, when a valid one bound to `sealed` exists (mapped, not read
-    /// into memory); `None` when it is missing, stale or damaged (then the segment is decoded).
-    pub(crate) fn open_index(&self, fs: &dyn Fs, sealed: &CounterSlot) -> Option<SegmentIndex> {
+    /// This segment's index, when a valid one bound to `sealed` exists: its page 0 read and
+    /// checked (nothing mapped, no other page read; those are checked when a lookup reads
+    /// them). `None` when it is missing, stale, of another version or its header is damaged
+    /// (then the segment is decoded).
+    pub(crate) fn open_index(
+        &self,
+        fs: &dyn Fs,
+        sealed: &CounterSlot,
+        cache: &Arc<PageCache>,
+    ) -> Option<SegmentIndex> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        let f = fs
-            .open(
-                &dir.join(index_name(self.header.segment_index)),
-                OpenMode::Read,
-            )
-            .ok()?;
-        let len = f.len().ok()?;
-        let bytes = f.map(len).ok()?;
-        SegmentIndex::parse(bytes, &self.index_binding(sealed)).ok()
+        let path = dir.join(index_name(self.header.segment_index));
+        let f = fs.open(&path, OpenMode::Read).ok()?;
+        SegmentIndex::open(
+            f,
+            Arc::from(self.header.run_id.as_str()),
+            path,
+            &self.index_binding(sealed),
+            cache.clone(),
+        )
     }
 
     fn read_error(&self, run: &str, e: io::Error, offset: u64) -> Error {

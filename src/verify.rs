@@ -11,9 +11,11 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::event::{RunId, Seq};
-use crate::format::{HEADER_LEN, decode_batch};
-use crate::io::{Fs, FsFile};
-use crate::segment::{Access, Segment};
+use crate::format::{HEADER_LEN, INDEX_PAGE_LEN, IndexedBatch, decode_batch, encode_index};
+use crate::index::PageCache;
+use crate::io::{Fs, FsFile, OpenMode};
+use crate::segment::{Access, Segment, index_name};
+use ulid::Ulid;
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +83,7 @@ pub(crate) fn verify_run(
         report.segments += 1;
         let ctx = SegmentCheck {
             run,
+            fs,
             lock: lock.as_deref(),
             len_max,
         };
@@ -99,6 +102,7 @@ pub(crate) fn verify_run(
 /// What every segment of one run is checked against.
 struct SegmentCheck<'a> {
     run: &'a RunId,
+    fs: &'a dyn Fs,
     lock: Option<&'a dyn FsFile>,
     len_max: u32,
 }
@@ -134,9 +138,13 @@ fn verify_segment(
     // (SIGBUS). The tail is read with `read_at` (`note_tail`).
     let view = seg.map_uncached(slot.committed_len)?;
     let mut at = HEADER_LEN;
+    let mut content = IndexContent::default();
     while at < slot.committed_len {
         match decode_batch(&view, at as usize, seg.header.salt, *last_seq + 1, len_max) {
             Ok(b) => {
+                if slot.sealed {
+                    content.add(&b, at);
+                }
                 *last_seq += u64::from(b.header.count);
                 report.events += u64::from(b.header.count);
                 at += u64::from(b.header.len);
@@ -162,7 +170,101 @@ fn verify_segment(
         ..*ctx
     };
     note_tail(seg, at, *last_seq, &tail_ctx, report);
+    if slot.sealed {
+        verify_index(seg, &slot, ctx.fs, content, report);
+    }
     Ok(slot.sealed)
+}
+
+/// What a sealed segment's index must hold, gathered while its batches are checked.
+#[derive(Default)]
+struct IndexContent {
+    batches: Vec<IndexedBatch>,
+    ids: Vec<(Ulid, Seq)>,
+    keys: Vec<(String, Seq)>,
+    seen_keys: std::collections::HashSet<String>,
+}
+
+impl IndexContent {
+    fn add(&mut self, b: &crate::format::BatchView, offset: u64) {
+        self.batches.push(IndexedBatch {
+            first_seq: b.header.first_seq,
+            offset,
+            count: b.header.count,
+        });
+        for e in &b.events {
+            self.ids.push((e.event_id, e.seq));
+            if let Some(k) = e.key.as_deref()
+                && self.seen_keys.insert(k.to_string())
+            {
+                self.keys.push((k.to_string(), e.seq));
+            }
+        }
+    }
+}
+
+/// Checks a sealed segment's index (SPEC §9), when there is one: every page's checksum, and
+/// every page equal to the index this segment's checked batches give. A missing index, or
+/// one another seal, version or file's (ignored by readers and rebuilt by a writer), is a
+/// note; a damaged or wrong one, which fails the reads and appends that reach it, a problem.
+fn verify_index(
+    seg: &Segment,
+    slot: &crate::format::CounterSlot,
+    fs: &dyn Fs,
+    mut content: IndexContent,
+    report: &mut VerifyReport,
+) {
+    let name = index_name(seg.header.segment_index);
+    let dir = seg.path.parent().unwrap_or(Path::new("."));
+    if fs.open(&dir.join(&name), OpenMode::Read).is_err() {
+        return;
+    }
+    let Some(index) = seg.open_index(fs, slot, &std::sync::Arc::new(PageCache::default())) else {
+        let detail = "index ignored (another version, seal or file, or its header is damaged):                       the segment is decoded instead and the next writer rebuilds it";
+        report.notes.push(Problem {
+            segment: name,
+            offset: 0,
+            detail: detail.to_string(),
+        });
+        return;
+    };
+    let max_id = content
+        .ids
+        .iter()
+        .map(|(i, _)| *i)
+        .max()
+        .unwrap_or_default();
+    let mut keys: Vec<(&str, Seq)> = content.keys.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+    let want = encode_index(
+        &seg.index_binding(slot),
+        max_id,
+        &content.batches,
+        &mut content.ids,
+        &mut keys,
+    );
+    let want_pages = want.len() / INDEX_PAGE_LEN;
+    for no in 0..index.page_count() {
+        let got = match index.read_page(no) {
+            Ok(p) => p,
+            Err(e) => {
+                report.error(&name, e);
+                return;
+            }
+        };
+        let at = no as usize * INDEX_PAGE_LEN;
+        if want.get(at..at + got.len()) != Some(&got[..]) {
+            let detail = format!("index page {no} does not match the segment's batches");
+            report.problem(&name, at as u64, detail);
+            return;
+        }
+    }
+    if index.page_count() as usize != want_pages {
+        let detail = format!(
+            "index has {} pages, the segment's batches give {want_pages}",
+            index.page_count()
+        );
+        report.problem(&name, 0, detail);
+    }
 }
 
 /// What lies past a segment's counter.

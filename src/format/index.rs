@@ -1,42 +1,30 @@
-//! The segment index (format/SPEC.md §9): written when a segment is sealed, so that opening a
-//! run decodes only its last segment and holds in memory only that segment's keys and ids.
-//! An index is an accelerator, never a source of truth (rule 10): it is bound to its segment
-//! (salt, index, base seq, sealed counter) and checksummed; a missing, stale or damaged index
-//! is ignored and the segment is decoded instead.
+//! The segment index (format/SPEC.md §9), version 2: written when a segment is sealed, so that
+//! opening a run decodes only its last segment. The file is a sequence of 4096-byte pages,
+//! each with its own checksum, so a reader reads (by positioned reads) and checks only the
+//! pages a lookup touches: page 0 (the header) at open, then a root-to-leaf path of a static
+//! B-tree per section (batches, event ids, keys). An index is an accelerator, never a source
+//! of truth (rule 10): bound to its segment (salt, index, base seq, sealed counter) and
+//! checksummed page by page.
 //!
-//! ```text
-//! offset size field
-//! 0      4    magic          "RLIX"
-//! 4      4    version        1
-//! 8      4    salt           the segment's salt
-//! 12     4    segment_index
-//! 16     8    base_seq
-//! 24     8    last_seq       == the sealed counter's
-//! 32     8    committed_len  == the sealed counter's
-//! 40     16   max_event_id   largest event id in the segment (big-endian ULID)
-//! 56     4    batch_count
-//! 60     4    id_count
-//! 64     4    key_count
-//! 68     4    keys_len       bytes of the key area
-//! 72     ..   batches        batch_count × (first_seq u64, offset u64, count u32), seq order
-//! ..     ..   ids            id_count × (event id 16 bytes big-endian, seq u64), id order
-//! ..     ..   key offsets    key_count × u32 (offset into the key area), key order
-//! ..     ..   key area       per key: seq u64, len u16, key bytes
-//! len-4  4    crc            crc(salt, bytes 0..len-4)
-//! ```
+//! This module is the pure codec: encoding, the header, and the checks and search of one page.
+//! The reader that holds the file and a bounded page cache is `crate::index`.
 
-use bytes::Bytes;
 use ulid::Ulid;
 
-use super::{FormatError, check_frame, checksum, u32_at, u64_at};
+use super::{FormatError, u16_at, u32_at, u64_at};
 
 /// Magic of a segment index (`"RLIX"` little-endian).
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLIX");
-/// The only index version this build writes and reads.
-pub const INDEX_VERSION: u32 = 1;
-const FIXED_LEN: usize = 72;
-const BATCH_ENTRY: usize = 20;
-const ID_ENTRY: usize = 24;
+/// The index version this build writes and reads (version 1, one checksum over the whole
+/// file, is not read: such an index is ignored and rebuilt like a missing one).
+pub const INDEX_VERSION: u32 = 2;
+/// Length of one index page.
+pub const INDEX_PAGE_LEN: usize = 4096;
+/// Bytes of a page before its checksum.
+const PAGE_DATA: usize = INDEX_PAGE_LEN - 4;
+/// Header fields before the three section descriptors.
+const HEADER_FIXED: usize = 64;
+const TREE_LEN: usize = 20;
 
 /// What an index describes, to check it against its segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +52,233 @@ pub struct IndexedBatch {
     pub count: u32,
 }
 
+impl IndexedBatch {
+    /// The batch as a tree entry: key `first_seq` big-endian, value offset and count.
+    fn value(&self) -> [u8; 12] {
+        let mut v = [0u8; 12];
+        v[..8].copy_from_slice(&self.offset.to_le_bytes());
+        v[8..].copy_from_slice(&self.count.to_le_bytes());
+        v
+    }
+
+    /// The batch of a batch-tree entry.
+    pub fn from_entry(key: &[u8], value: &[u8]) -> Option<IndexedBatch> {
+        Some(IndexedBatch {
+            first_seq: u64::from_be_bytes(key.try_into().ok()?),
+            offset: u64::from_le_bytes(value.get(..8)?.try_into().ok()?),
+            count: u32::from_le_bytes(value.get(8..12)?.try_into().ok()?),
+        })
+    }
+}
+
+/// One section of an index: a static B-tree of pages. Leaves are pages
+/// `leaf_first .. leaf_first + leaf_count`, entries in key order across them; each upper
+/// level holds one entry per page of the level below (that page's first key, the page
+/// number as a u32 value), up to the single `root` page. `depth` counts the levels, 1 when
+/// the root is the only leaf.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexTree {
+    /// Page number of the root.
+    pub root: u32,
+    /// Levels, leaves included (>= 1).
+    pub depth: u32,
+    /// First leaf page.
+    pub leaf_first: u32,
+    /// Leaf pages.
+    pub leaf_count: u32,
+    /// Entries in the leaves.
+    pub entries: u32,
+}
+
+/// Which section of an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// Batches: key first seq (big-endian u64), value offset u64 + count u32.
+    Batches,
+    /// Event ids: key the id (16 bytes big-endian), value seq u64.
+    Ids,
+    /// Idempotency keys: key the key's bytes, value seq u64.
+    Keys,
+}
+
+impl Section {
+    /// Length of a leaf entry's value.
+    pub fn value_len(self) -> usize {
+        match self {
+            Section::Batches => 12,
+            Section::Ids | Section::Keys => 8,
+        }
+    }
+}
+
+/// Page 0 of an index: the binding, the segment's largest event id, and the three trees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexHeader {
+    /// What the index is bound to.
+    pub binding: IndexBinding,
+    /// Largest event id in the segment.
+    pub max_event_id: Ulid,
+    /// Pages in the file (its length is `page_count * INDEX_PAGE_LEN`).
+    pub page_count: u32,
+    /// The batch, id and key trees.
+    pub trees: [IndexTree; 3],
+}
+
+impl IndexHeader {
+    /// The tree of `section`.
+    pub fn tree(&self, section: Section) -> IndexTree {
+        self.trees[section as usize]
+    }
+
+    /// Checks page 0's data (already checked by [`check_page`]) against `want`.
+    ///
+    /// # Errors
+    /// A [`FormatError`] for another magic or version, another segment or seal, or trees
+    /// outside the file.
+    pub fn parse(data: &[u8], want: &IndexBinding) -> Result<IndexHeader, FormatError> {
+        if data.len() < HEADER_FIXED + 3 * TREE_LEN {
+            return Err(FormatError::short(data.len(), "index header truncated"));
+        }
+        if u32_at(data, 0) != INDEX_MAGIC || u32_at(data, 4) != INDEX_VERSION {
+            return Err(FormatError::bad(0, "not a segment index of this version"));
+        }
+        let binding = IndexBinding {
+            salt: u32_at(data, 8),
+            segment_index: u32_at(data, 12),
+            base_seq: u64_at(data, 16),
+            last_seq: u64_at(data, 24),
+            committed_len: u64_at(data, 32),
+        };
+        if binding != *want {
+            return Err(FormatError::bad(
+                8,
+                "index describes another segment or seal",
+            ));
+        }
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&data[40..56]);
+        let page_count = u32_at(data, 56);
+        let mut trees = [IndexTree::default(); 3];
+        for (i, t) in trees.iter_mut().enumerate() {
+            let at = HEADER_FIXED + i * TREE_LEN;
+            *t = IndexTree {
+                root: u32_at(data, at),
+                depth: u32_at(data, at + 4),
+                leaf_first: u32_at(data, at + 8),
+                leaf_count: u32_at(data, at + 12),
+                entries: u32_at(data, at + 16),
+            };
+            let leaves_end = u64::from(t.leaf_first) + u64::from(t.leaf_count);
+            if t.depth == 0
+                || t.leaf_first == 0
+                || t.leaf_count == 0
+                || t.root == 0
+                || t.root >= page_count
+                || leaves_end > u64::from(page_count)
+            {
+                return Err(FormatError::bad(at, "index tree outside the file"));
+            }
+        }
+        Ok(IndexHeader {
+            binding,
+            max_event_id: Ulid::from_bytes(id),
+            page_count,
+            trees,
+        })
+    }
+}
+
+/// Checks page `page_no` (`INDEX_PAGE_LEN` bytes) under `salt`: its checksum covers the page
+/// number and the data, so a page moved within the file fails too. Returns the data.
+///
+/// # Errors
+/// A [`FormatError`] when the page is short or its checksum does not hold.
+pub fn check_page(page: &[u8], salt: u32, page_no: u32) -> Result<&[u8], FormatError> {
+    if page.len() != INDEX_PAGE_LEN {
+        return Err(FormatError::short(page.len(), "index page truncated"));
+    }
+    let (data, crc) = page.split_at(PAGE_DATA);
+    if u32_at(crc, 0) != page_crc(salt, page_no, data) {
+        return Err(FormatError::bad(PAGE_DATA, "index page checksum mismatch"));
+    }
+    Ok(data)
+}
+
+fn page_crc(salt: u32, page_no: u32, data: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new_with_initial(salt);
+    h.update(&page_no.to_le_bytes());
+    h.update(data);
+    h.finalize()
+}
+
+/// A checked tree page, its entries located: `(key, value)` by position, in key order.
+#[derive(Debug)]
+pub struct IndexPage {
+    data: Box<[u8]>,
+    /// Start of each entry's key, and of its value.
+    entries: Vec<(u16, u16)>,
+    value_len: usize,
+}
+
+impl IndexPage {
+    /// Locates the entries of `data` (a page's data, checked by [`check_page`]) whose values
+    /// are `value_len` bytes.
+    ///
+    /// # Errors
+    /// A [`FormatError`] when an entry runs past the page (the checksum held, so only a bug
+    /// in a writer gets here).
+    pub fn parse(data: &[u8], value_len: usize) -> Result<IndexPage, FormatError> {
+        let n = usize::from(u16_at(data, 0));
+        let mut entries = Vec::with_capacity(n);
+        let mut at = 2;
+        for _ in 0..n {
+            let head = data.get(at..at + 2).ok_or_else(|| bad_entry(at))?;
+            let klen = usize::from(u16::from_le_bytes([head[0], head[1]]));
+            let end = at + 2 + klen + value_len;
+            if end > data.len() {
+                return Err(bad_entry(at));
+            }
+            entries.push(((at + 2) as u16, (at + 2 + klen) as u16));
+            at = end;
+        }
+        Ok(IndexPage {
+            data: data.into(),
+            entries,
+            value_len,
+        })
+    }
+
+    /// Entries on the page.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entry `i`: its key and value.
+    pub fn entry(&self, i: usize) -> (&[u8], &[u8]) {
+        let (k, v) = self.entries[i];
+        let (k, v) = (usize::from(k), usize::from(v));
+        (&self.data[k..v], &self.data[v..v + self.value_len])
+    }
+
+    /// The position of the last entry whose key is `<= target`, if any.
+    pub fn last_at_or_below(&self, target: &[u8]) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.entries.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.entry(mid).0 <= target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1)
+    }
+}
+
+fn bad_entry(at: usize) -> FormatError {
+    FormatError::bad(at, "index entry runs past its page")
+}
+
 /// Encodes an index. `ids` and `keys` need not be sorted.
 pub fn encode_index(
     binding: &IndexBinding,
@@ -74,194 +289,101 @@ pub fn encode_index(
 ) -> Vec<u8> {
     ids.sort_unstable();
     keys.sort_unstable();
-    let keys_len: usize = keys.iter().map(|(k, _)| 10 + k.len()).sum();
-    let mut b = Vec::with_capacity(
-        FIXED_LEN
-            + batches.len() * BATCH_ENTRY
-            + ids.len() * ID_ENTRY
-            + keys.len() * 4
-            + keys_len
-            + 4,
-    );
-    b.extend_from_slice(&INDEX_MAGIC.to_le_bytes());
-    b.extend_from_slice(&INDEX_VERSION.to_le_bytes());
-    b.extend_from_slice(&binding.salt.to_le_bytes());
-    b.extend_from_slice(&binding.segment_index.to_le_bytes());
-    b.extend_from_slice(&binding.base_seq.to_le_bytes());
-    b.extend_from_slice(&binding.last_seq.to_le_bytes());
-    b.extend_from_slice(&binding.committed_len.to_le_bytes());
-    b.extend_from_slice(&max_event_id.to_bytes());
-    for n in [batches.len(), ids.len(), keys.len(), keys_len] {
-        b.extend_from_slice(&(n as u32).to_le_bytes());
+    let mut pages: Vec<Vec<u8>> = vec![Vec::new()];
+    let batch_entries: Vec<(Vec<u8>, Vec<u8>)> = batches
+        .iter()
+        .map(|b| (b.first_seq.to_be_bytes().to_vec(), b.value().to_vec()))
+        .collect();
+    let id_entries: Vec<(Vec<u8>, Vec<u8>)> = ids
+        .iter()
+        .map(|(id, seq)| (id.to_bytes().to_vec(), seq.to_le_bytes().to_vec()))
+        .collect();
+    let key_entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+        .iter()
+        .map(|(k, seq)| (k.as_bytes().to_vec(), seq.to_le_bytes().to_vec()))
+        .collect();
+    let trees = [
+        write_tree(&mut pages, &batch_entries),
+        write_tree(&mut pages, &id_entries),
+        write_tree(&mut pages, &key_entries),
+    ];
+    let mut h = Vec::with_capacity(HEADER_FIXED + 3 * TREE_LEN);
+    h.extend_from_slice(&INDEX_MAGIC.to_le_bytes());
+    h.extend_from_slice(&INDEX_VERSION.to_le_bytes());
+    h.extend_from_slice(&binding.salt.to_le_bytes());
+    h.extend_from_slice(&binding.segment_index.to_le_bytes());
+    h.extend_from_slice(&binding.base_seq.to_le_bytes());
+    h.extend_from_slice(&binding.last_seq.to_le_bytes());
+    h.extend_from_slice(&binding.committed_len.to_le_bytes());
+    h.extend_from_slice(&max_event_id.to_bytes());
+    h.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+    h.extend_from_slice(&[0u8; 4]);
+    for t in &trees {
+        for v in [t.root, t.depth, t.leaf_first, t.leaf_count, t.entries] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
     }
-    for x in batches {
-        b.extend_from_slice(&x.first_seq.to_le_bytes());
-        b.extend_from_slice(&x.offset.to_le_bytes());
-        b.extend_from_slice(&x.count.to_le_bytes());
+    pages[0] = h;
+    let mut out = Vec::with_capacity(pages.len() * INDEX_PAGE_LEN);
+    for (no, mut data) in pages.into_iter().enumerate() {
+        data.resize(PAGE_DATA, 0);
+        let crc = page_crc(binding.salt, no as u32, &data);
+        out.extend_from_slice(&data);
+        out.extend_from_slice(&crc.to_le_bytes());
     }
-    for (id, seq) in ids.iter() {
-        b.extend_from_slice(&id.to_bytes());
-        b.extend_from_slice(&seq.to_le_bytes());
-    }
-    let mut at = 0u32;
-    for (k, _) in keys.iter() {
-        b.extend_from_slice(&at.to_le_bytes());
-        at += 10 + k.len() as u32;
-    }
-    for (k, seq) in keys.iter() {
-        b.extend_from_slice(&seq.to_le_bytes());
-        b.extend_from_slice(&(k.len() as u16).to_le_bytes());
-        b.extend_from_slice(k.as_bytes());
-    }
-    let crc = checksum(binding.salt, &b);
-    b.extend_from_slice(&crc.to_le_bytes());
-    b
+    out
 }
 
-/// A validated index over its bytes (a mapping of the index file): lookups are binary
-/// searches; nothing is copied into memory.
-#[derive(Clone, Debug)]
-pub struct SegmentIndex {
-    bytes: Bytes,
-    batch_count: usize,
-    id_count: usize,
-    key_count: usize,
-    max_event_id: Ulid,
+/// Appends the pages of one tree over `entries` (sorted) to `pages`.
+fn write_tree(pages: &mut Vec<Vec<u8>>, entries: &[(Vec<u8>, Vec<u8>)]) -> IndexTree {
+    let leaf_first = pages.len() as u32;
+    let mut level = write_level(pages, entries);
+    let leaf_count = level.len() as u32;
+    let mut depth = 1;
+    while level.len() > 1 {
+        let up: Vec<(Vec<u8>, Vec<u8>)> = level
+            .iter()
+            .map(|(first, page)| (first.clone(), page.to_le_bytes().to_vec()))
+            .collect();
+        level = write_level(pages, &up);
+        depth += 1;
+    }
+    IndexTree {
+        root: level[0].1,
+        depth,
+        leaf_first,
+        leaf_count,
+        entries: entries.len() as u32,
+    }
 }
 
-impl SegmentIndex {
-    /// Validates `bytes` as the index of the segment `want` describes.
-    ///
-    /// # Errors
-    /// A [`FormatError`] for any mismatch (wrong magic, version, binding, lengths, checksum).
-    pub fn parse(bytes: Bytes, want: &IndexBinding) -> Result<SegmentIndex, FormatError> {
-        let b = &bytes[..];
-        let frame = (INDEX_MAGIC, INDEX_VERSION);
-        check_frame(b, FIXED_LEN, frame, want.salt, "segment index")?;
-        let got = IndexBinding {
-            salt: u32_at(b, 8),
-            segment_index: u32_at(b, 12),
-            base_seq: u64_at(b, 16),
-            last_seq: u64_at(b, 24),
-            committed_len: u64_at(b, 32),
-        };
-        if got != *want {
-            return Err(FormatError::bad(
-                8,
-                "index describes another segment or seal",
-            ));
+/// Packs `entries` into consecutive new pages (`[count u16]` then per entry `[key len u16]
+/// [key] [value]`); returns each page's first key and number (one empty page for none).
+fn write_level(pages: &mut Vec<Vec<u8>>, entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<(Vec<u8>, u32)> {
+    let mut out: Vec<(Vec<u8>, u32)> = Vec::new();
+    let mut page: Vec<u8> = vec![0, 0];
+    let mut count: u16 = 0;
+    let mut first: Vec<u8> = Vec::new();
+    for (k, v) in entries {
+        let len = 2 + k.len() + v.len();
+        if count > 0 && page.len() + len > PAGE_DATA {
+            page[..2].copy_from_slice(&count.to_le_bytes());
+            out.push((std::mem::take(&mut first), pages.len() as u32));
+            pages.push(std::mem::replace(&mut page, vec![0, 0]));
+            count = 0;
         }
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&b[40..56]);
-        let (batch_count, id_count, key_count, keys_len) = (
-            u32_at(b, 56) as usize,
-            u32_at(b, 60) as usize,
-            u32_at(b, 64) as usize,
-            u32_at(b, 68) as usize,
-        );
-        let want_len = FIXED_LEN
-            + batch_count * BATCH_ENTRY
-            + id_count * ID_ENTRY
-            + key_count * 4
-            + keys_len
-            + 4;
-        if want_len != b.len() {
-            return Err(FormatError::bad(56, "index lengths do not add up"));
+        if count == 0 {
+            first.clone_from(k);
         }
-        Ok(SegmentIndex {
-            bytes,
-            batch_count,
-            id_count,
-            key_count,
-            max_event_id: Ulid::from_bytes(id),
-        })
+        page.extend_from_slice(&(k.len() as u16).to_le_bytes());
+        page.extend_from_slice(k);
+        page.extend_from_slice(v);
+        count += 1;
     }
-
-    /// Largest event id in the segment.
-    pub fn max_event_id(&self) -> Ulid {
-        self.max_event_id
+    if count > 0 || out.is_empty() {
+        page[..2].copy_from_slice(&count.to_le_bytes());
+        out.push((first, pages.len() as u32));
+        pages.push(page);
     }
-
-    /// Number of batches.
-    pub fn batch_count(&self) -> usize {
-        self.batch_count
-    }
-
-    /// Batch `i` (in seq order).
-    pub fn batch(&self, i: usize) -> IndexedBatch {
-        let at = FIXED_LEN + i * BATCH_ENTRY;
-        let b = &self.bytes[..];
-        IndexedBatch {
-            first_seq: u64_at(b, at),
-            offset: u64_at(b, at + 8),
-            count: u32_at(b, at + 16),
-        }
-    }
-
-    /// Position of the first batch whose last seq is above `after`.
-    pub fn first_batch_after(&self, after: u64) -> usize {
-        let (mut lo, mut hi) = (0, self.batch_count);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let x = self.batch(mid);
-            if x.first_seq + u64::from(x.count) - 1 <= after {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// The seq of the event with id `id`, if the segment holds one.
-    pub fn seq_of_id(&self, id: Ulid) -> Option<u64> {
-        let base = FIXED_LEN + self.batch_count * BATCH_ENTRY;
-        let b = &self.bytes[..];
-        let want = id.to_bytes();
-        let (mut lo, mut hi) = (0, self.id_count);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let at = base + mid * ID_ENTRY;
-            match b[at..at + 16].cmp(&want[..]) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(u64_at(b, at + 16)),
-            }
-        }
-        None
-    }
-
-    /// The seq of the event with idempotency key `key`, if the segment holds one.
-    pub fn seq_of_key(&self, key: &str) -> Option<u64> {
-        let offsets = FIXED_LEN + self.batch_count * BATCH_ENTRY + self.id_count * ID_ENTRY;
-        let area = offsets + self.key_count * 4;
-        let b = &self.bytes[..];
-        // Offsets come from a checksummed file this build wrote, yet every access is checked:
-        // an entry out of bounds reads as empty rather than panicking.
-        let entry = |i: usize| -> (&[u8], u64) {
-            let off = b
-                .get(offsets + i * 4..offsets + i * 4 + 4)
-                .map_or(usize::MAX, |o| {
-                    u32::from_le_bytes([o[0], o[1], o[2], o[3]]) as usize
-                });
-            let at = area.saturating_add(off);
-            let Some(head) = b.get(at..at.saturating_add(10)) else {
-                return (&[], 0);
-            };
-            let len = u16::from_le_bytes([head[8], head[9]]) as usize;
-            let seq = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
-            (b.get(at + 10..at + 10 + len).unwrap_or_default(), seq)
-        };
-        let (mut lo, mut hi) = (0, self.key_count);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let (k, seq) = entry(mid);
-            match k.cmp(key.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(seq),
-            }
-        }
-        None
-    }
+    out
 }

@@ -12,7 +12,10 @@ pub use batch::{
     encode_batch, find_batch_after,
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
-pub use index::{IndexBinding, IndexedBatch, SegmentIndex, encode_index};
+pub use index::{
+    INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexPage, IndexedBatch, Section, check_page,
+    encode_index,
+};
 pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 
 /// Bound on a stored batch's length field when reading, recovering or verifying: the

@@ -423,3 +423,102 @@ fn a_batch_whose_seqs_pass_u64_max_encodes_without_panic_and_never_decodes() {
     let e = decode_batch(&bytes, 0, SALT, u64::MAX, 1 << 20).unwrap_err();
     assert_eq!(e.offset, 16, "count field: the seqs cannot all exist");
 }
+
+/// Page 0 of the golden index (format/SPEC.md §7): its first 124 bytes (the rest is zero).
+const INDEX_HEADER_HEX: &str = "
+52 4c 49 58 02 00 00 00 05 03 02 01 01 00 00 00
+01 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00
+67 10 00 00 00 00 00 00 01 8b cf e5 68 00 00 00
+00 00 00 00 00 00 00 01 04 00 00 00 00 00 00 00
+01 00 00 00 01 00 00 00 01 00 00 00 01 00 00 00
+01 00 00 00 02 00 00 00 01 00 00 00 02 00 00 00
+01 00 00 00 01 00 00 00 03 00 00 00 01 00 00 00
+03 00 00 00 01 00 00 00 01 00 00 00";
+
+fn golden_index() -> (IndexBinding, Vec<u8>) {
+    let binding = IndexBinding {
+        salt: SALT,
+        segment_index: 1,
+        base_seq: 1,
+        last_seq: 1,
+        committed_len: 4096 + 103,
+    };
+    let id = Ulid::from_parts(T, 1);
+    let batches = [IndexedBatch {
+        first_seq: 1,
+        offset: 4096,
+        count: 1,
+    }];
+    let bytes = encode_index(&binding, id, &batches, &mut [(id, 1)], &mut [("k", 1)]);
+    (binding, bytes)
+}
+
+#[test]
+fn index_golden_vector() {
+    let (binding, b) = golden_index();
+    assert_eq!(b.len(), 4 * INDEX_PAGE_LEN);
+    assert_eq!(&b[..124], &unhex(INDEX_HEADER_HEX)[..]);
+    let page = |n: usize| &b[n * INDEX_PAGE_LEN..(n + 1) * INDEX_PAGE_LEN];
+    let leaves = [
+        "01 00 08 00 00 00 00 00 00 00 00 01 00 10 00 00 00 00 00 00 01 00 00 00",
+        "01 00 10 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 00 01 01 00 00 00 00 00 00 00",
+        "01 00 01 00 6b 01 00 00 00 00 00 00 00",
+    ];
+    for (i, hex) in leaves.iter().enumerate() {
+        let want = unhex(hex);
+        assert_eq!(&page(i + 1)[..want.len()], &want[..], "page {}", i + 1);
+        assert!(page(i + 1)[want.len()..4092].iter().all(|&x| x == 0));
+    }
+    let crcs = ["fc 84 6d fd", "78 eb 78 09", "29 8c 42 00", "b7 4b 43 24"];
+    for (n, hex) in crcs.iter().enumerate() {
+        assert_eq!(&page(n)[4092..], &unhex(hex)[..], "crc of page {n}");
+    }
+    // Decoded back: the header, and each tree's lookups.
+    let h = IndexHeader::parse(check_page(page(0), SALT, 0).unwrap(), &binding).unwrap();
+    assert_eq!((h.page_count, h.max_event_id), (4, Ulid::from_parts(T, 1)));
+    let keys = IndexPage::parse(check_page(page(3), SALT, 3).unwrap(), 8).unwrap();
+    assert_eq!(keys.last_at_or_below(b"k"), Some(0));
+    assert_eq!(keys.last_at_or_below(b"j"), None);
+    assert_eq!(keys.entry(0), (&b"k"[..], &1u64.to_le_bytes()[..]));
+    // A page checks only at its own position and under its segment's salt.
+    assert!(check_page(page(3), SALT, 2).is_err());
+    assert!(check_page(page(3), SALT ^ 2, 3).is_err());
+    let mut flipped = page(1).to_vec();
+    flipped[5] ^= 1;
+    assert!(check_page(&flipped, SALT, 1).is_err());
+    // Another seal of the same segment is another index.
+    let stale = IndexBinding {
+        last_seq: 2,
+        ..binding
+    };
+    assert!(IndexHeader::parse(check_page(page(0), SALT, 0).unwrap(), &stale).is_err());
+}
+
+#[test]
+fn index_trees_span_pages_and_lookups_find_every_entry() {
+    let binding = IndexBinding {
+        salt: SALT,
+        segment_index: 3,
+        base_seq: 1,
+        last_seq: 20_000,
+        committed_len: 1 << 20,
+    };
+    let keys: Vec<String> = (0..20_000).map(|i| format!("key-{i:06}")).collect();
+    let mut ks: Vec<(&str, u64)> = keys.iter().zip(1..).map(|(k, s)| (k.as_str(), s)).collect();
+    let b = encode_index(&binding, Ulid::nil(), &[], &mut [], &mut ks);
+    let page = |n: u32| {
+        let at = n as usize * INDEX_PAGE_LEN;
+        check_page(&b[at..at + INDEX_PAGE_LEN], SALT, n).unwrap()
+    };
+    let h = IndexHeader::parse(page(0), &binding).unwrap();
+    let t = h.tree(Section::Keys);
+    assert!(t.depth == 2 && t.leaf_count > 50, "{t:?}");
+    for (i, k) in keys.iter().enumerate().step_by(997) {
+        let root = IndexPage::parse(page(t.root), 4).unwrap();
+        let c = root.entry(root.last_at_or_below(k.as_bytes()).unwrap()).1;
+        let leaf = IndexPage::parse(page(u32::from_le_bytes(c.try_into().unwrap())), 8).unwrap();
+        let (got, v) = leaf.entry(leaf.last_at_or_below(k.as_bytes()).unwrap());
+        assert_eq!(got, k.as_bytes());
+        assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), i as u64 + 1);
+    }
+}

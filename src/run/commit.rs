@@ -14,14 +14,14 @@ use std::sync::Arc;
 use ulid::Ulid;
 
 use super::Run;
-use super::state::{Applied, BatchLoc, RunState};
+use super::state::{Applied, BatchLoc};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
     BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
     encode_batch, next_header_generation,
 };
-use crate::group::{self, Append, AppendKind, Bounds, Known, Outcome, Plan, Written};
+use crate::group::{self, Append, AppendKind, Bounds, Outcome, Plan, Written};
 use crate::io::Fs;
 use crate::lock;
 use crate::segment::{NewSegment, Segment};
@@ -69,26 +69,6 @@ struct Planned {
     keys: Vec<(String, Seq)>,
     ids: Vec<(Ulid, Seq)>,
     max_id: Ulid,
-}
-
-/// The stored events a group is decided against: the live maps, then the sealed segments'
-/// indexes (SPEC §9).
-impl Known for RunState {
-    fn seq_of_key(&self, key: &str) -> Option<Seq> {
-        self.keys.get(key).copied().or_else(|| {
-            self.indexed_segments()
-                .iter()
-                .find_map(|s| s.index.as_ref()?.seq_of_key(key))
-        })
-    }
-
-    fn seq_of_id(&self, id: Ulid) -> Option<Seq> {
-        self.ids.get(&id).copied().or_else(|| {
-            self.indexed_segments()
-                .iter()
-                .find_map(|s| s.index.as_ref()?.seq_of_id(id))
-        })
-    }
 }
 
 impl Run {
@@ -172,7 +152,13 @@ impl Run {
         let now = now_ms();
         let (plan, ids) = {
             let st = self.state.read();
-            let plan = group::plan(self.run_str(), st.last_seq, &*st, group);
+            // What the run holds of the group's keys and ids, looked up first: a lookup reads
+            // (index pages, the events a key's hash names) and may find damage.
+            let known = match st.known(self.run_str(), group) {
+                Ok(found) => found,
+                Err(e) => return fail_all(e),
+            };
+            let plan = group::plan(self.run_str(), st.last_seq, &known, group);
             let ids = mint_ids(&plan.accepted, st.last_event_id, now);
             (plan, ids)
         };
@@ -260,6 +246,8 @@ impl Run {
         if let Some(d) = &st.damage {
             return Err(d.error(self.run_str()));
         }
+        // A read, not a write: a failure here fails this group and poisons nothing.
+        st.build_dedupe_maps(self.run_str())?;
         let seg = st.last().seg.clone();
         drop(st);
         self.make_entries_durable(w, &seg)

@@ -243,7 +243,7 @@ impl Run {
             // Nothing can follow the largest seq (and `after + 1` would overflow).
             return Ok((after, false));
         }
-        let plan = self.plan_read(after, limit);
+        let plan = self.plan_read(after, limit)?;
         sink.reserve(plan.events.min(limit));
         let mut next = Seqs {
             after,
@@ -321,7 +321,7 @@ impl Run {
 
     /// The batches holding seqs `after+1 ..`, enough for `limit` events, grouped by segment
     /// with each segment's committed length captured under the read lock (rule 7).
-    fn plan_read(&self, after: Seq, limit: usize) -> ReadPlan {
+    fn plan_read(&self, after: Seq, limit: usize) -> Result<ReadPlan> {
         let st = self.state.read();
         let mut plan = ReadPlan {
             batches: Vec::new(),
@@ -330,7 +330,7 @@ impl Run {
             last_seq: st.last_seq,
             damage: st.damage.clone(),
         };
-        for loc in st.batches_after(after) {
+        for loc in st.batches_after(after, limit)? {
             if plan.events >= limit {
                 break;
             }
@@ -352,7 +352,7 @@ impl Run {
                 }
             }
         }
-        plan
+        Ok(plan)
     }
 
     /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last

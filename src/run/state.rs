@@ -15,9 +15,11 @@ use ulid::Ulid;
 use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
-    BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch, SegmentIndex, decode_batch,
-    encode_index,
+    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch,
+    decode_batch, encode_index,
 };
+use crate::group::{Append, KnownMaps};
+use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile};
 use crate::segment::{Access, Counter, Segment};
 
@@ -77,14 +79,19 @@ pub(crate) struct RunState {
     /// only the segments after them.
     pub(crate) indexed: usize,
     pub(crate) batches: Vec<BatchLoc>,
-    pub(crate) keys: HashMap<String, Seq>,
+    pub(crate) keys: KeyMap,
     pub(crate) ids: HashMap<Ulid, Seq>,
+    /// Whether `keys` and `ids` are built: only a writer needs them, and it builds them at its
+    /// first write ([`Self::build_dedupe_maps`]), so opening a run and reading it builds none.
+    pub(crate) maps_ready: bool,
     pub(crate) last_seq: Seq,
     pub(crate) last_event_id: Ulid,
     /// Set once the log cannot be followed past `last_seq` (see [`Damage`]).
     pub(crate) damage: Option<Damage>,
     /// How segments found later in the chain are opened (read-only for a read-only run).
     pub(crate) access: Access,
+    /// Checked pages of the indexes, bounded (`crate::index::CACHE_PAGES`).
+    pub(crate) cache: Arc<PageCache>,
 }
 
 /// What a newly applied batch contributes to the dedupe maps.
@@ -109,12 +116,14 @@ impl RunState {
             }],
             indexed: 0,
             batches: Vec::new(),
-            keys: HashMap::new(),
+            keys: KeyMap::default(),
             ids: HashMap::new(),
+            maps_ready: false,
             last_seq: 0,
             last_event_id: Ulid::nil(),
             damage: None,
             access,
+            cache: Arc::default(),
         }
     }
 
@@ -134,7 +143,7 @@ impl RunState {
             return;
         }
         for (k, seq) in a.keys {
-            self.keys.entry(k.to_string()).or_insert(seq);
+            self.keys.insert(k, seq);
         }
         for (id, seq) in a.ids {
             self.ids.entry(id).or_insert(seq);
@@ -145,13 +154,23 @@ impl RunState {
     }
 
     pub(super) fn apply_view(&mut self, segment: usize, offset: u64, view: &BatchView) {
+        // The dedupe maps serve only appends: they are built at a writer's first write and
+        // kept up from then on; until then (and always for a read-only view) a run holds its
+        // batch list only (SPEC §9, memory per open run).
+        let dedupe = self.maps_ready;
         let keys = view
             .events
             .iter()
+            .filter(|_| dedupe)
             .filter_map(|e| e.key.as_deref().map(|k| (k, e.seq)))
             .collect();
         // Every id, minted or caller-supplied: a caller may present a minted id again.
-        let ids = view.events.iter().map(|e| (e.event_id, e.seq)).collect();
+        let ids = view
+            .events
+            .iter()
+            .filter(|_| dedupe)
+            .map(|e| (e.event_id, e.seq))
+            .collect();
         let max_id = view
             .events
             .iter()
@@ -225,13 +244,22 @@ impl RunState {
             // goes: the events before the cut stay readable.
             let file_len = seg.len()?;
             let end = disk.committed_len.min(file_len);
-            let view = seg.view(run, end)?;
+            // The new batches are read into a buffer of their own (a positioned read), checked
+            // and dropped: catching up maps nothing, so a run's resident memory is what it
+            // keeps (its batch list, a writer's dedupe maps), not the pages it scanned.
+            let start = cur.committed_len;
+            let mut buf = vec![0u8; (end - start) as usize];
+            let n = seg
+                .read_up_to(&mut buf, start)
+                .map_err(|e| Error::io("reading", &seg.path, e))?;
+            buf.truncate(n);
+            let view = bytes::Bytes::from(buf);
             let pos = self.segments.len() - 1;
-            let mut at = cur.committed_len;
+            let mut at = start;
             while at < end {
                 let decoded = decode_batch(
                     &view,
-                    at as usize,
+                    (at - start) as usize,
                     seg.header.salt,
                     self.last_seq + 1,
                     len_max,
@@ -240,7 +268,7 @@ impl RunState {
                     Ok(b) => b,
                     Err(e) if e.incomplete && file_len < disk.committed_len => break,
                     Err(e) => {
-                        self.stop_at(at, &seg.name, e.offset, e.detail);
+                        self.stop_at(at, &seg.name, start + e.offset, e.detail);
                         return Ok(());
                     }
                 };
@@ -323,40 +351,192 @@ impl RunState {
         Ok(())
     }
 
-    /// The batches holding seqs above `after`, in seq order: from the indexes of indexed
-    /// segments (binary search), then from the in-memory list.
-    pub(crate) fn batches_after(&self, after: Seq) -> impl Iterator<Item = BatchLoc> + '_ {
+    /// The batches holding seqs above `after`, in seq order, enough for `events` events (or
+    /// all there are): from the indexes of indexed segments (a root-to-leaf path, then the
+    /// following leaves), then from the in-memory list.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when an index page on the way is damaged; [`Error::Io`].
+    pub(crate) fn batches_after(&self, after: Seq, events: usize) -> Result<Vec<BatchLoc>> {
+        let mut out = Vec::new();
+        let mut got = 0usize;
         let indexed = &self.segments[..self.indexed];
         let first = indexed.partition_point(|s| s.counter.last_seq <= after);
-        let from_indexes = (first..self.indexed).flat_map(move |pos| {
-            let index = self.segments[pos].index.clone();
-            let start = match (&index, pos == first) {
-                (Some(i), true) => i.first_batch_after(after),
-                _ => 0,
-            };
-            let end = index.as_ref().map_or(0, |i| i.batch_count());
-            (start..end).filter_map(move |i| {
-                let b = index.as_ref()?.batch(i);
-                Some(BatchLoc {
-                    first_seq: b.first_seq,
-                    count: b.count,
-                    segment: pos,
-                    offset: b.offset,
-                })
-            })
-        });
+        let mut found = Vec::new();
+        for (pos, s) in indexed.iter().enumerate().skip(first) {
+            if got >= events {
+                return Ok(out);
+            }
+            let Some(index) = &s.index else { continue };
+            found.clear();
+            got += index.batches_after(after, events - got, &mut found)?;
+            out.extend(found.iter().map(|b| BatchLoc {
+                first_seq: b.first_seq,
+                count: b.count,
+                segment: pos,
+                offset: b.offset,
+            }));
+        }
         let start = self.batches.partition_point(|b| b.last_seq() <= after);
-        from_indexes.chain(
-            self.batches
-                .get(start..)
-                .unwrap_or_default()
-                .iter()
-                .copied(),
-        )
+        for b in self.batches.get(start..).unwrap_or_default() {
+            if got >= events {
+                break;
+            }
+            got += (b.last_seq() - b.first_seq.max(after + 1) + 1) as usize;
+            out.push(*b);
+        }
+        Ok(out)
     }
 
-    /// The segments served by their indexes (idempotency lookups past the in-memory maps
-    /// search them; borrowed, so a commit allocates nothing for them).
+    /// Builds the dedupe maps of the unindexed segments (their batches read again, with every
+    /// check), once: a writer calls it under the run lock before its first write.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a batch that fails its checks; [`Error::Io`].
+    pub(crate) fn build_dedupe_maps(&mut self, run: &str) -> Result<()> {
+        if self.maps_ready {
+            return Ok(());
+        }
+        let events: u64 = self.batches.iter().map(|b| u64::from(b.count)).sum();
+        let mut keys = KeyMap::default();
+        keys.reserve(events as usize);
+        let mut ids: HashMap<Ulid, Seq> = HashMap::with_capacity(events as usize);
+        let mut i = 0;
+        while i < self.batches.len() {
+            let pos = self.batches[i].segment;
+            let n = self.batches[i..].partition_point(|b| b.segment == pos);
+            let part = &self.batches[i..i + n];
+            i += n;
+            let seg = &self.segments[pos].seg;
+            let start = part[0].offset;
+            let last = part[n - 1];
+            let end = read_batch_bytes(seg, last.offset)?.len() as u64 + last.offset;
+            let mut buf = vec![0u8; (end - start) as usize];
+            seg.read_exact(&mut buf, start)
+                .map_err(|e| Error::io("reading", &seg.path, e))?;
+            let view = bytes::Bytes::from(buf);
+            for b in part {
+                let at = (b.offset - start) as usize;
+                let v = decode_batch(&view, at, seg.header.salt, b.first_seq, BATCH_LEN_READ_MAX)
+                    .map_err(|e| {
+                    let e = FormatError {
+                        offset: start + e.offset,
+                        ..e
+                    };
+                    format_to_corrupt(run, seg, e)
+                })?;
+                for e in &v.events {
+                    if let Some(k) = e.key.as_deref() {
+                        keys.insert(k, e.seq);
+                    }
+                    ids.entry(e.event_id).or_insert(e.seq);
+                }
+            }
+        }
+        self.keys = keys;
+        self.ids = ids;
+        self.maps_ready = true;
+        Ok(())
+    }
+
+    /// What the run holds of the keys and caller ids of `group`: looked up before a group is
+    /// decided, since a lookup may read (a key's hit in the live map is confirmed against the
+    /// event itself; an index lookup reads pages) and may find damage (then the group fails,
+    /// nothing written).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming the damaged batch or index page; [`Error::Io`].
+    pub(crate) fn known(&self, run: &str, group: &[&Append]) -> Result<KnownMaps> {
+        let mut found = KnownMaps::default();
+        let events = || group.iter().flat_map(|a| a.events.iter());
+        let mut keys: Vec<&str> = Vec::new();
+        for k in events().filter_map(|e| e.key.as_deref()) {
+            if found.by_key.contains_key(k) {
+                continue;
+            }
+            match self.live_seq_of_key(run, k)? {
+                Some(seq) => {
+                    found.by_key.insert(k.to_string(), seq);
+                }
+                None => keys.push(k),
+            }
+        }
+        // Sorted, each segment in turn: consecutive probes land in the same leaf, which the
+        // page cache then holds, so a large batch reads each leaf of a segment at most once.
+        keys.sort_unstable();
+        keys.dedup();
+        let mut ids: Vec<Ulid> = Vec::new();
+        for id in events().filter_map(|e| e.event_id) {
+            match self.ids.get(&id) {
+                Some(seq) => {
+                    found.by_id.insert(id, *seq);
+                }
+                None => ids.push(id),
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        for index in self.segments[..self.indexed]
+            .iter()
+            .filter_map(|s| s.index.as_ref())
+        {
+            for k in &keys {
+                if !found.by_key.contains_key(*k)
+                    && let Some(seq) = index.seq_of_key(k)?
+                {
+                    found.by_key.insert((*k).to_string(), seq);
+                }
+            }
+            for id in &ids {
+                if !found.by_id.contains_key(id)
+                    && let Some(seq) = index.seq_of_id(*id)?
+                {
+                    found.by_id.insert(*id, seq);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The seq of the event of the unindexed segments with key `key`: each event the key's
+    /// hash names is read (its batch, with every check) and its key compared.
+    fn live_seq_of_key(&self, run: &str, key: &str) -> Result<Option<Seq>> {
+        let mut best: Option<Seq> = None;
+        for seq in self.keys.candidates(key) {
+            if best.is_some_and(|b| b <= seq) {
+                continue;
+            }
+            if self.key_at(run, seq)?.as_deref() == Some(key) {
+                best = Some(seq);
+            }
+        }
+        Ok(best)
+    }
+
+    /// The key of the event at `seq` of an unindexed segment, read from its batch.
+    fn key_at(&self, run: &str, seq: Seq) -> Result<Option<String>> {
+        let i = self.batches.partition_point(|b| b.last_seq() < seq);
+        let Some(loc) = self.batches.get(i).filter(|b| b.first_seq <= seq) else {
+            return Ok(None);
+        };
+        let seg = &self.segments[loc.segment].seg;
+        let view = read_batch_bytes(seg, loc.offset)?;
+        let b = decode_batch(&view, 0, seg.header.salt, loc.first_seq, BATCH_LEN_READ_MAX)
+            .map_err(|e| {
+                let e = FormatError {
+                    offset: loc.offset + e.offset,
+                    ..e
+                };
+                format_to_corrupt(run, seg, e)
+            })?;
+        Ok(b.events
+            .iter()
+            .find(|e| e.seq == seq)
+            .and_then(|e| e.key.as_deref().map(str::to_string)))
+    }
+
+    /// The indexed segments (verify checks their indexes page by page).
+    #[allow(dead_code)]
     pub(crate) fn indexed_segments(&self) -> &[SegState] {
         &self.segments[..self.indexed]
     }
@@ -373,7 +553,7 @@ impl RunState {
             }
             let seg = s.seg.clone();
             let sealed = s.counter;
-            let index = seg.open_index(fs, &sealed).or_else(|| {
+            let index = seg.open_index(fs, &sealed, &self.cache).or_else(|| {
                 (self.access == Access::Write)
                     .then(|| self.write_index_of(fs, pos))
                     .flatten()
@@ -381,18 +561,17 @@ impl RunState {
             let Some(index) = index else { return };
             let n = self.batches.partition_point(|b| b.segment <= pos);
             self.batches.drain(..n);
-            self.keys.retain(|_, seq| *seq > sealed.last_seq);
+            self.keys.retain_above(sealed.last_seq);
             self.ids.retain(|_, seq| *seq > sealed.last_seq);
             self.segments[pos].index = Some(Arc::new(index));
             self.indexed += 1;
         }
     }
 
-    /// Builds segment `pos`'s index from the in-memory entries, writes it and maps it back.
+    /// Builds segment `pos`'s index from its batches (read again, with every check: the live
+    /// key map holds hashes, not keys), writes it and opens it.
     fn write_index_of(&self, fs: &dyn Fs, pos: usize) -> Option<SegmentIndex> {
         let s = &self.segments[pos];
-        let (lo, hi) = (s.seg.header.base_seq, s.counter.last_seq);
-        let in_seg = |seq: &Seq| (lo..=hi).contains(seq);
         let batches: Vec<IndexedBatch> = self
             .batches
             .iter()
@@ -403,23 +582,38 @@ impl RunState {
                 count: b.count,
             })
             .collect();
-        let mut ids: Vec<(Ulid, Seq)> = self
-            .ids
-            .iter()
-            .filter(|(_, q)| in_seg(q))
-            .map(|(i, q)| (*i, *q))
-            .collect();
-        let mut keys: Vec<(&str, Seq)> = self
-            .keys
-            .iter()
-            .filter(|(_, q)| in_seg(q))
-            .map(|(k, q)| (k.as_str(), *q))
-            .collect();
+        let start = HEADER_LEN;
+        let mut buf = vec![0u8; s.counter.committed_len.saturating_sub(start) as usize];
+        s.seg.read_exact(&mut buf, start).ok()?;
+        let view = bytes::Bytes::from(buf);
+        let mut ids: Vec<(Ulid, Seq)> = Vec::new();
+        let mut owned: Vec<(String, Seq)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for b in &batches {
+            let at = usize::try_from(b.offset - start).ok()?;
+            let v = decode_batch(
+                &view,
+                at,
+                s.seg.header.salt,
+                b.first_seq,
+                BATCH_LEN_READ_MAX,
+            )
+            .ok()?;
+            for e in &v.events {
+                ids.push((e.event_id, e.seq));
+                if let Some(k) = e.key.as_deref()
+                    && seen.insert(k.to_string())
+                {
+                    owned.push((k.to_string(), e.seq));
+                }
+            }
+        }
+        let mut keys: Vec<(&str, Seq)> = owned.iter().map(|(k, q)| (k.as_str(), *q)).collect();
         let max_id = ids.iter().map(|(i, _)| *i).max().unwrap_or_default();
         let binding = s.seg.index_binding(&s.counter);
         let bytes = encode_index(&binding, max_id, &batches, &mut ids, &mut keys);
         s.seg.write_index(fs, &bytes).ok()?;
-        s.seg.open_index(fs, &s.counter)
+        s.seg.open_index(fs, &s.counter, &self.cache)
     }
 
     /// At the frontier of a chain whose earlier segments are all indexed, a sealed segment
@@ -440,7 +634,7 @@ impl RunState {
         {
             return false;
         }
-        let Some(index) = self.last().seg.open_index(fs, disk) else {
+        let Some(index) = self.last().seg.open_index(fs, disk, &self.cache) else {
             return false;
         };
         self.last_event_id = self.last_event_id.max(index.max_event_id());
@@ -488,4 +682,86 @@ fn empty_slot(seg: &Segment) -> CounterSlot {
 /// A decode failure inside a committed region.
 pub(crate) fn format_to_corrupt(run: &str, seg: &Segment, e: FormatError) -> Error {
     Error::corrupt(run, &seg.name, e.offset, e.detail)
+}
+
+/// The keys of the unindexed segments, by a keyed hash (std's `RandomState`, seeded per
+/// process): no key is copied into memory; a hit names the events to read and compare
+/// ([`RunState::known`]). Distinct keys with one hash are all kept.
+#[derive(Debug, Default)]
+pub(crate) struct KeyMap {
+    first: HashMap<u64, Seq, std::hash::BuildHasherDefault<Prehashed>>,
+    more: Vec<(u64, Seq)>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl KeyMap {
+    fn hash(&self, key: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(key)
+    }
+
+    fn insert(&mut self, key: &str, seq: Seq) {
+        let h = self.hash(key);
+        match self.first.entry(h) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(seq);
+            }
+            std::collections::hash_map::Entry::Occupied(o) if *o.get() != seq => {
+                self.more.push((h, seq));
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {}
+        }
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.first.reserve(n);
+    }
+
+    /// The seqs of the events whose key may be `key`.
+    fn candidates(&self, key: &str) -> impl Iterator<Item = Seq> + '_ {
+        let h = self.hash(key);
+        let more = self
+            .more
+            .iter()
+            .filter(move |(x, _)| *x == h)
+            .map(|(_, s)| *s);
+        self.first.get(&h).copied().into_iter().chain(more)
+    }
+
+    fn retain_above(&mut self, last_seq: Seq) {
+        self.first.retain(|_, seq| *seq > last_seq);
+        self.more.retain(|(_, seq)| *seq > last_seq);
+    }
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Debug, Default)]
+pub(crate) struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The bytes of the whole batch at `offset` of `seg` (its length read from its header).
+fn read_batch_bytes(seg: &Segment, offset: u64) -> Result<bytes::Bytes> {
+    let mut head = [0u8; 8];
+    seg.read_exact(&mut head, offset)
+        .map_err(|e| Error::io("reading", &seg.path, e))?;
+    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    let mut buf = vec![0u8; len.max(8)];
+    seg.read_exact(&mut buf, offset)
+        .map_err(|e| Error::io("reading", &seg.path, e))?;
+    Ok(bytes::Bytes::from(buf))
 }

@@ -101,7 +101,7 @@ impl Run {
     /// Where the batch ending at `seq` lives, and its stored checksum.
     fn anchor_of(&self, seq: Seq) -> Option<SummaryAnchor> {
         let st = self.state.read();
-        let loc = st.batches_after(seq.checked_sub(1)?).next()?;
+        let loc = *st.batches_after(seq.checked_sub(1)?, 1).ok()?.first()?;
         if loc.last_seq() != seq {
             return None;
         }
