@@ -4,28 +4,14 @@
 // event and a point of the wrong type are rejected promises (WorkflowWorldError 400,
 // INVALID_INPUT); runDiff names the entities each event changed.
 import { WorkflowRunNotFoundError, WorkflowWorldError } from '@workflow/errors';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 
 import { createWorld } from '../index.js';
-import { rejection, storeTarget, tempDir } from './helpers.mjs';
+import { rejection, storeTarget } from './helpers.mjs';
+import { worldsPerTest } from './worlds-per-test.mjs';
 
-let tmp;
-const worlds = [];
-
-function world() {
-  const w = createWorld({ ...storeTarget(tmp.dir), recoverActiveRuns: false });
-  worlds.push(w);
-  return w;
-}
-
-beforeEach(() => {
-  tmp = tempDir();
-});
-
-afterEach(async () => {
-  for (const w of worlds.splice(0)) await w.close();
-  tmp.cleanup();
-});
+const t = worldsPerTest((dir) => createWorld({ ...storeTarget(dir), recoverActiveRuns: false }));
+const world = (options) => t.world(options);
 
 const bytes = new Uint8Array([0, 1, 2, 255]);
 

@@ -17,31 +17,19 @@ import {
   WorkflowRunNotFoundError,
   WorkflowWorldError,
 } from '@workflow/errors';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 
 import { createWorld, Store } from '../index.js';
 import { threadPoolStats } from '../store.js';
 import { fromEventPage, fromJson } from '../src/storage.js';
-import { rejection, storeTarget, tempDir, testBackend } from './helpers.mjs';
+import { rejection, storeTarget, testBackend } from './helpers.mjs';
+import { worldsPerTest } from './worlds-per-test.mjs';
 
-let tmp;
-const worlds = [];
-
-function world(options) {
-  const target = options?.dataDir ? {} : storeTarget(tmp.dir);
-  const w = createWorld({ ...target, recoverActiveRuns: false, ...options });
-  worlds.push(w);
-  return w;
-}
-
-beforeEach(() => {
-  tmp = tempDir();
+const t = worldsPerTest((dir, options) => {
+  const target = options?.dataDir ? {} : storeTarget(dir);
+  return createWorld({ ...target, recoverActiveRuns: false, ...options });
 });
-
-afterEach(async () => {
-  for (const w of worlds.splice(0)) await w.close();
-  tmp.cleanup();
-});
+const world = (options) => t.world(options);
 
 const allBytes = new Uint8Array(256).map((_, i) => i);
 
@@ -292,7 +280,7 @@ describe('event pages', () => {
   test('a payload with a repeated key lists as events.get reads it: the last value wins, as in JSON.parse', async () => {
     // The World takes event requests as JSON text too, so stored eventData can repeat a
     // key; the earlier value's binaries and dates are not in the parsed payload.
-    const store = await Store.open(`${tmp.dir}/repeated-key`);
+    const store = await Store.open(`${t.dir}/repeated-key`);
     try {
       const w = store.world();
       const { run } = JSON.parse(
@@ -545,7 +533,7 @@ describe('bad input', () => {
   // Flips a byte of a segment file: a case of the file store only (the PostgreSQL run of this
   // file defines it not at all, so it is not counted as skipped there).
   (testBackend === 'file' ? test : () => {})('a corrupt store rejects with CORRUPT (500), never not-found', async () => {
-    const dataDir = `${tmp.dir}/corrupt/runlog`;
+    const dataDir = `${t.dir}/corrupt/runlog`;
     const w = world({ dataDir });
     const run = await createRun(w, { input: new TextEncoder().encode('MARKER-input') });
     await w.close();
@@ -569,7 +557,7 @@ describe('bad input', () => {
 
 describe('the addon World directly', () => {
   test('objects or JSON text in, JSON text out; errors carry code, className, status', async () => {
-    const store = await Store.open(`${tmp.dir}/direct`);
+    const store = await Store.open(`${t.dir}/direct`);
     try {
       const w = store.world();
       const out = JSON.parse(
@@ -593,7 +581,7 @@ describe('the addon World directly', () => {
     }
   });
   test('createEvents: one entry per call, in order, a JSON text or the Error createEvent rejects with', async () => {
-    const store = await Store.open(`${tmp.dir}/direct`);
+    const store = await Store.open(`${t.dir}/direct`);
     try {
       const w = store.world();
       const newRun = async () =>

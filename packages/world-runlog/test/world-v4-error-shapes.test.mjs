@@ -6,29 +6,15 @@
 // the 4.8.9 app (examples/sdk-cli.mjs): `workflow inspect steps --json` printed the failed
 // step's error as a bare string where the local World prints `{ message, stack }`, and the
 // failed run's error had no `code`. A spec-5 run keeps the event's `error` as is.
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 
 import { createWorld } from '../index.js';
 import { SPEC_VERSION_V4_MAX } from '../src/storage.js';
-import { storeTarget, tempDir } from './helpers.mjs';
+import { storeTarget } from './helpers.mjs';
+import { worldsPerTest } from './worlds-per-test.mjs';
 
-let tmp;
-const worlds = [];
-
-function world() {
-  const w = createWorld(storeTarget(tmp.dir));
-  worlds.push(w);
-  return w;
-}
-
-beforeEach(() => {
-  tmp = tempDir();
-});
-
-afterEach(async () => {
-  for (const w of worlds.splice(0)) await w.close();
-  tmp.cleanup();
-});
+const t = worldsPerTest((dir) => createWorld(storeTarget(dir)));
+const world = (options) => t.world(options);
 
 const STACK_FLAKY = 'Error: transient failure on the first attempt\n    at flaky (file:///app/.output/server/index.mjs:74:27)';
 const STACK_REFUSE = 'FatalError: refused: uncaught\n    at refuse (file:///app/.output/server/index.mjs:83:8)';

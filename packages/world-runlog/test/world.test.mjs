@@ -6,39 +6,25 @@ import path from 'node:path';
 
 import { EntityConflictError, HookNotFoundError, WorkflowRunNotFoundError, WorkflowWorldError } from '@workflow/errors';
 import { createWorldFromModule } from '@workflow/core/runtime';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 
 import * as mod from '../index.js';
 import { createWorld, DEFAULT_DATA_DIR, resolveConfig, STORAGE_METHODS, Store, toWorkflowError } from '../index.js';
-import { rejection, tempDir } from './helpers.mjs';
+import { rejection } from './helpers.mjs';
+import { worldsPerTest } from './worlds-per-test.mjs';
 
-let tmp;
-const worlds = [];
-
-function world(options) {
-  const w = createWorld({ dataDir: `${tmp.dir}/data/runlog`, ...options });
-  worlds.push(w);
-  return w;
-}
-
-beforeEach(() => {
-  tmp = tempDir();
-});
-
-afterEach(async () => {
-  for (const w of worlds.splice(0)) await w.close();
-  tmp.cleanup();
-});
+const t = worldsPerTest((dir, options) => createWorld({ dataDir: `${dir}/data/runlog`, ...options }));
+const world = (options) => t.world(options);
 
 describe('module shape', () => {
   test('createWorldFromModule accepts the module and gets a spec-5 World', async () => {
     const previous = process.env.WORKFLOW_RUNLOG_DATA_DIR;
-    process.env.WORKFLOW_RUNLOG_DATA_DIR = `${tmp.dir}/from-env`;
+    process.env.WORKFLOW_RUNLOG_DATA_DIR = `${t.dir}/from-env`;
     try {
       const w = await createWorldFromModule(mod);
-      worlds.push(w);
+      t.track(w);
       expect(w.specVersion).toBe(5);
-      expect(w.runlog.config.dataDir).toBe(`${tmp.dir}/from-env`);
+      expect(w.runlog.config.dataDir).toBe(`${t.dir}/from-env`);
     } finally {
       if (previous === undefined) delete process.env.WORKFLOW_RUNLOG_DATA_DIR;
       else process.env.WORKFLOW_RUNLOG_DATA_DIR = previous;
@@ -59,7 +45,7 @@ describe('module shape', () => {
       execFile(
         path.join(packageDir, 'node_modules', '.bin', 'workflow'),
         ['inspect', 'runs', '-b', './index.js', '--json'],
-        { cwd: packageDir, env: { ...process.env, WORKFLOW_RUNLOG_DATA_DIR: `${tmp.dir}/data/runlog` }, timeout: 60_000 },
+        { cwd: packageDir, env: { ...process.env, WORKFLOW_RUNLOG_DATA_DIR: `${t.dir}/data/runlog` }, timeout: 60_000 },
         (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out)),
       ),
     );
@@ -109,8 +95,8 @@ describe('lifecycle', () => {
     const cwd = process.cwd();
     const w = world();
     await w.start();
-    expect(readFileSync(`${tmp.dir}/data/runlog/FORMAT`, 'utf8')).toMatch(/^runlog-store format 1/);
-    expect(readdirSync(`${tmp.dir}/data`)).toEqual(['runlog']);
+    expect(readFileSync(`${t.dir}/data/runlog/FORMAT`, 'utf8')).toMatch(/^runlog-store format 1/);
+    expect(readdirSync(`${t.dir}/data`)).toEqual(['runlog']);
     const store = await w.runlog.store();
     expect(store).toBeInstanceOf(Store);
     await store.createRun('wrun_probe');
@@ -219,7 +205,7 @@ describe('config', () => {
 
 describe('toWorkflowError', () => {
   test('store codes become the SDK classes the runtime dispatches on', async () => {
-    const tmpStore = await Store.open(`${tmp.dir}/e.runlog`);
+    const tmpStore = await Store.open(`${t.dir}/e.runlog`);
     try {
       const notFound = toWorkflowError(await rejection(tmpStore.read('wrun_missing')));
       expect(WorkflowRunNotFoundError.is(notFound)).toBe(true);
