@@ -62,7 +62,10 @@ pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
     let mut failures = RunFailures::default();
     let runs = selected_runs(&store, args.run)?;
     let total = runs.len();
+    let mut world_logs = 0;
     for entry in runs {
+        let id = entry.as_ref().map_or_else(|(run, _)| run, |run| run);
+        world_logs += usize::from(runlog_world::log_kind(id.as_str()).is_internal());
         let verified = match entry {
             Ok(run) => {
                 per_run(store.verify_run(&run).map_err(CliError::from))?.map_err(|e| (run, e))
@@ -100,8 +103,19 @@ pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
         table.print(&mut out)?;
     }
     out.flush()?;
-    eprintln!("verified {total} runs: {bad_runs} with problems");
+    eprintln!("{}", verified_line(total, world_logs, bad_runs));
     failures.finish(total, bad_runs > 0)
+}
+
+/// `verified 3 runs: 0 with problems`, or with the World's own logs (stream chunks, attribute
+/// logs, token claims: `runlog_world::log_kind`) counted apart, `verified 5 logs (2 runs, 3
+/// World logs): 0 with problems`, so that a count of runs is one of workflow runs.
+fn verified_line(total: usize, world_logs: usize, bad: usize) -> String {
+    if world_logs == 0 {
+        return format!("verified {total} runs: {bad} with problems");
+    }
+    let runs = total - world_logs;
+    format!("verified {total} logs ({runs} runs, {world_logs} World logs): {bad} with problems")
 }
 
 fn report_json(r: &VerifyReport) -> serde_json::Value {

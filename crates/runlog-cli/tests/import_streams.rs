@@ -104,6 +104,13 @@ fn chunks_are_imported_in_file_name_order_byte_for_byte_and_closed() {
     assert_eq!(inspect[0]["name"], NAME);
     assert_eq!(inspect[0]["chunks"], 4);
     assert_eq!(inspect[0]["done"], true);
+    // The stream's chunk and index logs are counted apart from the corpus' 7 workflow runs.
+    let verify = runlog(&store, &["verify"]);
+    assert_eq!(code(&verify), 0, "{}", stderr(&verify));
+    assert_eq!(
+        stderr(&verify).trim(),
+        "verified 9 logs (7 runs, 2 World logs): 0 with problems"
+    );
 
     // Again: nothing appended, the stream is unchanged.
     let again = runlog(&store, &["import", src.to_str().unwrap(), "--json"]);

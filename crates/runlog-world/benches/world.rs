@@ -14,7 +14,8 @@
 //! - `at/*`: `World::run_at` on a 100,000-event run (33,333 steps, each `step_created` with
 //!   the step payload below, `step_started`, `step_completed`) at seq 1,000, 50,000 and
 //!   100,000, and at a time (a scan of the log, then the fold), against its peer, a fresh
-//!   World's fold of the whole log (`run_state` with nothing cached).
+//!   World's fold of the whole log (`run_state` with nothing cached); each seq warm (the
+//!   World's fold snapshots taken by the calls before) and `_cold` (a fresh World).
 //!
 //! A failing operation aborts the bench (`expect`): a benchmark of a broken store is no
 //! benchmark.
@@ -321,9 +322,18 @@ fn at(c: &mut Criterion) {
     let last_ms = store.read(&run, AT_EVENTS - 1, 1).expect("read").events[0].created_at_ms;
     let end = fx.world.run_at(&fx.run, At::Seq(AT_EVENTS)).expect("at");
     assert_eq!(end.steps.len(), 33_333);
+    // Warm: fx.world keeps the fold snapshots its earlier calls took (every 16,384 events on
+    // this run); cold: a fresh World, whose first call folds from seq 1.
     for seq in [1_000, 50_000, AT_EVENTS] {
         group.bench_function(format!("run_at_seq_{seq}_of_100k"), |b| {
             b.iter(|| black_box(fx.world.run_at(&fx.run, At::Seq(seq)).expect("at")))
+        });
+        group.bench_function(format!("run_at_seq_{seq}_of_100k_cold"), |b| {
+            b.iter_batched(
+                || World::new(store.clone(), WorldConfig::default()),
+                |w| black_box(w.run_at(&fx.run, At::Seq(seq)).expect("at")),
+                criterion::BatchSize::SmallInput,
+            )
         });
     }
     group.bench_function("run_at_time_of_last_event_of_100k", |b| {

@@ -2,10 +2,13 @@
 //! 1..=N): [`World::run_at`], the entities a truncated log would give, and [`World::run_diff`],
 //! which entities changed between two seqs and by which events.
 //!
-//! Cost: one read of the log from seq 1 up to the seq asked for, folded by
-//! [`RunState::apply`] into a fresh state (the World's cache, which holds the newest state
-//! only, is neither used nor changed); nothing past that seq is read. A time is resolved to
-//! a seq by one scan of the log's events (their `createdAt`), payloads not parsed.
+//! Cost: the events from the nearest fold snapshot at or before the seq asked for
+//! (`src/snapshots.rs`; seq 1 when there is none) up to it, read and folded by
+//! [`RunState::apply`] into a copy of that snapshot (the World's cache, which holds the
+//! newest state only, is neither used nor changed); nothing past that seq is read. A fold
+//! keeps its state at the last multiple of the run's snapshot interval it passes as a
+//! snapshot. A time is resolved to a seq by one scan of the log's events (their
+//! `createdAt`), payloads not parsed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,6 +21,7 @@ use crate::error::WorldError;
 use crate::fold::RunState;
 use crate::json::{format_iso_ms, parse_iso_ms};
 use crate::model::{Hook, Step, Wait, WorkflowRun};
+use crate::snapshots::{self, Snapshot};
 use crate::world::{ADVANCE_BATCH, World, not_found};
 
 /// A point of a run's log: a seq, or a time (the last seq whose event's `createdAt` is at or
@@ -294,9 +298,12 @@ impl<B: RunLog> World<B> {
 
     /// The run's entities as of `at` (a seq, or the last seq at or before a time): the run,
     /// its steps, live hooks and waits, equal to what the World's reads return on its log
-    /// truncated there. The run's attributes are those its own log holds at that seq (the
-    /// changes of its attribute log, `runs.experimentalSetAttributes`, lie outside the
-    /// run's seqs and are not merged). Cost: the events up to that seq, read and folded.
+    /// truncated there. The run's attributes are its own log's at that seq merged with the
+    /// changes of its attribute log (`runs.experimentalSetAttributes`, which lie outside the
+    /// run's seqs) made by then: those whose `createdAt` is at or before the time asked for,
+    /// or for a seq, at or before that event's `createdAt` (the merge of `runs.get`, cut
+    /// there). Cost: the events from the nearest fold snapshot up to that seq (`O(events up
+    /// to it)` for the first call on a run), and the attribute log when the run has one.
     ///
     /// # Errors
     /// [`WorldError::AtOutOfRange`]; [`WorldError::RunNotFound`]; storage errors (of the
@@ -304,21 +311,32 @@ impl<B: RunLog> World<B> {
     pub fn run_at(&self, run_id: &str, at: At) -> Result<RunAt, WorldError> {
         let (seq, last_seq) = self.seq_at(run_id, at)?;
         let run = self.run_id(run_id)?;
-        let mut state = self.empty_state(&run)?;
-        self.fold_to(&run, &mut state, seq)?;
-        Ok(RunAt::of(&state, last_seq))
+        let mut state = self.snapshot_before(&run, seq)?;
+        let at_ms = self.fold_to(&run, &mut state, seq, last_seq)?;
+        let mut out = RunAt::of(&state, last_seq);
+        if let Some(found) = out.run.as_mut() {
+            let until_ms = match at {
+                At::Time(ms) => ms,
+                At::Seq(_) => at_ms,
+            };
+            self.attr_log_until(&run, until_ms)?
+                .overlay(found, state.attr_changed_at_ms());
+        }
+        Ok(out)
     }
 
     /// Which entities changed from `from` to `to` (each a seq or a time; `from` may be seq 0,
     /// the empty log), each with its state at both and the events between that are its
-    /// own. Cost: the events up to `to`, read and folded once.
+    /// own. The run's attributes are its own log's (the attribute log's changes have no seq
+    /// between the two). Cost: the events from the nearest fold snapshot up to `to`, read
+    /// and folded once.
     ///
     /// # Errors
     /// [`WorldError::AtOutOfRange`] (`to` as for [`World::run_at`]; `from` the same but for
     /// seq 0); [`WorldError::InvalidRequest`] when `from` lies after `to`;
     /// [`WorldError::RunNotFound`]; storage errors.
     pub fn run_diff(&self, run_id: &str, from: At, to: At) -> Result<RunDiff, WorldError> {
-        let (to_seq, _) = self.seq_at(run_id, to)?;
+        let (to_seq, last_seq) = self.seq_at(run_id, to)?;
         let from_seq = match from {
             At::Seq(0) => 0,
             at => self.seq_at(run_id, at)?.0,
@@ -330,8 +348,8 @@ impl<B: RunLog> World<B> {
             ));
         }
         let run = self.run_id(run_id)?;
-        let mut state = self.empty_state(&run)?;
-        self.fold_to(&run, &mut state, from_seq)?;
+        let mut state = self.snapshot_before(&run, from_seq)?;
+        self.fold_to(&run, &mut state, from_seq, last_seq)?;
         let before = entities(&state);
         let mut changed_by: BTreeMap<(EntityKind, String), Vec<DiffEvent>> = BTreeMap::new();
         let mut unchanged = Vec::new();
@@ -403,14 +421,74 @@ impl<B: RunLog> World<B> {
         })
     }
 
-    /// Applies the events after `state`'s seq up to `to` to `state`.
-    fn fold_to(&self, run: &RunId, state: &mut RunState, to: Seq) -> Result<(), WorldError> {
+    /// The seqs of the fold snapshots this World keeps of `run_id`, ascending (for tests and
+    /// benchmarks: which folds [`World::run_at`] can start from).
+    #[doc(hidden)]
+    pub fn fold_snapshot_seqs(&self, run_id: &str) -> Result<Vec<Seq>, WorldError> {
+        Ok(self.fold_snapshots.lock().seqs(&self.run_id(run_id)?))
+    }
+
+    /// A fold of `run` to the greatest seq at or before `seq` that a fold snapshot holds and
+    /// the log still holds the same event at (the empty state without one: seq 0); a
+    /// snapshot whose event the log no longer holds drops the run's snapshots.
+    ///
+    /// # Errors
+    /// [`WorldError::RunNotFound`]; storage errors.
+    fn snapshot_before(&self, run: &RunId, seq: Seq) -> Result<RunState, WorldError> {
+        let Some(found) = self.fold_snapshots.lock().nearest(run, seq) else {
+            return self.empty_state(run);
+        };
+        let at = found.state.seq();
+        let mut same = false;
+        self.each_event(run, at - 1, at, &mut |e| {
+            same = e.event_id == found.event_id && e.created_at_ms == found.created_at_ms;
+        })?;
+        if same {
+            return Ok(found.state);
+        }
+        self.fold_snapshots.lock().drop_run(run);
+        self.empty_state(run)
+    }
+
+    /// Applies the events after `state`'s seq up to `to` to `state`, keeping the state at
+    /// the last multiple of the snapshot interval of a log of `last` events it passes as a
+    /// fold snapshot (one copy of the state per fold at most: a snapshot costs a copy, so a
+    /// fold that kept one at every multiple would cost several); returns the `createdAt`
+    /// of the event at `to` (0 when `to` is `state`'s seq and no event was read).
+    fn fold_to(
+        &self,
+        run: &RunId,
+        state: &mut RunState,
+        to: Seq,
+        last: Seq,
+    ) -> Result<u64, WorldError> {
         let from = state.seq();
-        self.each_event(run, from, to, &mut |e| state.apply(&e))?;
+        if from == to && to > 0 {
+            let mut at_ms = 0;
+            self.each_event(run, to - 1, to, &mut |e| at_ms = e.created_at_ms)?;
+            return Ok(at_ms);
+        }
+        let every = snapshots::interval(last);
+        let keep_at = to - to % every;
+        let (mut taken, mut at_ms) = (None, 0);
+        self.each_event(run, from, to, &mut |e| {
+            state.apply(&e);
+            at_ms = e.created_at_ms;
+            if e.seq == keep_at {
+                taken = Some(Snapshot {
+                    state: state.clone(),
+                    event_id: e.event_id,
+                    created_at_ms: e.created_at_ms,
+                });
+            }
+        })?;
         if state.seq() < to {
             return Err(shortened(run, to, state.seq()));
         }
-        Ok(())
+        if let Some(snapshot) = taken {
+            self.fold_snapshots.lock().keep(run, snapshot);
+        }
+        Ok(at_ms)
     }
 
     /// Hands each event after seq `after` up to seq `to` to `f`, in seq order.

@@ -246,6 +246,34 @@ impl<B: RunLog> World<B> {
         }
     }
 
+    /// `run`'s attribute log folded over its changes whose `createdAt` is at or before
+    /// `until_ms` (empty when the store has none): the attribute log as it stood then, for
+    /// [`World::run_at`]. Reads the whole log (a World writes it in commit-time order, but
+    /// nothing here depends on that).
+    ///
+    /// # Errors
+    /// Storage errors reading it.
+    pub(crate) fn attr_log_until(&self, run: &RunId, until_ms: u64) -> Result<AttrLog, WorldError> {
+        let log = attr_log_id(run);
+        let mut folded = AttrLog::default();
+        let mut after = 0;
+        loop {
+            let read = self
+                .backend
+                .read_each(&log, after, ADVANCE_BATCH, &mut |e| {
+                    after = e.seq;
+                    if e.created_at_ms <= until_ms {
+                        folded.apply(&e);
+                    }
+                });
+            match read {
+                Ok((_, true)) => {}
+                Ok((_, false)) | Err(runlog::Error::RunNotFound { .. }) => return Ok(folded),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
     /// Sets `req.merged_attributes` for an `attr_set` (the run's attributes as `state` and
     /// the attribute log hold them, which its changes are validated against, so that the
     /// per-run limit counts both logs); nothing for other requests. The caller may hold the

@@ -516,6 +516,12 @@ impl RunState {
         self.seq
     }
 
+    /// Sets the seq of an empty state (the snapshot bookkeeping's unit tests).
+    #[cfg(test)]
+    pub(crate) fn set_seq_for_test(&mut self, seq: Seq) {
+        self.seq = seq;
+    }
+
     /// The run's spec version (from its runlog metadata).
     pub fn spec_version(&self) -> Option<u32> {
         self.spec_version

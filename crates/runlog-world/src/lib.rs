@@ -28,6 +28,7 @@ mod model;
 mod query;
 mod resume;
 mod rules;
+mod snapshots;
 mod tokens;
 mod world;
 

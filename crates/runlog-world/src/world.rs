@@ -153,6 +153,8 @@ pub struct World<B: RunLog> {
     pub(crate) identity: Arc<HookIdentity>,
     runs: Mutex<RunCache>,
     pub(crate) claims: Mutex<Claims>,
+    /// Folds of runs at earlier seqs, for [`World::run_at`] (`src/snapshots.rs`).
+    pub(crate) fold_snapshots: Mutex<crate::snapshots::FoldSnapshots>,
     /// The core's backoff settings for the fenced retries (`world/fenced.rs`).
     backoff: runlog::replay::ReplayConfig,
 }
@@ -170,6 +172,7 @@ impl<B: RunLog> World<B> {
             config,
             runs: Mutex::new(RunCache::default()),
             claims: Mutex::new(Claims::default()),
+            fold_snapshots: Mutex::new(crate::snapshots::FoldSnapshots::default()),
         }
     }
 
