@@ -22,9 +22,15 @@
 // - create.oneRun:   W concurrent writers × N step_created each on one run (events/s).
 //                    runlog durable (fdatasync per group commit); world-local not (no fsync).
 // - create.eightRuns: the same on each of 8 runs at once (8 × W writers).
+// - create.sequentialOneRun / sequentialEightRuns: one writer per run (1 run, 8 runs at once),
+//                    `sequential` step_created each, each awaited before the next (events/s):
+//                    the latency of one durable create, where the writers above measure the
+//                    group commit's throughput.
 // - list.oneCall:    events.list of a 900-event run, one page ({limit: 1000}), median ms.
 // - list.runtimePaged: the same listed as the runtime does (default page size, following
-//                    cursors until hasMore is false), median ms.
+//                    cursors until hasMore is false), median ms. Both on the store the create
+//                    figures filled (~8,600 other events in other runs).
+// - list.aloneOneCall: list.oneCall on a store of its own holding only that run.
 // - stream:          streams.get(run, name, i) and its first chunk, on a 10,000-chunk stream,
 //                    for i = 10 and i = 9,999 (median ms); flat = tail/10 within 2×.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -36,7 +42,7 @@ import { fileURLToPath } from 'node:url';
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function args() {
-  const out = { writers: 16, perWriter: 20, rounds: 3, reps: 11, listEvents: 900, chunks: 10_000, world: 'both' };
+  const out = { writers: 16, perWriter: 20, sequential: 200, rounds: 3, reps: 11, listEvents: 900, chunks: 10_000, world: 'both' };
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i += 2) {
     const k = a[i].replace(/^--/, '');
@@ -181,6 +187,12 @@ async function bench(kinds, o) {
       const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => newRun(w, i + 1)));
       push(kind, 'createEightRunsEventsPerS', await createStorm(w, runs, o));
     });
+    const sequential = { ...o, writers: 1, perWriter: o.sequential };
+    await turns(o.rounds, async (kind, w) => push(kind, 'createSequentialOneRunEventsPerS', await createStorm(w, [await newRun(w)], sequential)));
+    await turns(o.rounds, async (kind, w) => {
+      const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => newRun(w, i + 1)));
+      push(kind, 'createSequentialEightRunsEventsPerS', await createStorm(w, runs, sequential));
+    });
 
     const name = 'strm_01ARZ3NDEKTSV4RRFFQ69G5FAV_bench';
     const tail = o.chunks - 1;
@@ -202,6 +214,11 @@ async function bench(kinds, o) {
       if (new TextDecoder().decode(await firstChunk(w, streamRun, name, tail)) !== `chunk ${tail}`) throw new Error('wrong tail chunk');
       open[kind].listRun = listRun;
       open[kind].streamRun = streamRun;
+      const aloneDir = mkdtempSync(path.join(tmpdir(), `bench-${kind}-alone-`));
+      const alone = await openWorld(kind, aloneDir, o.app);
+      const aloneRun = await newRun(alone, 100);
+      await fill(alone, aloneRun, o.listEvents - 2, 'l');
+      open[`${kind}-alone`] = { dataDir: aloneDir, w: alone, listRun: aloneRun };
     }
     const timed = async (kind, key, f) => {
       const t0 = performance.now();
@@ -215,6 +232,7 @@ async function bench(kinds, o) {
     const blocks = (n) => Math.max(2, Math.ceil(n / 3));
     await turns(blocks(o.reps * 2), samples(3, (kind, w) => timed(kind, 'listOneCallMs', () => listAll(w, open[kind].listRun, 1000))));
     await turns(blocks(o.reps * 2), samples(3, (kind, w) => timed(kind, 'listRuntimePagedMs', () => listAll(w, open[kind].listRun))));
+    await turns(blocks(o.reps * 2), samples(3, (kind) => timed(kind, 'listAloneOneCallMs', () => listAll(open[`${kind}-alone`].w, open[`${kind}-alone`].listRun, 1000))));
     await turns(blocks(o.reps * 4), samples(3, (kind, w) => timed(kind, 'streamChunk10Ms', () => firstChunk(w, open[kind].streamRun, name, head))));
     await turns(blocks(o.reps * 4), samples(3, (kind, w) => timed(kind, 'streamChunkLastMs', () => firstChunk(w, open[kind].streamRun, name, tail))));
   } finally {
@@ -231,9 +249,12 @@ async function bench(kinds, o) {
       specVersion: specOf.get(open[kind].w),
       createOneRunEventsPerS: median(f.createOneRunEventsPerS),
       createEightRunsEventsPerS: median(f.createEightRunsEventsPerS),
+      createSequentialOneRunEventsPerS: median(f.createSequentialOneRunEventsPerS),
+      createSequentialEightRunsEventsPerS: median(f.createSequentialEightRunsEventsPerS),
       listEvents: f.listEvents,
       listOneCallMs: ms(f.listOneCallMs),
       listRuntimePagedMs: ms(f.listRuntimePagedMs),
+      listAloneOneCallMs: ms(f.listAloneOneCallMs),
       streamChunk10Ms: ms(f.streamChunk10Ms),
       streamChunkLastMs: ms(f.streamChunkLastMs),
     };
@@ -264,8 +285,11 @@ if (out.runlog && out.local) {
   out.ratios = {
     createOneRun: round(r.createOneRunEventsPerS / l.createOneRunEventsPerS, 1),
     createEightRuns: round(r.createEightRunsEventsPerS / l.createEightRunsEventsPerS, 1),
+    createSequentialOneRun: round(r.createSequentialOneRunEventsPerS / l.createSequentialOneRunEventsPerS, 1),
+    createSequentialEightRuns: round(r.createSequentialEightRunsEventsPerS / l.createSequentialEightRunsEventsPerS, 1),
     listOneCall: round(l.listOneCallMs / r.listOneCallMs, 1),
     listRuntimePaged: round(l.listRuntimePagedMs / r.listRuntimePagedMs, 1),
+    listAloneOneCall: round(l.listAloneOneCallMs / r.listAloneOneCallMs, 1),
     streamChunkLast: round(l.streamChunkLastMs / r.streamChunkLastMs, 1),
     runlogStreamTailFlat: r.streamTailOverHead <= 2,
   };
