@@ -20,12 +20,14 @@ mod data;
 mod error;
 mod fenced;
 mod fold;
+mod gc;
 mod group;
 mod ids;
 mod json;
 mod logs;
 mod model;
 mod query;
+mod retention;
 mod resume;
 mod rules;
 mod tokens;
@@ -42,6 +44,7 @@ pub use clock::Clock;
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};
+pub use gc::{GcParams, GcReport, GcRun, Kept};
 pub use ids::{
     CORRELATION_ID_LEN_MAX, EVENT_ID_PREFIX, RUN_ID_PREFIX, event_id_for, event_id_string,
     mint_run_id, mint_ulid, parse_event_id, parse_run_id, parse_slot_event_id, slot_event_id,
@@ -55,6 +58,7 @@ pub use model::{
     SPEC_VERSION_EVENT_SOURCING, SPEC_VERSION_MAX_SUPPORTED, SPEC_VERSION_SLOT_IDENTITY, SortOrder,
     Step, StepStatus, StorageFault, Wait, WaitStatus, WorkflowRun,
 };
+pub use retention::{Retention, RetentionTask};
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX, resume_id_of_stored};
 pub use streams::{StreamError, Streams};
