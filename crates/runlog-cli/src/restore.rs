@@ -28,7 +28,7 @@ pub struct RestoredLog {
 }
 
 /// Restores run `run` from its archive in `dir` into `dst`, then removes the archive.
-/// Returns one row per log, the run's own last.
+/// Returns one row per log, the run's own last; `progress` sees each as it is restored.
 ///
 /// # Errors
 /// [`CopyError::Source`] when the archive is missing (`RunNotFound`) or damaged
@@ -40,6 +40,7 @@ pub fn restore_run(
     dir: &Path,
     run: &RunId,
     dst: &dyn RunLog,
+    progress: &mut dyn FnMut(&RestoredLog),
 ) -> Result<Vec<RestoredLog>, CopyError> {
     let source = |error| CopyError::Source {
         error,
@@ -53,7 +54,9 @@ pub fn restore_run(
     let mut done = Vec::with_capacity(order.len());
     for log in order {
         let copy = copy_run(&view, dst, &log, BatchLimits::default(), true)?;
-        done.push(RestoredLog { log, copy });
+        let restored = RestoredLog { log, copy };
+        progress(&restored);
+        done.push(restored);
     }
     archive::remove_archive(fs, dir, run).map_err(|error| CopyError::Destination {
         error,

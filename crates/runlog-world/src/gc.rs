@@ -67,6 +67,18 @@ pub struct GcRun {
     pub archive_bytes: u64,
 }
 
+/// A step of [`World::collect_finished`], reported as it is done (progress lines; the
+/// CLI's kill -9 tests stop the process at each one).
+#[derive(Clone, Copy, Debug)]
+pub enum GcStep<'a> {
+    /// The run's archive is written, synced, renamed and read back.
+    Archived(&'a RunId),
+    /// Log `.1` of run `.0` was deleted from the store.
+    Deleted(&'a RunId, &'a RunId),
+    /// The run is collected (or, with `dry_run`, would be).
+    Collected(&'a GcRun),
+}
+
 /// Why a run was kept live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kept {
@@ -113,7 +125,7 @@ pub struct GcReport {
 impl<B: RunLog> World<B> {
     /// Collects every finished workflow run whose terminal event is older than
     /// `params.finished_before_ms` (the rules of this module), calling `progress` after each
-    /// run collected. Plain runs (ids other than `wrun_<ULID>`) and the World's own logs
+    /// step ([`GcStep`]). Plain runs (ids other than `wrun_<ULID>`) and the World's own logs
     /// are never collected.
     ///
     /// # Errors
@@ -123,16 +135,16 @@ impl<B: RunLog> World<B> {
         &self,
         fs: &dyn Fs,
         params: &GcParams,
-        progress: &mut dyn FnMut(&GcRun),
+        progress: &mut dyn FnMut(GcStep<'_>),
     ) -> Result<GcReport, WorldError> {
         let mut report = GcReport::default();
         for run in self.workflow_runs()? {
             report.scanned += 1;
             match self.gc_verdict(&run, params.finished_before_ms) {
                 Ok(Some(kept)) => report.kept.push((run.to_string(), kept)),
-                Ok(None) => match self.collect_run(fs, &run, params) {
+                Ok(None) => match self.collect_run(fs, &run, params, progress) {
                     Ok(done) => {
-                        progress(&done);
+                        progress(GcStep::Collected(&done));
                         report.collected.push(done);
                     }
                     Err(e) => report.failed.push((run.to_string(), e)),
@@ -188,6 +200,7 @@ impl<B: RunLog> World<B> {
         fs: &dyn Fs,
         run: &RunId,
         params: &GcParams,
+        progress: &mut dyn FnMut(GcStep<'_>),
     ) -> Result<GcRun, WorldError> {
         let earlier = match archive::read_archive(fs, &params.archive_dir, run) {
             Ok(a) => Some(a),
@@ -221,9 +234,11 @@ impl<B: RunLog> World<B> {
         }
         let (_, len) = archive::write_archive(fs, &params.archive_dir, run, &bundle)?;
         done.archive_bytes = len;
+        progress(GcStep::Archived(run));
         // The run's own log is first in `live`: delete it last.
         for id in live.iter().rev() {
             self.delete_archived(id, &bundle)?;
+            progress(GcStep::Deleted(run, id));
         }
         self.forget(run);
         self.release_claims_of(run);
@@ -280,6 +295,10 @@ impl<B: RunLog> World<B> {
 
     /// Appends releases of `run`'s token claims (a hint, `tokens.rs`).
     fn release_claims_of(&self, run: &RunId) {
+        // No claims log: nothing to release (and none is created here).
+        if self.backend.last_seq(&crate::tokens::tokens_run()).is_err() {
+            return;
+        }
         let Ok(claims) = self.all_claims() else {
             return;
         };

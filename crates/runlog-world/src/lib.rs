@@ -44,7 +44,7 @@ pub use clock::Clock;
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};
-pub use gc::{GcParams, GcReport, GcRun, Kept};
+pub use gc::{GcParams, GcReport, GcRun, GcStep, Kept};
 pub use ids::{
     CORRELATION_ID_LEN_MAX, EVENT_ID_PREFIX, RUN_ID_PREFIX, event_id_for, event_id_string,
     mint_run_id, mint_ulid, parse_event_id, parse_run_id, parse_slot_event_id, slot_event_id,
