@@ -89,7 +89,10 @@ pub fn encode(archive: &Archive) -> Result<Vec<u8>> {
         chain = push_record(&mut out, RECORD_LOG, &body, chain);
         for (i, e) in log.events.iter().enumerate() {
             if e.seq != i as Seq + 1 {
-                return Err(invalid("seq", format!("log {} is not dense at seq {}", log.run, e.seq)));
+                return Err(invalid(
+                    "seq",
+                    format!("log {} is not dense at seq {}", log.run, e.seq),
+                ));
             }
             body.clear();
             event_body(e, &mut body)?;
@@ -199,7 +202,13 @@ pub fn decode(bytes: &[u8], file: &str, run: &str) -> Result<Archive> {
                 let e = decode_event(body, at, &ctx)?;
                 let want = log.events.len() as Seq + 1;
                 if e.seq != want {
-                    return Err(ctx.corrupt(at, format!("log {}: seq {} where {want} belongs (density)", log.run, e.seq)));
+                    return Err(ctx.corrupt(
+                        at,
+                        format!(
+                            "log {}: seq {} where {want} belongs (density)",
+                            log.run, e.seq
+                        ),
+                    ));
                 }
                 log.events.push(e);
             }
@@ -236,7 +245,10 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 fn decode_header(bytes: &[u8], ctx: &Ctx<'_>) -> Result<u32> {
     if bytes.len() < HEADER_LEN {
-        return Err(ctx.corrupt(0, format!("{} bytes, shorter than the 32-byte header", bytes.len())));
+        return Err(ctx.corrupt(
+            0,
+            format!("{} bytes, shorter than the 32-byte header", bytes.len()),
+        ));
     }
     if &bytes[0..8] != ARCHIVE_MAGIC {
         return Err(ctx.corrupt(0, "not a runlog archive (bad magic)"));
@@ -247,7 +259,10 @@ fn decode_header(bytes: &[u8], ctx: &Ctx<'_>) -> Result<u32> {
     }
     let version = u32_at(bytes, 8);
     if version != ARCHIVE_VERSION {
-        return Err(ctx.corrupt(8, format!("archive version {version}; this build reads {ARCHIVE_VERSION}")));
+        return Err(ctx.corrupt(
+            8,
+            format!("archive version {version}; this build reads {ARCHIVE_VERSION}"),
+        ));
     }
     Ok(crc)
 }
@@ -265,7 +280,10 @@ fn record_at<'b>(
     let ty = bytes[at];
     let len = u32_at(bytes, at + 1);
     if len > RECORD_BODY_LEN_MAX || bytes.len() - at - RECORD_FRAME_LEN < len as usize {
-        return Err(ctx.corrupt(at, format!("record length {len} runs past the end of the file")));
+        return Err(ctx.corrupt(
+            at,
+            format!("record length {len} runs past the end of the file"),
+        ));
     }
     let end = at + 5 + len as usize;
     let crc = checksum(seed, &bytes[at..end]);
@@ -303,7 +321,8 @@ impl<'b> Body<'b> {
         self.take(8).map(|b| u64_at(b, 0))
     }
     fn text(&mut self, n: usize) -> Option<String> {
-        self.take(n).and_then(|b| String::from_utf8(b.to_vec()).ok())
+        self.take(n)
+            .and_then(|b| String::from_utf8(b.to_vec()).ok())
     }
     fn optional(&mut self) -> Option<Option<String>> {
         match self.u16()? {
@@ -378,10 +397,16 @@ fn decode_end(
     let counts = (|| Some((b.u32()?, b.u64()?)))().filter(|_| b.done());
     let want = (archive.logs.len() as u32, archive.event_count());
     if counts != Some(want) {
-        return Err(ctx.corrupt(at, format!("end record counts {counts:?}, the archive holds {want:?} (logs, events)")));
+        return Err(ctx.corrupt(
+            at,
+            format!("end record counts {counts:?}, the archive holds {want:?} (logs, events)"),
+        ));
     }
     if next != file_len {
-        return Err(ctx.corrupt(next, format!("{} bytes after the end record", file_len - next)));
+        return Err(ctx.corrupt(
+            next,
+            format!("{} bytes after the end record", file_len - next),
+        ));
     }
     Ok(())
 }

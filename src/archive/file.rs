@@ -124,7 +124,8 @@ pub fn read_archive(fs: &dyn Fs, dir: &Path, run: &RunId) -> Result<Archive> {
         Err(e) => return Err(Error::io("opening", &path, e)),
     };
     let len = file.len().map_err(|e| Error::io("reading", &path, e))?;
-    let len = usize::try_from(len).map_err(|_| Error::corrupt(run.as_str(), file_name(&path), 0, "too large"))?;
+    let len = usize::try_from(len)
+        .map_err(|_| Error::corrupt(run.as_str(), file_name(&path), 0, "too large"))?;
     let mut bytes = vec![0u8; len];
     crate::io::read_exact_at(file.as_ref(), &mut bytes, 0)
         .map_err(|e| Error::io("reading", &path, e))?;

@@ -9,11 +9,11 @@ pub mod file;
 pub mod view;
 
 pub use codec::{Archive, ArchivedLog};
-pub use view::ArchiveView;
 pub use file::{
     ARCHIVE_EXT, archive_path, gather_log, list_archives, read_archive, remove_archive,
     write_archive,
 };
+pub use view::ArchiveView;
 
 #[cfg(test)]
 mod tests;

@@ -114,5 +114,8 @@ fn a_gap_in_seqs_is_refused_on_encode_and_on_decode() {
     let bytes = encode(&two).unwrap();
     assert_eq!(decode(&bytes, "r1.rla", "r1").unwrap(), two);
     two.logs[0].events[1].seq = 3;
-    assert!(matches!(encode(&two), Err(Error::InvalidEvent { field: "seq", .. })));
+    assert!(matches!(
+        encode(&two),
+        Err(Error::InvalidEvent { field: "seq", .. })
+    ));
 }

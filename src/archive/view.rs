@@ -47,7 +47,9 @@ impl ArchiveView {
     }
 
     fn page(&self, log: &ArchivedLog, after: Seq, limit: usize) -> (usize, usize) {
-        let from = usize::try_from(after).unwrap_or(usize::MAX).min(log.events.len());
+        let from = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(log.events.len());
         (from, from.saturating_add(limit).min(log.events.len()))
     }
 }
@@ -80,7 +82,9 @@ impl RunLog for ArchiveView {
     ) -> Result<(Seq, bool)> {
         let log = self.log(run)?;
         let (from, to) = self.page(log, after, limit);
-        log.events[from..to].iter().for_each(|e| f(e.as_event_ref()));
+        log.events[from..to]
+            .iter()
+            .for_each(|e| f(e.as_event_ref()));
         let next = if to > from { to as Seq } else { after };
         Ok((next, to < log.events.len()))
     }
@@ -111,7 +115,10 @@ impl RunLog for ArchiveView {
         ids.retain(|id| after.is_none_or(|a| *id > a));
         let has_more = ids.len() > limit;
         ids.truncate(limit);
-        let runs = ids.iter().map(|id| self.run_info(id)).collect::<Result<Vec<_>>>()?;
+        let runs = ids
+            .iter()
+            .map(|id| self.run_info(id))
+            .collect::<Result<Vec<_>>>()?;
         Ok(RunPage {
             next: runs.last().map(|r| r.run.clone()),
             runs,

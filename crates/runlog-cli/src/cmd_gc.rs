@@ -109,7 +109,10 @@ pub fn parse_cut(text: &str, now_ms: u64) -> Result<u64, CliError> {
 
 /// `runlog gc`.
 pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
-    let cut = parse_cut(&args.finished_before, runlog_world::Clock::system().now_ms())?;
+    let cut = parse_cut(
+        &args.finished_before,
+        runlog_world::Clock::system().now_ms(),
+    )?;
     let params = GcParams {
         finished_before_ms: cut,
         archive_dir: archive_dir(store_dir, args.archive.as_deref())?,
@@ -120,12 +123,21 @@ pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
         false => open_store(store_dir)?,
     };
     let world = World::new(store.log(), WorldConfig::default());
-    let verb = if args.dry_run { "would archive" } else { "archived" };
+    let verb = if args.dry_run {
+        "would archive"
+    } else {
+        "archived"
+    };
     let mut kill_at = kill_at_step();
     let report = world
         .collect_finished(&StdFs, &params, &mut |step| {
             if let GcStep::Collected(r) = step {
-                let line = format!("gc: {verb} {} ({} logs, {} events)", r.run_id, r.logs.len(), r.events);
+                let line = format!(
+                    "gc: {verb} {} ({} logs, {} events)",
+                    r.run_id,
+                    r.logs.len(),
+                    r.events
+                );
                 eprintln!("{}", escape_text(&line));
             }
             kill_at.step();
@@ -143,7 +155,11 @@ pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
 struct KillAt(Option<u64>);
 
 fn kill_at_step() -> KillAt {
-    KillAt(std::env::var("RUNLOG_GC_KILL_AT_STEP").ok().and_then(|v| v.parse().ok()))
+    KillAt(
+        std::env::var("RUNLOG_GC_KILL_AT_STEP")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+    )
 }
 
 impl KillAt {
@@ -180,17 +196,31 @@ fn print_gc(
     for r in &report.collected {
         let path = r.archive.display().to_string();
         match json {
-            true => json_line(out, &json!({"run": r.run_id, "result": result, "logs": r.logs,
-                "events": r.events, "archive": path, "archive_bytes": r.archive_bytes}))?,
-            false => table.row(vec![r.run_id.clone(), result.into(), r.logs.len().to_string(),
-                r.events.to_string(), path]),
+            true => json_line(
+                out,
+                &json!({"run": r.run_id, "result": result, "logs": r.logs,
+                "events": r.events, "archive": path, "archive_bytes": r.archive_bytes}),
+            )?,
+            false => table.row(vec![
+                r.run_id.clone(),
+                result.into(),
+                r.logs.len().to_string(),
+                r.events.to_string(),
+                path,
+            ]),
         }
     }
     for (run, e) in &report.failed {
         let text = e.to_string();
         match json {
             true => json_line(out, &json!({"run": run, "result": "failed", "error": text}))?,
-            false => table.row(vec![run.clone(), "failed".into(), "-".into(), "-".into(), text]),
+            false => table.row(vec![
+                run.clone(),
+                "failed".into(),
+                "-".into(),
+                "-".into(),
+                text,
+            ]),
         }
         failures.record(match e {
             WorldError::Storage(e) => e.replicate(),
@@ -198,16 +228,27 @@ fn print_gc(
         });
     }
     let events: u64 = report.collected.iter().map(|r| r.events).sum();
-    let summary = (report.scanned, report.collected.len(), report.kept.len(), report.failed.len());
+    let summary = (
+        report.scanned,
+        report.collected.len(),
+        report.kept.len(),
+        report.failed.len(),
+    );
     if json {
-        json_line(out, &json!({"summary": {"scanned": summary.0, "collected": summary.1,
-            "events": events, "kept": summary.2, "failed": summary.3, "dry_run": dry_run}}))?;
+        json_line(
+            out,
+            &json!({"summary": {"scanned": summary.0, "collected": summary.1,
+            "events": events, "kept": summary.2, "failed": summary.3, "dry_run": dry_run}}),
+        )?;
     } else {
         if !table.is_empty() {
             table.print(out)?;
         }
-        writeln!(out, "gc: {} of {} workflow runs {result} ({events} events), {} kept, {} failed",
-            summary.1, summary.0, summary.2, summary.3)?;
+        writeln!(
+            out,
+            "gc: {} of {} workflow runs {result} ({events} events), {} kept, {} failed",
+            summary.1, summary.0, summary.2, summary.3
+        )?;
     }
     Ok(failures)
 }
@@ -224,25 +265,46 @@ pub fn restore(store_dir: &Path, args: RestoreArgs) -> Result<bool, CliError> {
     let done = match restore_run(&StdFs, &dir, &args.run, &*store, &mut progress) {
         Ok(done) => done,
         Err(e @ (CopyError::Conflict(_) | CopyError::Mismatch(_))) => {
-            eprintln!("runlog: restore {}: {}", args.run, escape_text(&e.to_string()));
+            eprintln!(
+                "runlog: restore {}: {}",
+                args.run,
+                escape_text(&e.to_string())
+            );
             return Ok(true);
         }
-        Err(e) => return Err(e.into_store_error().map_err(|e| CliError::Input(e.to_string()))?.into()),
+        Err(e) => {
+            return Err(e
+                .into_store_error()
+                .map_err(|e| CliError::Input(e.to_string()))?
+                .into());
+        }
     };
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["LOG", "RESULT", "APPENDED", "ALREADY_PRESENT"]);
     for d in &done {
         let c = d.copy;
         match args.json {
-            true => json_line(&mut out, &json!({"run": args.run.as_str(), "log": d.log.as_str(),
-                "result": c.result.name(), "appended": c.appended, "already_present": c.already_present}))?,
-            false => table.row(vec![d.log.to_string(), c.result.name().into(),
-                c.appended.to_string(), c.already_present.to_string()]),
+            true => json_line(
+                &mut out,
+                &json!({"run": args.run.as_str(), "log": d.log.as_str(),
+                "result": c.result.name(), "appended": c.appended, "already_present": c.already_present}),
+            )?,
+            false => table.row(vec![
+                d.log.to_string(),
+                c.result.name().into(),
+                c.appended.to_string(),
+                c.already_present.to_string(),
+            ]),
         }
     }
     if !args.json {
         table.print(&mut out)?;
-        writeln!(out, "restored {} ({} logs); archive removed", args.run, done.len())?;
+        writeln!(
+            out,
+            "restored {} ({} logs); archive removed",
+            args.run,
+            done.len()
+        )?;
     }
     out.flush()?;
     Ok(false)
@@ -250,7 +312,11 @@ pub fn restore(store_dir: &Path, args: RestoreArgs) -> Result<bool, CliError> {
 
 /// The store a read command reads: the store itself, or with `--archive DIR` the archive of
 /// `run` there, read as a store ([`ArchiveView`]).
-pub fn reader(store_dir: &Path, archive: Option<&Path>, run: Option<&str>) -> Result<Backend, CliError> {
+pub fn reader(
+    store_dir: &Path,
+    archive: Option<&Path>,
+    run: Option<&str>,
+) -> Result<Backend, CliError> {
     let Some(dir) = archive else {
         return open_for_reading(store_dir);
     };
@@ -287,15 +353,28 @@ pub fn verify_archives(dir: &Path, run: Option<RunId>, json: bool) -> Result<boo
             }
         };
         match json {
-            true => json_line(&mut out, &json!({"archive": file, "run": run.as_str(),
+            true => json_line(
+                &mut out,
+                &json!({"archive": file, "run": run.as_str(),
                 "logs": logs.parse::<u64>().ok(), "events": events.parse::<u64>().ok(),
-                "problems": problem.iter().collect::<Vec<_>>()}))?,
-            false => table.row(vec![file, logs, events, problem.unwrap_or_else(|| "-".into())]),
+                "problems": problem.iter().collect::<Vec<_>>()}),
+            )?,
+            false => table.row(vec![
+                file,
+                logs,
+                events,
+                problem.unwrap_or_else(|| "-".into()),
+            ]),
         }
     }
     if !json {
         table.print(&mut out)?;
-        writeln!(out, "verified {} archives in {}: {damaged} damaged", runs.len(), dir.display())?;
+        writeln!(
+            out,
+            "verified {} archives in {}: {damaged} damaged",
+            runs.len(),
+            dir.display()
+        )?;
     }
     out.flush()?;
     failures.finish(runs.len(), damaged > 0)

@@ -29,12 +29,13 @@ Exit codes:
      verify --archive found a damaged archive, or restore found the run with other content
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
      that differs only in case from an existing run on a case-insensitive file system, a
-     missing store or PostgreSQL schema, `repair` on PostgreSQL)
+     missing store or PostgreSQL schema, `repair` on PostgreSQL, `restore` of a run without
+     an archive, `gc`/`restore` on PostgreSQL without --archive)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written);
      gc: a log grew after it was archived (it stays live; the next gc archives it again)
   4  run busy (another process held the run's lock past the timeout, --lock-timeout-ms)
   5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
-     newer format
+     newer format, or a damaged archive (`restore`) or one that disagrees with the store (`gc`)
   6  environment: permission denied, read-only or full file system, I/O error, a PostgreSQL
      server that cannot be reached or fails (the message names the path, or `postgres`, and
      the error; the stored bytes are not known to be bad)

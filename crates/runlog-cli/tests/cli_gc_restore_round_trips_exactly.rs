@@ -30,10 +30,22 @@ fn gc_then_restore_gives_back_every_field_of_every_event_of_every_log() {
         .iter()
         .map(|l| l["run"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(summary["collected"].as_u64().unwrap() as usize, collected.len());
-    assert!(collected.contains(&done) && !collected.contains(&live), "{collected:?}");
-    assert!(collected.len() > 10, "the corpus' finished runs: {collected:?}");
-    let events: u64 = lines[..lines.len() - 1].iter().map(|l| l["events"].as_u64().unwrap()).sum();
+    assert_eq!(
+        summary["collected"].as_u64().unwrap() as usize,
+        collected.len()
+    );
+    assert!(
+        collected.contains(&done) && !collected.contains(&live),
+        "{collected:?}"
+    );
+    assert!(
+        collected.len() > 10,
+        "the corpus' finished runs: {collected:?}"
+    );
+    let events: u64 = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| l["events"].as_u64().unwrap())
+        .sum();
     assert_eq!(summary["events"].as_u64(), Some(events));
 
     let after_gc = snapshot(&store);
@@ -41,26 +53,63 @@ fn gc_then_restore_gives_back_every_field_of_every_event_of_every_log() {
         let owner = collected.iter().find(|r| id.contains(&r[5..]));
         match owner {
             Some(run) => {
-                assert!(!after_gc.contains_key(id), "{id} of collected {run} is still live");
+                assert!(
+                    !after_gc.contains_key(id),
+                    "{id} of collected {run} is still live"
+                );
                 let a = archived(&archive_dir, run).expect("archive");
-                let log = a.log(id).unwrap_or_else(|| panic!("{id} not in {run}'s archive"));
-                assert_eq!((&log.meta, &log.events), (&before[id].0, &before[id].1), "{id}");
+                let log = a
+                    .log(id)
+                    .unwrap_or_else(|| panic!("{id} not in {run}'s archive"));
+                assert_eq!(
+                    (&log.meta, &log.events),
+                    (&before[id].0, &before[id].1),
+                    "{id}"
+                );
             }
-            None => assert_eq!(after_gc.get(id), Some(&before[id]), "{id} was not collected"),
+            None => assert_eq!(
+                after_gc.get(id),
+                Some(&before[id]),
+                "{id} was not collected"
+            ),
         }
     }
-    let verify = runlog(&store, &["verify", "--archive", archive_dir.to_str().unwrap()]);
+    let verify = runlog(
+        &store,
+        &["verify", "--archive", archive_dir.to_str().unwrap()],
+    );
     assert_eq!(code(&verify), 0, "{}", stdout(&verify));
-    let read = runlog(&store, &["events", "--archive", archive_dir.to_str().unwrap(), &done, "--json"]);
+    let read = runlog(
+        &store,
+        &[
+            "events",
+            "--archive",
+            archive_dir.to_str().unwrap(),
+            &done,
+            "--json",
+        ],
+    );
     assert_eq!(code(&read), 0);
     assert_eq!(json_lines(&read).len(), before[&done].1.len());
 
     for run in &collected {
         let out = runlog(&store, &["restore", run]);
-        assert_eq!(code(&out), 0, "{run}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            code(&out),
+            0,
+            "{run}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
-    assert_eq!(snapshot(&store), before, "every log back, every field of every event");
-    assert!(archived(&archive_dir, &done).is_none(), "restore removes the archive");
+    assert_eq!(
+        snapshot(&store),
+        before,
+        "every log back, every field of every event"
+    );
+    assert!(
+        archived(&archive_dir, &done).is_none(),
+        "restore removes the archive"
+    );
     assert_eq!(code(&runlog(&store, &["verify"])), 0);
 }
 
@@ -77,12 +126,31 @@ fn a_damaged_archive_fails_verify_and_restore_and_nothing_is_written() {
     std::fs::write(&file, &bytes).unwrap();
     let before = snapshot(&store);
 
-    let verify = runlog(&store, &["verify", "--archive", store.join("archive").to_str().unwrap(), "--json"]);
+    let verify = runlog(
+        &store,
+        &[
+            "verify",
+            "--archive",
+            store.join("archive").to_str().unwrap(),
+            "--json",
+        ],
+    );
     assert_eq!(code(&verify), 1, "{}", stdout(&verify));
     let row = &json_lines(&verify)[0];
-    assert!(row["problems"][0].as_str().unwrap().contains("checksum mismatch"), "{row}");
+    assert!(
+        row["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("checksum mismatch"),
+        "{row}"
+    );
     let restore = runlog(&store, &["restore", &done]);
-    assert_eq!(code(&restore), 5, "{}", String::from_utf8_lossy(&restore.stderr));
+    assert_eq!(
+        code(&restore),
+        5,
+        "{}",
+        String::from_utf8_lossy(&restore.stderr)
+    );
     assert!(String::from_utf8_lossy(&restore.stderr).contains(&format!("{done}.rla")));
     assert_eq!(snapshot(&store), before, "nothing written");
     assert!(file.exists(), "the damaged archive is left for inspection");

@@ -27,8 +27,8 @@ mod json;
 mod logs;
 mod model;
 mod query;
-mod retention;
 mod resume;
+mod retention;
 mod rules;
 mod tokens;
 mod world;
@@ -58,9 +58,9 @@ pub use model::{
     SPEC_VERSION_EVENT_SOURCING, SPEC_VERSION_MAX_SUPPORTED, SPEC_VERSION_SLOT_IDENTITY, SortOrder,
     Step, StepStatus, StorageFault, Wait, WaitStatus, WorkflowRun,
 };
-pub use retention::{Retention, RetentionTask};
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX, resume_id_of_stored};
+pub use retention::{Retention, RetentionTask};
 pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
 pub use world::{

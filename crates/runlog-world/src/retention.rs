@@ -104,7 +104,9 @@ fn retention_loop<B: RunLog>(
             return;
         };
         let params = GcParams {
-            finished_before_ms: world.now_ms().saturating_sub(retention.finished_older_than_ms),
+            finished_before_ms: world
+                .now_ms()
+                .saturating_sub(retention.finished_older_than_ms),
             archive_dir: retention.archive_dir.clone(),
             dry_run: false,
         };

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use runlog::archive::{self, Archive};
 use runlog::io::StdFs;
 use runlog::{Config, Event, RunId, RunLog, Store};
-use runlog_world::{
-    CreateEventParams, EventRequest, EventType, Streams, World, WorldConfig,
-};
+use runlog_world::{CreateEventParams, EventRequest, EventType, Streams, World, WorldConfig};
 
 /// Every log of a store: id → (metadata, events).
 pub type Logs = BTreeMap<String, (Vec<u8>, Vec<Event>)>;
@@ -63,13 +61,19 @@ pub fn add_world_runs(dir: &Path) -> (String, String) {
         );
         let run = runlog_world::mint_run_id();
         let r = w
-            .create_event(Some(&run), request(EventType::RunCreated, Some(&created)), &params)
+            .create_event(
+                Some(&run),
+                request(EventType::RunCreated, Some(&created)),
+                &params,
+            )
             .expect("run_created");
         assert!(r.run.is_some());
         w.create_event(Some(&run), request(EventType::RunStarted, None), &params)
             .expect("run_started");
         let id = RunId::new(&run).unwrap();
-        streams.write(&id, "out", &b"\x00first\xff"[..]).expect("chunk");
+        streams
+            .write(&id, "out", &b"\x00first\xff"[..])
+            .expect("chunk");
         streams.write(&id, "logs", &b"line\n"[..]).expect("chunk");
         runs.push(run);
     }
@@ -77,9 +81,14 @@ pub fn add_world_runs(dir: &Path) -> (String, String) {
     let id = RunId::new(&done).unwrap();
     streams.close(&id, "out").expect("close");
     let attrs = [("team".to_string(), Some("core".to_string()))];
-    w.set_run_attributes(&done, &attrs, false).expect("attributes");
+    w.set_run_attributes(&done, &attrs, false)
+        .expect("attributes");
     let out = r#"{"output":{"__type":"Uint8Array","data":"AQID"}}"#;
-    w.create_event(Some(&done), request(EventType::RunCompleted, Some(out)), &params)
-        .expect("run_completed");
+    w.create_event(
+        Some(&done),
+        request(EventType::RunCompleted, Some(out)),
+        &params,
+    )
+    .expect("run_completed");
     (done, runs[1].clone())
 }
