@@ -63,6 +63,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod archive;
 pub mod backend;
 pub mod error;
 pub mod event;

@@ -40,6 +40,9 @@ pub struct VerifyArgs {
     /// One JSON object per run instead of a table.
     #[arg(long)]
     json: bool,
+    /// Verify the archives in DIR (`runlog gc`) instead of the store.
+    #[arg(long, value_name = "DIR")]
+    archive: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `runlog audit`.
@@ -55,6 +58,9 @@ pub struct AuditArgs {
 /// `runlog verify`: exit 1 when any run has a problem; a run that cannot be verified at all
 /// (e.g. permission denied) gets a row with its error, and the exit code of that error.
 pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
+    if let Some(dir) = &args.archive {
+        return crate::cmd_gc::verify_archives(dir, args.run, args.json);
+    }
     let store = open_for_reading(store_dir)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&["RUN", "SEGMENTS", "EVENTS", "SEGMENT", "OFFSET", "PROBLEM"]);

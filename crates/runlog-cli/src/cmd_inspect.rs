@@ -18,7 +18,7 @@ use runlog_world::{
 use serde_json::{Value, json};
 
 use crate::output::{Table, json_line, payload_preview};
-use crate::support::{Backend, CliError, RunFailures, all_runs, open_for_reading};
+use crate::support::{Backend, CliError, RunFailures, all_runs};
 
 /// Extra `--help` text of `inspect`.
 pub const INSPECT_HELP: &str = "\
@@ -92,6 +92,9 @@ pub struct InspectArgs {
     /// diff: the later seq or time.
     #[arg(long, value_name = "N|TIME")]
     to: Option<String>,
+    /// Read RUN from its archive in DIR (`runlog gc`) instead of the store.
+    #[arg(long, value_name = "DIR")]
+    archive: Option<std::path::PathBuf>,
 }
 
 type StoreWorld = World<Arc<dyn RunLog>>;
@@ -199,7 +202,7 @@ pub fn run(store_dir: &Path, args: InspectArgs) -> Result<bool, CliError> {
             what.name()
         )));
     }
-    let store = open_for_reading(store_dir)?;
+    let store = crate::cmd_gc::reader(store_dir, args.archive.as_deref(), args.run.as_deref())?;
     let world = World::new(store.log(), WorldConfig::default());
     let mut out = BufWriter::new(io::stdout().lock());
     let need_run = || {

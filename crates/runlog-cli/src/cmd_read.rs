@@ -82,6 +82,9 @@ pub struct EventsArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// Read the run from its archive in DIR (`runlog gc`) instead of the store.
+    #[arg(long, value_name = "DIR")]
+    archive: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `runlog tail`.
@@ -296,7 +299,7 @@ fn summarize_scan(store: &dyn RunLog, info: &RunInfo) -> Result<Summary, CliErro
 /// `runlog events`: on a run that cannot be read to its end, the events before the fault
 /// are printed (the table too), then the error is returned.
 pub fn events(store_dir: &Path, args: EventsArgs) -> Result<bool, CliError> {
-    let store = open_for_reading(store_dir)?;
+    let store = crate::cmd_gc::reader(store_dir, args.archive.as_deref(), Some(args.run.as_str()))?;
     let order = order_of(stamp_of(&*store, &args.run)?.as_ref());
     let mut out = BufWriter::new(io::stdout().lock());
     let mut table = Table::new(&EVENT_HEADERS);

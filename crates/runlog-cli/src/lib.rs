@@ -7,6 +7,7 @@
 //!   the entity they name);
 //! - [`stream_import`]: the source's `streams/` chunk files into `runlog-world` streams;
 //! - [`copy`]: every run of one store into another (any two backends), seqs exact;
+//! - [`restore`]: an archived run (`runlog gc`) back into the store, byte-exact;
 //! - [`check_entities`]: the World's runs, steps and hooks against the source's own entity
 //!   files, every difference classified;
 //! - [`target`]: opening a store by name (a directory, or PostgreSQL with the `postgres`
@@ -20,6 +21,7 @@ pub mod audit;
 pub mod check_entities;
 pub mod copy;
 pub mod import;
+pub mod restore;
 pub mod storm;
 pub mod stream_import;
 pub mod target;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod cmd_append;
 mod cmd_check;
 mod cmd_copy;
+mod cmd_gc;
 mod cmd_import;
 mod cmd_inspect;
 mod cmd_read;
@@ -24,14 +25,17 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
   1  verify or audit found problems, or import left files or runs behind (or imported a run
-     whose source lacks slots), or copy skipped a run that differs in the destination
+     whose source lacks slots), or copy skipped a run that differs in the destination, or
+     verify --archive found a damaged archive, or restore found the run with other content
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
      that differs only in case from an existing run on a case-insensitive file system, a
-     missing store or PostgreSQL schema, `repair` on PostgreSQL)
-  3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
+     missing store or PostgreSQL schema, `repair` on PostgreSQL, `restore` of a run without
+     an archive, `gc`/`restore` on PostgreSQL without --archive)
+  3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written);
+     gc: a log grew after it was archived (it stays live; the next gc archives it again)
   4  run busy (another process held the run's lock past the timeout, --lock-timeout-ms)
   5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
-     newer format
+     newer format, or a damaged archive (`restore`) or one that disagrees with the store (`gc`)
   6  environment: permission denied, read-only or full file system, I/O error, a PostgreSQL
      server that cannot be reached or fails (the message names the path, or `postgres`, and
      the error; the stored bytes are not known to be bad)
@@ -94,6 +98,12 @@ enum Command {
     /// Copy every run (metadata and events, seqs exact) from the store SRC to the store DST.
     #[command(after_help = cmd_copy::COPY_HELP)]
     Copy(cmd_copy::CopyArgs),
+    /// Move finished workflow runs (with their attribute and stream logs) into archives.
+    #[command(after_help = cmd_gc::GC_HELP)]
+    Gc(cmd_gc::GcArgs),
+    /// Put an archived run back into the store, byte-exact, then remove its archive.
+    #[command(after_help = cmd_gc::RESTORE_HELP)]
+    Restore(cmd_gc::RestoreArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
     #[command(after_help = storm_cmd::STORM_HELP)]
     Storm(storm_cmd::StormArgs),
@@ -116,6 +126,8 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd_read::export(&cli.store, args),
         Command::Inspect(args) => cmd_inspect::run(&cli.store, args),
         Command::Copy(args) => cmd_copy::run(args),
+        Command::Gc(args) => cmd_gc::gc(&cli.store, args),
+        Command::Restore(args) => cmd_gc::restore(&cli.store, args),
         Command::Storm(args) => return storm_cmd::run(&cli.store, args),
     };
     match result {

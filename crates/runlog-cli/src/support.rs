@@ -128,6 +128,11 @@ impl From<Opened> for Backend {
 }
 
 impl Backend {
+    /// A backend that is not a file store (an archive read as a store, `cmd_gc::reader`).
+    pub fn from_log(log: Arc<dyn RunLog>) -> Backend {
+        Backend { log, file: None }
+    }
+
     /// A shared handle on the backend (for the World and its streams).
     pub fn log(&self) -> Arc<dyn RunLog> {
         Arc::clone(&self.log)

@@ -20,6 +20,7 @@ mod data;
 mod error;
 mod fenced;
 mod fold;
+mod gc;
 mod group;
 mod ids;
 mod json;
@@ -27,6 +28,7 @@ mod logs;
 mod model;
 mod query;
 mod resume;
+mod retention;
 mod rules;
 mod snapshots;
 mod tokens;
@@ -43,6 +45,7 @@ pub use clock::Clock;
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};
+pub use gc::{GcParams, GcReport, GcRun, GcStep, Kept};
 pub use ids::{
     CORRELATION_ID_LEN_MAX, EVENT_ID_PREFIX, RUN_ID_PREFIX, event_id_for, event_id_string,
     mint_run_id, mint_ulid, parse_event_id, parse_run_id, parse_slot_event_id, slot_event_id,
@@ -58,6 +61,7 @@ pub use model::{
 };
 pub use query::{ENTITIES_PAGE_DEFAULT, RUNS_PAGE_DEFAULT};
 pub use resume::{RESUME_DIGEST_LEN_MAX, RESUME_ID_LEN_MAX, resume_id_of_stored};
+pub use retention::{Retention, RetentionTask};
 pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
 pub use world::{

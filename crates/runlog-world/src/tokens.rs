@@ -188,7 +188,7 @@ enum Liveness {
     Dead,
 }
 
-fn tokens_run() -> RunId {
+pub(crate) fn tokens_run() -> RunId {
     RunId::new(HOOK_TOKENS_RUN).unwrap_or_else(|_| unreachable!())
 }
 

@@ -61,6 +61,9 @@ pub struct WorldConfig {
     pub hook_retention_max_ms: u64,
     /// The time the World's rules are judged at ([`Clock::system`] by default).
     pub clock: Clock,
+    /// Collect finished runs in the background ([`crate::Retention`],
+    /// [`World::start_retention`]); `None` (the default): never.
+    pub retention: Option<crate::Retention>,
 }
 
 /// The default [`WorldConfig::hook_retention_max_ms`]: 30 days.
@@ -77,6 +80,7 @@ impl Default for WorldConfig {
             pending_claim_grace_ms: 2000,
             hook_retention_max_ms: HOOK_RETENTION_MAX_MS,
             clock: Clock::system(),
+            retention: None,
         }
     }
 }
@@ -567,6 +571,11 @@ impl<B: RunLog> World<B> {
         });
         cache.entries.insert(run.clone(), entry.clone());
         entry
+    }
+
+    /// Drops `run`'s cache entry (after gc deleted its logs): its next use reads the store.
+    pub(crate) fn forget(&self, run: &RunId) {
+        self.runs.lock().entries.remove(run);
     }
 
     /// The run's fold, advanced to the log's last committed event.

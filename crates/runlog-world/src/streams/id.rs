@@ -143,6 +143,20 @@ pub(crate) fn index_meta(run: &RunId) -> Vec<u8> {
     [INDEX_META_MAGIC.as_slice(), run.as_str().as_bytes()].concat()
 }
 
+/// `stream-<R>-`: the prefix every stream log of workflow run `run` starts with, and no
+/// other run's (`R` is prefix-free), so its logs are one range of an id-ordered listing.
+pub(crate) fn run_logs_prefix(run: &RunId) -> String {
+    format!("{LOG_ID_PREFIX}{}-", run_part(run))
+}
+
+/// The workflow run a chunk log's or an index log's metadata names as its owner.
+pub(crate) fn owner_of_meta(meta: &[u8]) -> Option<RunId> {
+    if let Some(rest) = meta.strip_prefix(INDEX_META_MAGIC.as_slice()) {
+        return RunId::new(std::str::from_utf8(rest).ok()?).ok();
+    }
+    parse_stream_meta(meta).map(|(run, _)| run)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

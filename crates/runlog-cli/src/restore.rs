@@ -1,0 +1,66 @@
+//! Putting an archived run back (`runlog restore`): every log of its archive
+//! (`runlog::archive`, `format/SPEC.md` §11) copied into the store byte-exact through the
+//! copy mechanism ([`crate::copy::copy_run`], reading the archive as a store through
+//! [`ArchiveView`]), each verified, and only then the archive removed.
+//!
+//! Crash-safe at every point: the archive is removed (unlink, directory fsync) only after
+//! every log is in the store whole; a restore interrupted before that left each log absent,
+//! a prefix, or whole, and running it again extends each (`extended`, `unchanged`) and then
+//! removes the archive. The auxiliary logs go first and the run's own log last, as `gc`
+//! deletes them in the other order.
+
+use std::path::Path;
+
+use runlog::archive::{self, ArchiveView};
+use runlog::io::Fs;
+use runlog::{RunId, RunLog};
+
+use crate::copy::{CopyError, RunCopy, copy_run};
+use crate::import::BatchLimits;
+
+/// What [`restore_run`] did to one log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoredLog {
+    /// The log's id.
+    pub log: RunId,
+    /// What the copy did.
+    pub copy: RunCopy,
+}
+
+/// Restores run `run` from its archive in `dir` into `dst`, then removes the archive.
+/// Returns one row per log, the run's own last; `progress` sees each as it is restored.
+///
+/// # Errors
+/// [`CopyError::Source`] when the archive is missing (`RunNotFound`) or damaged
+/// (`Corrupt`, with its file and offset); [`CopyError::Conflict`] when `dst` holds one of
+/// the logs with other content (nothing of it written; the archive stays);
+/// [`CopyError::Destination`] for the store's errors (the archive stays).
+pub fn restore_run(
+    fs: &dyn Fs,
+    dir: &Path,
+    run: &RunId,
+    dst: &dyn RunLog,
+    progress: &mut dyn FnMut(&RestoredLog),
+) -> Result<Vec<RestoredLog>, CopyError> {
+    let source = |error| CopyError::Source {
+        error,
+        rollback: None,
+    };
+    let read = archive::read_archive(fs, dir, run).map_err(source)?;
+    let mut order: Vec<RunId> = read.logs.iter().map(|l| l.run.clone()).collect();
+    // The archive holds the run's own log first: restore it last.
+    order.rotate_left(1);
+    let view = ArchiveView::new(read, archive::archive_path(dir, run));
+    let mut done = Vec::with_capacity(order.len());
+    for log in order {
+        let copy = copy_run(&view, dst, &log, BatchLimits::default(), true)?;
+        let restored = RestoredLog { log, copy };
+        progress(&restored);
+        done.push(restored);
+    }
+    archive::remove_archive(fs, dir, run).map_err(|error| CopyError::Destination {
+        error,
+        rollback: None,
+    })?;
+    Ok(done)
+}

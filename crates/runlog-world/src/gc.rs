@@ -1,0 +1,365 @@
+//! Retention: moving finished workflow runs, with every log of theirs, into archives
+//! (`runlog::archive`, `format/SPEC.md` §11) and out of the live store (`docs/CLI.md`,
+//! `runlog gc`).
+//!
+//! A run is collected when the World's fold says it is over and nothing can still write to
+//! it: its status is terminal (`run_completed`, `run_failed`, `run_cancelled`: the fold's
+//! one rule, [`crate::RunStatus::is_terminal`]), its terminal event is older than the cut,
+//! no hook of it is available (live, or retained past its end by `tokenRetentionUntil`,
+//! judged by [`crate::WorldConfig::clock`]), no wait of it is waiting and no step of it is
+//! running. With those, every request the World's rules could take on the run is refused,
+//! so its logs no longer change through a World.
+//!
+//! A run's logs are its own log, its attribute log (`attrs-<runId>`) and its stream logs
+//! (`stream-<R>-…`, each checked to name the run as its owner in its metadata, so nothing of
+//! another run is taken). The order makes a crash at any point leave each run live or
+//! archived, never neither: the archive is written whole and read back
+//! ([`runlog::archive::write_archive`]) before the first log is deleted; the auxiliary logs
+//! are deleted before the run's own log, whose presence makes the next gc finish the work.
+//! That next gc merges the archive it finds with what is still live (a log in both: the
+//! longer, when one is a prefix of the other; otherwise the run is refused), rewrites the
+//! archive and deletes the rest.
+//!
+//! Hook token claims: a collected run's claims are dead by the claims' own rule (their run
+//! is gone, `tokens.rs`), so they never block a token; gc also appends their releases (a
+//! hint that keeps the claims log small). A restored run is terminal with no available
+//! hook, so its claims stay dead: nothing is resurrected.
+
+use std::path::PathBuf;
+
+use runlog::archive::{self, Archive, ArchivedLog};
+use runlog::io::Fs;
+use runlog::{RunId, RunLog};
+
+use crate::attr_log::attr_log_id;
+use crate::error::WorldError;
+use crate::logs::{LogKind, log_kind};
+use crate::model::{RunStatus, WaitStatus};
+use crate::streams::id as stream_id;
+use crate::world::World;
+
+/// Run ids listed per call while scanning the store.
+const LIST_PAGE_LEN: usize = 512;
+
+/// What [`World::collect_finished`] does.
+#[derive(Clone, Debug)]
+pub struct GcParams {
+    /// Runs whose terminal event is older than this (ms since the Unix epoch) are collected.
+    pub finished_before_ms: u64,
+    /// Where archives are written (`<run id>.rla`, created if missing).
+    pub archive_dir: PathBuf,
+    /// Decide and report only: nothing is written or deleted.
+    pub dry_run: bool,
+}
+
+/// One run that was (or, with `dry_run`, would be) collected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GcRun {
+    /// The workflow run.
+    pub run_id: String,
+    /// Every log archived with it (its own first), by id.
+    pub logs: Vec<String>,
+    /// Events in those logs.
+    pub events: u64,
+    /// The archive file.
+    pub archive: PathBuf,
+    /// The archive's length in bytes (0 for a dry run).
+    pub archive_bytes: u64,
+}
+
+/// A step of [`World::collect_finished`], reported as it is done (progress lines; the
+/// CLI's kill -9 tests stop the process at each one).
+#[derive(Clone, Copy, Debug)]
+pub enum GcStep<'a> {
+    /// The run's archive is written, synced, renamed and read back.
+    Archived(&'a RunId),
+    /// Log `.1` of run `.0` was deleted from the store.
+    Deleted(&'a RunId, &'a RunId),
+    /// The run is collected (or, with `dry_run`, would be).
+    Collected(&'a GcRun),
+}
+
+/// Why a run was kept live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Not in a terminal state.
+    NotFinished,
+    /// Its terminal event is not older than the cut.
+    FinishedAfterCut,
+    /// A hook of it is available (live, or retained by `tokenRetentionUntil`).
+    LiveHook,
+    /// A wait of it is waiting.
+    PendingWait,
+    /// A step of it is running (its completion may still be appended).
+    RunningStep,
+}
+
+impl Kept {
+    /// A short name: `not-finished`, `finished-after-cut`, `live-hook`, `pending-wait`,
+    /// `running-step`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kept::NotFinished => "not-finished",
+            Kept::FinishedAfterCut => "finished-after-cut",
+            Kept::LiveHook => "live-hook",
+            Kept::PendingWait => "pending-wait",
+            Kept::RunningStep => "running-step",
+        }
+    }
+}
+
+/// What [`World::collect_finished`] did.
+#[derive(Debug, Default)]
+pub struct GcReport {
+    /// Workflow runs looked at.
+    pub scanned: u64,
+    /// Runs collected (or that would be, with `dry_run`), in id order.
+    pub collected: Vec<GcRun>,
+    /// Runs kept live, with why.
+    pub kept: Vec<(String, Kept)>,
+    /// Runs that could not be judged or collected, with the error; each is still live (and
+    /// possibly archived too, which the next gc resolves).
+    pub failed: Vec<(String, WorldError)>,
+}
+
+impl<B: RunLog> World<B> {
+    /// Collects every finished workflow run whose terminal event is older than
+    /// `params.finished_before_ms` (the rules of this module), calling `progress` after each
+    /// step ([`GcStep`]). Plain runs (ids other than `wrun_<ULID>`) and the World's own logs
+    /// are never collected.
+    ///
+    /// # Errors
+    /// Listing the store's runs failed; a run that fails alone is in
+    /// [`GcReport::failed`] and the others go on.
+    pub fn collect_finished(
+        &self,
+        fs: &dyn Fs,
+        params: &GcParams,
+        progress: &mut dyn FnMut(GcStep<'_>),
+    ) -> Result<GcReport, WorldError> {
+        let mut report = GcReport::default();
+        for run in self.workflow_runs()? {
+            report.scanned += 1;
+            match self.gc_verdict(&run, params.finished_before_ms) {
+                Ok(Some(kept)) => report.kept.push((run.to_string(), kept)),
+                Ok(None) => match self.collect_run(fs, &run, params, progress) {
+                    Ok(done) => {
+                        progress(GcStep::Collected(&done));
+                        report.collected.push(done);
+                    }
+                    Err(e) => report.failed.push((run.to_string(), e)),
+                },
+                Err(WorldError::RunNotFound { .. }) => {}
+                Err(e) => report.failed.push((run.to_string(), e)),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Every `wrun_<ULID>` log of the store, in id order.
+    fn workflow_runs(&self) -> Result<Vec<RunId>, WorldError> {
+        let mut runs = Vec::new();
+        let mut after: Option<RunId> = None;
+        loop {
+            let page = self.backend.list_runs(after.as_ref(), LIST_PAGE_LEN)?;
+            let ids = page.runs.iter().map(|i| &i.run);
+            let ids = ids.chain(page.damaged.iter().map(|d| &d.run));
+            runs.extend(ids.filter(|r| is_workflow_run(r)).cloned());
+            if !page.has_more {
+                runs.sort();
+                return Ok(runs);
+            }
+            after = page.next.or(after);
+        }
+    }
+
+    /// `None` when `run` may be collected at a cut of `cut_ms`, else why it is kept.
+    fn gc_verdict(&self, run: &RunId, cut_ms: u64) -> Result<Option<Kept>, WorldError> {
+        let state = self.run_state(run.as_str())?;
+        let Some(wr) = state.run().filter(|r| r.status.is_terminal()) else {
+            return Ok(Some(Kept::NotFinished));
+        };
+        if wr.completed_at_ms.is_none_or(|t| t >= cut_ms) {
+            return Ok(Some(Kept::FinishedAfterCut));
+        }
+        if state.available_hooks(self.now_ms()).next().is_some() {
+            return Ok(Some(Kept::LiveHook));
+        }
+        if state.waits().any(|(_, w)| w.status == WaitStatus::Waiting) {
+            return Ok(Some(Kept::PendingWait));
+        }
+        if state.steps().any(|(_, s)| s.status == RunStatus::Running) {
+            return Ok(Some(Kept::RunningStep));
+        }
+        Ok(None)
+    }
+
+    /// Archives `run` with its auxiliary logs, then deletes them, the run's own log last.
+    fn collect_run(
+        &self,
+        fs: &dyn Fs,
+        run: &RunId,
+        params: &GcParams,
+        progress: &mut dyn FnMut(GcStep<'_>),
+    ) -> Result<GcRun, WorldError> {
+        let earlier = match archive::read_archive(fs, &params.archive_dir, run) {
+            Ok(a) => Some(a),
+            Err(runlog::Error::RunNotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let mut logs = vec![archive::gather_log(&self.backend, run)?];
+        for id in self.auxiliary_logs(run)? {
+            match archive::gather_log(&self.backend, &id) {
+                Ok(log) => logs.push(log),
+                Err(runlog::Error::RunNotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let live: Vec<RunId> = logs.iter().map(|l| l.run.clone()).collect();
+        let logs = merge(earlier.map(|a| a.logs).unwrap_or_default(), logs, run)?;
+        let bundle = Archive {
+            archived_at_ms: self.now_ms(),
+            salt: rand_salt(),
+            logs,
+        };
+        let mut done = GcRun {
+            run_id: run.to_string(),
+            logs: bundle.logs.iter().map(|l| l.run.to_string()).collect(),
+            events: bundle.event_count(),
+            archive: archive::archive_path(&params.archive_dir, run),
+            archive_bytes: 0,
+        };
+        if params.dry_run {
+            return Ok(done);
+        }
+        let (_, len) = archive::write_archive(fs, &params.archive_dir, run, &bundle)?;
+        done.archive_bytes = len;
+        progress(GcStep::Archived(run));
+        // The run's own log is first in `live`: delete it last.
+        for id in live.iter().rev() {
+            self.delete_archived(id, &bundle)?;
+            progress(GcStep::Deleted(run, id));
+        }
+        self.forget(run);
+        self.release_claims_of(run);
+        Ok(done)
+    }
+
+    /// Deletes log `id` if it still holds exactly what `bundle` archived of it.
+    fn delete_archived(&self, id: &RunId, bundle: &Archive) -> Result<(), WorldError> {
+        let held = bundle.log(id.as_str()).map_or(0, |l| l.events.len() as u64);
+        let last = self.backend.last_seq(id)?;
+        if last != held {
+            // Written to after it was archived: it stays live, the next gc archives it again.
+            return Err(WorldError::Storage(runlog::Error::Fenced {
+                run: id.to_string(),
+                expected: held,
+                actual: last,
+            }));
+        }
+        match self.backend.delete_run(id) {
+            Ok(()) | Err(runlog::Error::RunNotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The auxiliary logs of workflow run `run` that exist: its attribute log and the
+    /// stream logs whose metadata names it as their owner.
+    fn auxiliary_logs(&self, run: &RunId) -> Result<Vec<RunId>, WorldError> {
+        let mut ids = vec![attr_log_id(run)];
+        let prefix = stream_id::run_logs_prefix(run);
+        let mut after = RunId::new(&prefix)?;
+        loop {
+            let page = self.backend.list_runs(Some(&after), LIST_PAGE_LEN)?;
+            let listed = page.runs.iter().map(|i| &i.run);
+            let listed = listed.chain(page.damaged.iter().map(|d| &d.run));
+            let mut past = false;
+            for id in listed {
+                match id.as_str().starts_with(&prefix) {
+                    true if self.owns_stream_log(run, id)? => ids.push(id.clone()),
+                    true => {}
+                    false => past = true,
+                }
+            }
+            match page.next {
+                Some(next) if page.has_more && !past => after = next,
+                _ => return Ok(ids),
+            }
+        }
+    }
+
+    fn owns_stream_log(&self, run: &RunId, log: &RunId) -> Result<bool, WorldError> {
+        let meta = self.backend.run_meta(log)?;
+        Ok(stream_id::owner_of_meta(&meta).as_ref() == Some(run))
+    }
+
+    /// Appends releases of `run`'s token claims (a hint, `tokens.rs`).
+    fn release_claims_of(&self, run: &RunId) {
+        // No claims log: nothing to release (and none is created here).
+        if self.backend.last_seq(&crate::tokens::tokens_run()).is_err() {
+            return;
+        }
+        let Ok(claims) = self.all_claims() else {
+            return;
+        };
+        let pairs: Vec<(String, String)> = claims
+            .into_iter()
+            .filter(|c| c.run_id == run.as_str())
+            .map(|c| (c.token, c.hook_id))
+            .collect();
+        if !pairs.is_empty() {
+            self.release_tokens(run.as_str(), &pairs);
+        }
+    }
+}
+
+/// Whether `id` is a workflow run's own log (`wrun_<ULID>`).
+fn is_workflow_run(id: &RunId) -> bool {
+    log_kind(id.as_str()) == LogKind::Run && crate::ids::parse_run_id(id.as_str()).is_ok()
+}
+
+fn rand_salt() -> u32 {
+    (ulid::Ulid::generate().random() as u32) | 1
+}
+
+/// The logs of an earlier archive of `run` merged with the live ones: a log in only one
+/// is taken from there; a log in both, the longer, when the other is a prefix of it.
+///
+/// # Errors
+/// A log whose archived and live events disagree (neither a prefix of the other).
+fn merge(
+    earlier: Vec<ArchivedLog>,
+    live: Vec<ArchivedLog>,
+    run: &RunId,
+) -> Result<Vec<ArchivedLog>, WorldError> {
+    let mut out = live;
+    for old in earlier {
+        let Some(i) = out.iter().position(|l| l.run == old.run) else {
+            out.push(old);
+            continue;
+        };
+        let now = &out[i];
+        let (short, long) = match old.events.len() <= now.events.len() {
+            true => (&old, now),
+            false => (now, &old),
+        };
+        if short.meta != long.meta || long.events[..short.events.len()] != short.events[..] {
+            return Err(WorldError::Storage(runlog::Error::corrupt(
+                run.as_str(),
+                format!("{}{}", run.as_str(), archive::ARCHIVE_EXT),
+                0,
+                format!(
+                    "log {} differs between the archive and the live store; gc leaves both alone",
+                    old.run
+                ),
+            )));
+        }
+        if old.events.len() > out[i].events.len() {
+            out[i] = old;
+        }
+    }
+    if let Some(pos) = out.iter().position(|l| &l.run == run) {
+        out.swap(0, pos);
+    }
+    Ok(out)
+}
