@@ -64,6 +64,7 @@
 #![deny(unsafe_code)]
 
 pub mod backend;
+pub mod backup;
 pub mod error;
 pub mod event;
 #[cfg(feature = "internals")]
@@ -84,6 +85,7 @@ pub mod verify;
 pub mod replay;
 
 pub use backend::RunLog;
+pub use backup::{BackupReport, RunBackup, RunBackupResult};
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use run::Repair;

@@ -96,12 +96,26 @@ pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
             }
         }
     }
+    let backup = crate::cmd_backup::incomplete_backup(&store)?;
+    if let Some(problem) = &backup {
+        match args.json {
+            true => json_line(
+                &mut out,
+                &json!({"backup": false, "ok": false, "problem": problem}),
+            )?,
+            false => table.row(
+                ["-", "-", "-", "BACKUP", "0", problem]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+        }
+    }
     if !args.json {
         table.print(&mut out)?;
     }
     out.flush()?;
     eprintln!("verified {total} runs: {bad_runs} with problems");
-    failures.finish(total, bad_runs > 0)
+    failures.finish(total, bad_runs > 0 || backup.is_some())
 }
 
 fn report_json(r: &VerifyReport) -> serde_json::Value {

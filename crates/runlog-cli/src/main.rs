@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd_append;
+mod cmd_backup;
 mod cmd_check;
 mod cmd_copy;
 mod cmd_import;
@@ -23,11 +24,13 @@ use support::CliError;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
-  1  verify or audit found problems, or import left files or runs behind (or imported a run
-     whose source lacks slots), or copy skipped a run that differs in the destination
+  1  verify or audit found problems (verify: also an incomplete backup), or import left files
+     or runs behind (or imported a run whose source lacks slots), or copy skipped a run that
+     differs in the destination
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
      that differs only in case from an existing run on a case-insensitive file system, a
-     missing store or PostgreSQL schema, `repair` on PostgreSQL)
+     missing store or PostgreSQL schema, `repair` on PostgreSQL, `backup` into a directory
+     that is no backup, inside the source or busy with another backup, or of PostgreSQL)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written)
   4  run busy (another process held the run's lock past the timeout, --lock-timeout-ms)
   5  store corrupt: stored bytes failed validation (checksum, gap, header), or a foreign or
@@ -94,6 +97,9 @@ enum Command {
     /// Copy every run (metadata and events, seqs exact) from the store SRC to the store DST.
     #[command(after_help = cmd_copy::COPY_HELP)]
     Copy(cmd_copy::CopyArgs),
+    /// Back the file store up into a directory while writers run; again: only what grew.
+    #[command(after_help = cmd_backup::BACKUP_HELP)]
+    Backup(cmd_backup::BackupArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
     #[command(after_help = storm_cmd::STORM_HELP)]
     Storm(storm_cmd::StormArgs),
@@ -116,6 +122,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd_read::export(&cli.store, args),
         Command::Inspect(args) => cmd_inspect::run(&cli.store, args),
         Command::Copy(args) => cmd_copy::run(args),
+        Command::Backup(args) => cmd_backup::run(&cli.store, args),
         Command::Storm(args) => return storm_cmd::run(&cli.store, args),
     };
     match result {
