@@ -366,10 +366,12 @@ impl Dest {
             Ok(m) => m.is_some(),
             Err(e) => return Err(e),
         };
-        if !is_backup && !dir_is_empty(fs.as_ref(), dst)? {
-            let detail = "a non-empty directory without a BACKUP manifest: not a backup \
-                          (a backup replaces runs that differ from the source)";
-            return Err(refuse(detail.to_string()));
+        if !is_backup && let Some(entry) = foreign_entry(fs.as_ref(), dst)? {
+            let detail = format!(
+                "holds {entry:?} and no BACKUP manifest: not a backup (a backup replaces runs \
+                 that differ from the source)"
+            );
+            return Err(refuse(detail));
         }
         drop(Store::open_with_fs(fs.clone(), dst, src.config().clone())?);
         let lock_path = dst.join(manifest::LOCK_NAME);
@@ -718,13 +720,27 @@ fn inside_check(src: &Path, dst: &Path) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Whether `dir` is missing or empty.
-fn dir_is_empty(fs: &dyn Fs, dir: &Path) -> Result<bool> {
-    match fs.read_dir(dir) {
-        Ok(names) => Ok(names.is_empty()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
-        Err(e) => Err(Error::io("listing", dir, e)),
+/// The first entry of `dir` that makes it more than an empty store (or what a backup stopped
+/// before its first manifest leaves: `FORMAT`, `FORMAT.tmp-…`, `BACKUP.…`, and `runs/` with
+/// only dot-named leftovers); `None` for a missing directory.
+fn foreign_entry(fs: &dyn Fs, dir: &Path) -> Result<Option<String>> {
+    let list = |d: &Path| match fs.read_dir(d) {
+        Ok(names) => Ok(names),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(Error::io("listing", d, e)),
+    };
+    for name in list(dir)? {
+        let own = name.starts_with(crate::store::FORMAT_FILE) || name.starts_with(BACKUP_FILE);
+        if name == RUNS_DIR {
+            let runs = list(&dir.join(RUNS_DIR))?;
+            if let Some(run) = runs.into_iter().find(|n| !n.starts_with('.')) {
+                return Ok(Some(format!("{RUNS_DIR}/{run}")));
+            }
+        } else if !own {
+            return Ok(Some(name));
+        }
     }
+    Ok(None)
 }
 
 /// Creates (or truncates) `path` with `bytes`, fdatasync'd.
