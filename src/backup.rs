@@ -669,7 +669,12 @@ impl HeldRun {
         for i in plan.last + 1..copy.snapshot.len() {
             bytes += self.add_segment(fs, copy, i)?;
         }
-        if let Some(summary) = copy.summary() {
+        // A summary the copy already holds is not written again (an unchanged run costs no
+        // write and no sync).
+        if let Some(summary) = copy
+            .summary()
+            .filter(|s| read_summary(fs, &self.dir).as_ref() != Some(s))
+        {
             let path = self.dir.join(SUMMARY_FILE);
             dest(replace_synced(fs, &self.dir, &path, &summary))?;
         }
