@@ -325,6 +325,21 @@ impl RunCopy<'_> {
         Ok(bytes.to_vec())
     }
 
+    /// Source segment `i` as the destination's file: its name, and its header (sector 0 and
+    /// metadata as the source's; both counter slots, generations 1 and 2, the source's counter)
+    /// followed by its checked batches `[4096, committed_len)`.
+    fn segment_file(&self, i: usize) -> Result<(String, Vec<u8>)> {
+        let (seg, counter) = &self.snapshot[i];
+        let body = self.read_checked(i, HEADER_LEN, seg.header.base_seq)?;
+        let slots = [1, 2].map(|generation| CounterSlot {
+            generation,
+            ..*counter
+        });
+        let mut file = seg.header.encode_with_slots(&slots);
+        file.extend_from_slice(&body);
+        Ok((segment_name(seg.header.segment_index), file))
+    }
+
     /// The source's summary bytes when the summary is valid and counts no event past the
     /// copied view (SPEC §10: derived; copied only when a reader of the copy would use it).
     fn summary(&self) -> Option<Vec<u8>> {
@@ -505,22 +520,8 @@ impl Dest {
         )?;
         let mut bytes = 0;
         for i in 0..copy.snapshot.len() {
-            let (seg, counter) = &copy.snapshot[i];
-            let body = source(copy.read_checked(i, HEADER_LEN, seg.header.base_seq))?;
-            let slots = [
-                CounterSlot {
-                    generation: 1,
-                    ..*counter
-                },
-                CounterSlot {
-                    generation: 2,
-                    ..*counter
-                },
-            ];
-            let mut file = seg.header.encode_with_slots(&slots);
-            file.extend_from_slice(&body);
-            let path = tmp.join(segment_name(seg.header.segment_index));
-            dest(write_synced(fs, &path, &file))?;
+            let (name, file) = source(copy.segment_file(i))?;
+            dest(write_synced(fs, &tmp.join(name), &file))?;
             bytes += file.len() as u64;
         }
         dest(write_synced(fs, &tmp.join(LOCK_FILE), &[]))?;
@@ -683,16 +684,8 @@ impl HeldRun {
 
     /// Writes source segment `i` as a new segment file of this run (whole or not at all).
     fn add_segment(&self, fs: &dyn Fs, copy: &RunCopy<'_>, i: usize) -> Step<u64> {
-        let (seg, counter) = &copy.snapshot[i];
-        let body = source(copy.read_checked(i, HEADER_LEN, seg.header.base_seq))?;
-        let slots = [1, 2].map(|generation| CounterSlot {
-            generation,
-            ..*counter
-        });
-        let mut file = seg.header.encode_with_slots(&slots);
-        file.extend_from_slice(&body);
-        let path = self.dir.join(segment_name(seg.header.segment_index));
-        dest(replace_synced(fs, &self.dir, &path, &file))?;
+        let (name, file) = source(copy.segment_file(i))?;
+        dest(replace_synced(fs, &self.dir, &self.dir.join(name), &file))?;
         Ok(file.len() as u64)
     }
 }

@@ -170,7 +170,7 @@ fn bytes_past_the_copys_counter_are_cut_before_it_is_extended() {
     let seg = dst.join("runs/r/seg-00000001.log");
     let len = std::fs::metadata(&seg).unwrap().len();
     let f = std::fs::OpenOptions::new().append(true).open(&seg).unwrap();
-    std::io::Write::write_all(&mut &f, &[0xAB; 300]).unwrap();
+    std::io::Write::write_all(&mut &f, &[0xAB; 4000]).unwrap();
     drop(f);
     append(&src, &r, 3, "two");
     let report = backup(&src, &dst);
