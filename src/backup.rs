@@ -302,7 +302,8 @@ impl RunCopy<'_> {
                 seg.header.salt,
                 next,
                 BATCH_LEN_READ_MAX,
-                1..=0,
+                // Seq 0 is never stored: every record is checked, none handed over.
+                0..=0,
                 |_| {},
             )
             .map_err(|e| Error::corrupt(run, &seg.name, from + e.offset, e.detail))?;
