@@ -139,7 +139,9 @@ impl Store {
     /// after the backup started, and holds every event acknowledged before it started. Every
     /// file written is fdatasync'd and every directory changed is fsync'd before this
     /// returns; only then does the manifest say `complete`. `progress` is called after each
-    /// run.
+    /// run. Reading is all a backup does to this store; on a writable handle, opening a run
+    /// still recovers it when its lock is free, as any writable open does (`runlog backup`
+    /// opens the source read-only, [`Store::open_read_only`]).
     ///
     /// # Errors
     /// [`Error::BackupRefused`] for a destination that is not a backup, lies inside this
