@@ -142,6 +142,17 @@ pub enum Error {
         detail: String,
     },
 
+    /// `Store::backup` refused its destination before writing anything: a non-empty
+    /// directory that is no backup, a directory inside the source store, or one held by
+    /// another backup (format/SPEC.md §12).
+    #[error("backup refused: {path}: {detail}")]
+    BackupRefused {
+        /// The destination.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+
     /// The file system is full (ENOSPC or EDQUOT). The append wrote nothing that a reader can
     /// see; appends succeed again once space is freed.
     #[error("disk full while {op} {path}")]
@@ -342,6 +353,10 @@ impl Error {
                 path: path.clone(),
                 found: *found,
                 supported: *supported,
+            },
+            Error::BackupRefused { path, detail } => Error::BackupRefused {
+                path: path.clone(),
+                detail: detail.clone(),
             },
             Error::NotAStore { path, detail } => Error::NotAStore {
                 path: path.clone(),

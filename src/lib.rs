@@ -65,6 +65,7 @@
 
 pub mod archive;
 pub mod backend;
+pub mod backup;
 pub mod error;
 pub mod event;
 #[cfg(feature = "internals")]
@@ -85,6 +86,7 @@ pub mod verify;
 pub mod replay;
 
 pub use backend::RunLog;
+pub use backup::{BackupReport, RunBackup, RunBackupResult};
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use run::Repair;

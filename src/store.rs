@@ -158,6 +158,11 @@ impl Store {
         &self.inner.root
     }
 
+    /// The file system this store reads and writes through.
+    pub(crate) fn fs(&self) -> &Arc<dyn Fs> {
+        &self.inner.fs
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.inner.config
@@ -370,7 +375,7 @@ impl Store {
     }
 
     /// The open run, from the cache or loaded from disk.
-    fn run(&self, run: &RunId) -> Result<Arc<Run>> {
+    pub(crate) fn run(&self, run: &RunId) -> Result<Arc<Run>> {
         if let Some(r) = self.cached(run)? {
             return Ok(r);
         }
@@ -703,7 +708,7 @@ fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) -> Vec<Arc<
 /// Removes the files runlog puts in a run directory (segments `1..=segments`, their temp
 /// names, the lock file last), then the directory. Best effort: a leftover dot-named
 /// directory is never listed as a run. Lists no directory (rule 8).
-fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
+pub(crate) fn remove_run_files(fs: &dyn Fs, dir: &Path, segments: u32) {
     for i in 1..=segments {
         let name = segment_name(i);
         let _ = fs.remove_file(&dir.join(&name));

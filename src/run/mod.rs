@@ -16,7 +16,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventRef, RunId, Seq};
 use crate::format::{
-    BATCH_LEN_READ_MAX, BatchHeader, FormatError, decode_batch_each, decode_batch_into,
+    BATCH_LEN_READ_MAX, BatchHeader, CounterSlot, FormatError, decode_batch_each, decode_batch_into,
 };
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock::{self, LOCK_FILE};
@@ -27,7 +27,7 @@ use crate::types::{Config, ReadPage, RunInfo};
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 use state::{BatchLoc, RunState, format_to_corrupt};
-pub(crate) use summary::{SUMMARY_FILE, load_summary};
+pub(crate) use summary::{SUMMARY_FILE, check_summary, load_summary, read_summary};
 
 /// Everything shared by the readers and the writer of one run in this process.
 #[derive(Debug)]
@@ -414,6 +414,27 @@ impl Run {
             self.config.lock_timeout,
         )?;
         f()
+    }
+
+    /// The committed view of the run for a byte-level copy (`crate::backup`): after a
+    /// refresh, each segment of the chain with the counter applied from it. Everything up to
+    /// each counter's committed length was synced by the writer that published it (SPEC §3,
+    /// §8), so a copy bounded by these counters holds only acknowledged (or adopted) batches.
+    ///
+    /// # Errors
+    /// As [`Self::refresh`]; [`Error::Corrupt`] when the run is damaged (a copy would stop
+    /// short of its counter).
+    pub(crate) fn committed_segments(&self) -> Result<Vec<(Arc<Segment>, CounterSlot)>> {
+        self.refresh()?;
+        let st = self.state.read();
+        if let Some(damage) = &st.damage {
+            return Err(damage.error(self.run_str()));
+        }
+        Ok(st
+            .segments
+            .iter()
+            .map(|s| (s.seg.clone(), s.counter))
+            .collect())
     }
 
     /// Segment files of the run, in chain order (for delete and verify).

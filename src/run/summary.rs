@@ -32,6 +32,12 @@ const FOLD_PAGE: usize = 1 << 16;
 /// the recorded first seq, checksum (recomputed over the batch) and last seq. Reads the
 /// summary and that one batch, nothing else. The caller still bounds it by its counter.
 pub(crate) fn load_summary(fs: &dyn Fs, dir: &Path, run: &str, salt: u32) -> Option<SummaryFold> {
+    check_summary(fs, dir, run, salt, &read_summary(fs, dir)?)
+}
+
+/// The bytes of `dir`'s summary file, when it exists, can be read and is not over the size
+/// bound; nothing is checked.
+pub(crate) fn read_summary(fs: &dyn Fs, dir: &Path) -> Option<Vec<u8>> {
     let f = fs.open(&dir.join(SUMMARY_FILE), OpenMode::Read).ok()?;
     let len = f.len().ok()?;
     if len > SUMMARY_LEN_MAX {
@@ -39,7 +45,19 @@ pub(crate) fn load_summary(fs: &dyn Fs, dir: &Path, run: &str, salt: u32) -> Opt
     }
     let mut buf = vec![0u8; len as usize];
     read_exact_at(f.as_ref(), &mut buf, 0).ok()?;
-    let (anchor, fold) = decode_summary(&buf, salt).ok()?;
+    Some(buf)
+}
+
+/// The fold `buf` (a summary file's bytes) holds when it is valid for `run` in `dir`, as
+/// [`load_summary`] decides it.
+pub(crate) fn check_summary(
+    fs: &dyn Fs,
+    dir: &Path,
+    run: &str,
+    salt: u32,
+    buf: &[u8],
+) -> Option<SummaryFold> {
+    let (anchor, fold) = decode_summary(buf, salt).ok()?;
     let seg = Segment::open(fs, dir, run, anchor.segment, Access::Read).ok()??;
     let mut head = [0u8; BATCH_HEADER_LEN];
     seg.read_exact(&mut head, anchor.offset).ok()?;

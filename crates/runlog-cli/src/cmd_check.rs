@@ -105,12 +105,26 @@ pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
             }
         }
     }
+    let backup = crate::cmd_backup::incomplete_backup(&store)?;
+    if let Some(problem) = &backup {
+        match args.json {
+            true => json_line(
+                &mut out,
+                &json!({"backup": false, "ok": false, "problem": problem}),
+            )?,
+            false => table.row(
+                ["-", "-", "-", "BACKUP", "0", problem]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+        }
+    }
     if !args.json {
         table.print(&mut out)?;
     }
     out.flush()?;
     eprintln!("{}", verified_line(total, world_logs, bad_runs));
-    failures.finish(total, bad_runs > 0)
+    failures.finish(total, bad_runs > 0 || backup.is_some())
 }
 
 /// `verified 3 runs: 0 with problems`, or with the World's own logs (stream chunks, attribute

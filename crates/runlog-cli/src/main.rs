@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd_append;
+mod cmd_backup;
 mod cmd_check;
 mod cmd_copy;
 mod cmd_gc;
@@ -24,13 +25,15 @@ use support::CliError;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  ok
-  1  verify or audit found problems, or import left files or runs behind (or imported a run
-     whose source lacks slots), or copy skipped a run that differs in the destination, or
-     verify --archive found a damaged archive, or restore found the run with other content
+  1  verify or audit found problems (verify: also an incomplete backup), or import left files
+     or runs behind (or imported a run whose source lacks slots), or copy skipped a run that
+     differs in the destination, or verify --archive found a damaged archive, or restore found
+     the run with other content
   2  bad usage or bad input (unknown run, unreadable source, invalid id or payload, a run id
      that differs only in case from an existing run on a case-insensitive file system, a
      missing store or PostgreSQL schema, `repair` on PostgreSQL, `restore` of a run without
-     an archive, `gc`/`restore` on PostgreSQL without --archive)
+     an archive, `gc`/`restore` on PostgreSQL without --archive, `backup` into a directory
+     that is no backup, inside the source or busy with another backup, or of PostgreSQL)
   3  fenced append rejected: the log grew past --expected-seq, or its --key already exists (nothing was written);
      gc: a log grew after it was archived (it stays live; the next gc archives it again)
   4  run busy (another process held the run's lock past the timeout, --lock-timeout-ms)
@@ -104,6 +107,9 @@ enum Command {
     /// Put an archived run back into the store, byte-exact, then remove its archive.
     #[command(after_help = cmd_gc::RESTORE_HELP)]
     Restore(cmd_gc::RestoreArgs),
+    /// Back the file store up into a directory while writers run; again: only what grew.
+    #[command(after_help = cmd_backup::BACKUP_HELP)]
+    Backup(cmd_backup::BackupArgs),
     /// Run the concurrency storm (many writers, one run) and report what each store kept.
     #[command(after_help = storm_cmd::STORM_HELP)]
     Storm(storm_cmd::StormArgs),
@@ -128,6 +134,7 @@ fn main() -> ExitCode {
         Command::Copy(args) => cmd_copy::run(args),
         Command::Gc(args) => cmd_gc::gc(&cli.store, args),
         Command::Restore(args) => cmd_gc::restore(&cli.store, args),
+        Command::Backup(args) => cmd_backup::run(&cli.store, args),
         Command::Storm(args) => return storm_cmd::run(&cli.store, args),
     };
     match result {

@@ -94,7 +94,8 @@ pub fn store_exit_code(e: &Error) -> u8 {
         | Error::InvalidConfig(_)
         | Error::RunNotFound { .. }
         | Error::RunExists { .. }
-        | Error::RunIdCaseConflict { .. } => 2,
+        | Error::RunIdCaseConflict { .. }
+        | Error::BackupRefused { .. } => 2,
         Error::Fenced { .. } | Error::DuplicateDecision { .. } => 3,
         Error::Busy { .. } => 4,
         e if e.is_environment() => EXIT_ENVIRONMENT,

@@ -82,10 +82,6 @@ fn assert_environment(out: &Output, what: &str, os_error: &str, path: &Path) {
     );
 }
 
-fn tool_exists(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
-
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")

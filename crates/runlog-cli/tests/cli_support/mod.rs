@@ -150,3 +150,8 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         })
         .collect()
 }
+
+/// Whether the tool `tool` can be run (`TOOL --version` starts).
+pub fn tool_exists(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}

@@ -1,0 +1,238 @@
+//! `Store::backup` on real files (format/SPEC.md §12): a second backup copies only what grew
+//! (the appended bytes of a last segment, new segments, new runs), a destination copy that
+//! is no longer a prefix of its source is recopied whole, a run deleted from the source is
+//! kept, a damaged source run fails alone and leaves the backup incomplete, and a directory
+//! that is no backup is refused untouched.
+
+#[path = "backup/check.rs"]
+mod check;
+
+use std::path::Path;
+
+use runlog::backup::BACKUP_FILE;
+use runlog::{BackupReport, Config, Error, NewEvent, RunBackupResult, RunId, Store};
+
+/// Small segments, so a few hundred events roll several times.
+fn small_segments() -> Config {
+    Config {
+        segment_len_bytes_max: 8 << 10,
+        ..Config::default()
+    }
+}
+
+fn id(s: &str) -> RunId {
+    RunId::new(s).unwrap()
+}
+
+fn append(store: &Store, run: &RunId, n: usize, tag: &str) {
+    for i in 0..n {
+        let payload = format!("{tag} {i} {}", "p".repeat(100));
+        store
+            .append_facts(run, vec![NewEvent::new("step_completed", payload)])
+            .unwrap();
+    }
+}
+
+fn backup(src: &Store, dst: &Path) -> BackupReport {
+    let report = src.backup(dst, &mut |_| {}).unwrap();
+    assert!(report.complete, "{report:?}");
+    report
+}
+
+/// Result name and bytes copied, per run.
+fn results(report: &BackupReport) -> Vec<(String, &'static str, u64)> {
+    report
+        .runs
+        .iter()
+        .map(|r| (r.run.to_string(), r.result.name(), r.bytes_copied))
+        .collect()
+}
+
+/// Segment bytes of a run's directory (the files `seg-*.log`).
+fn segment_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn a_second_backup_copies_only_the_appended_bytes_new_segments_and_new_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src_dir, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let src = Store::open(&src_dir, small_segments()).unwrap();
+    let (a, b) = (id("run-a"), id("run-b"));
+    for r in [&a, &b] {
+        src.create_run(r).unwrap();
+        append(&src, r, 30, "first");
+    }
+    let first = backup(&src, &dst);
+    assert_eq!(
+        results(&first).iter().map(|r| r.1).collect::<Vec<_>>(),
+        ["new", "new"]
+    );
+    check::assert_clean_prefix(&src, &dst);
+
+    // run-a grows across two more segments; run-b does not; run-c is new.
+    let info = src.run_info(&a).unwrap();
+    append(&src, &a, 150, "second");
+    let grown = src.run_info(&a).unwrap();
+    assert!(grown.segment_count >= info.segment_count + 2, "{grown:?}");
+    let c = id("run-c");
+    src.create_run(&c).unwrap();
+    append(&src, &c, 3, "new");
+    drop(src); // closed: every file at its committed length (seals truncate preallocation)
+    let src = Store::open_read_only(&src_dir, small_segments()).unwrap();
+
+    let second = backup(&src, &dst);
+    let rows = results(&second);
+    let dst_runs = dst.join("runs");
+    // What grew: the source's segment bytes of run-a minus what the first backup copied.
+    let grew = segment_bytes(&src_dir.join("runs/run-a")) - first.runs[0].bytes_copied;
+    assert_eq!(rows[0], ("run-a".into(), "extended", grew));
+    assert_eq!(rows[1], ("run-b".into(), "unchanged", 0));
+    assert_eq!(rows[2].1, "new");
+    assert_eq!(rows[2].2, segment_bytes(&dst_runs.join("run-c")));
+    let seqs = check::assert_clean_prefix(&src, &dst);
+    assert_eq!(seqs[&a], 180);
+    assert_eq!(seqs[&c], 3);
+    // Byte for byte past the headers: every segment's batches are the source's.
+    for n in 1..=grown.segment_count {
+        let name = format!("seg-{n:08}.log");
+        let s = std::fs::read(src_dir.join("runs/run-a").join(&name)).unwrap();
+        let d = std::fs::read(dst_runs.join("run-a").join(&name)).unwrap();
+        assert_eq!(s[4096..], d[4096..], "{name}");
+        assert_eq!(s[..512], d[..512], "{name}: sector 0");
+    }
+    // Nothing grew: nothing copied.
+    let third = backup(&src, &dst);
+    assert!(third.runs.iter().all(|r| r.result.name() == "unchanged"));
+    assert_eq!(third.bytes_copied(), 0);
+}
+
+#[test]
+fn a_copy_that_is_no_longer_a_prefix_is_recopied_and_a_deleted_run_is_kept_as_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src_dir, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let src = Store::open(&src_dir, Config::default()).unwrap();
+    let (a, b, c) = (id("a"), id("b"), id("c"));
+    for r in [&a, &b, &c] {
+        src.create_run(r).unwrap();
+        append(&src, r, 5, "v1");
+    }
+    backup(&src, &dst);
+    // a: deleted and created again, shorter; b: appended to in the backup; c: deleted.
+    src.delete_run(&a).unwrap();
+    src.create_run(&a).unwrap();
+    append(&src, &a, 2, "v2");
+    src.delete_run(&c).unwrap();
+    {
+        let copy = Store::open(&dst, Config::default()).unwrap();
+        append(&copy, &b, 1, "written to the backup");
+    }
+    let report = backup(&src, &dst);
+    let names: Vec<_> = results(&report).into_iter().map(|r| r.1).collect();
+    assert_eq!(names, ["recopied", "recopied", "gone"]);
+    match &report.runs[0].result {
+        RunBackupResult::Recopied { reason } => {
+            assert!(reason.contains("another file"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let dst_store = Store::open_read_only(&dst, Config::default()).unwrap();
+    assert_eq!(check::events(&dst_store, &a), check::events(&src, &a));
+    assert_eq!(check::events(&dst_store, &b), check::events(&src, &b));
+    assert_eq!(check::events(&dst_store, &c).len(), 5, "a gone run is kept");
+    for r in [&a, &b, &c] {
+        let v = dst_store.verify_run(r).unwrap();
+        assert!(v.problems.is_empty() && v.notes.is_empty(), "{v:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dst.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "leftovers: {left:?}");
+}
+
+#[test]
+fn bytes_past_the_copys_counter_are_cut_before_it_is_extended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src_dir, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let src = Store::open(&src_dir, Config::default()).unwrap();
+    let r = id("r");
+    src.create_run(&r).unwrap();
+    append(&src, &r, 4, "one");
+    backup(&src, &dst);
+    // What an interrupted update can leave: bytes past the counter (here: not a batch).
+    let seg = dst.join("runs/r/seg-00000001.log");
+    let len = std::fs::metadata(&seg).unwrap().len();
+    let f = std::fs::OpenOptions::new().append(true).open(&seg).unwrap();
+    std::io::Write::write_all(&mut &f, &[0xAB; 4000]).unwrap();
+    drop(f);
+    append(&src, &r, 3, "two");
+    let report = backup(&src, &dst);
+    assert_eq!(report.runs[0].result.name(), "extended");
+    let grown = std::fs::metadata(&seg).unwrap().len();
+    assert_eq!(grown - len, report.runs[0].bytes_copied);
+    assert_eq!(check::assert_clean_prefix(&src, &dst)[&r], 7);
+}
+
+#[test]
+fn a_damaged_source_run_fails_alone_and_leaves_the_manifest_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src_dir, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let src = Store::open(&src_dir, Config::default()).unwrap();
+    let (bad, good) = (id("bad"), id("good"));
+    for r in [&bad, &good] {
+        src.create_run(r).unwrap();
+        append(&src, r, 3, "x");
+    }
+    drop(src);
+    // A flipped payload byte inside the committed region of `bad`.
+    let seg = src_dir.join("runs/bad/seg-00000001.log");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[4096 + 100] ^= 0x40;
+    std::fs::write(&seg, bytes).unwrap();
+    let src = Store::open_read_only(&src_dir, Config::default()).unwrap();
+    let report = src.backup(&dst, &mut |_| {}).unwrap();
+    assert!(!report.complete);
+    match &report.runs[0].result {
+        RunBackupResult::Failed {
+            error: Error::Corrupt { run, offset, .. },
+        } => assert_eq!((run.as_str(), *offset), ("bad", 4096)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(report.runs[1].result.name(), "new");
+    let manifest = std::fs::read_to_string(dst.join(BACKUP_FILE)).unwrap();
+    assert!(manifest.contains("state incomplete\n"), "{manifest}");
+    let dst_store = Store::open_read_only(&dst, Config::default()).unwrap();
+    assert!(!dst_store.backup_manifest().unwrap().unwrap().complete);
+    assert!(!dst_store.run_exists(&bad).unwrap());
+}
+
+#[test]
+fn a_directory_that_is_no_backup_or_inside_the_source_is_refused_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src_dir = tmp.path().join("src");
+    let src = Store::open(&src_dir, Config::default()).unwrap();
+    src.create_run(&id("r")).unwrap();
+    let other = tmp.path().join("other");
+    let other_store = Store::open(&other, Config::default()).unwrap();
+    other_store.create_run(&id("r")).unwrap();
+    let before = std::fs::read(other.join("runs/r/seg-00000001.log")).unwrap();
+    for dst in [other.clone(), src_dir.join("inner"), src_dir.clone()] {
+        match src.backup(&dst, &mut |_| {}) {
+            Err(Error::BackupRefused { path, .. }) => assert_eq!(path, dst),
+            other => panic!("{dst:?}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        std::fs::read(other.join("runs/r/seg-00000001.log")).unwrap(),
+        before
+    );
+    assert!(!other.join(BACKUP_FILE).exists());
+    assert!(!src_dir.join("inner").exists());
+}
