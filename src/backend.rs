@@ -82,6 +82,14 @@ pub trait RunLog: Send + Sync {
     /// Deletes a run and all its events.
     fn delete_run(&self, run: &RunId) -> Result<()>;
 
+    /// Deletes a run and all its events only while its last seq is `expected_last_seq`,
+    /// checked under the run's write lock, the one every append takes: an append that
+    /// commits before the delete makes it [`crate::Error::Fenced`] (nothing deleted), and
+    /// none can commit between the check and the delete. What `runlog gc` deletes an
+    /// archived log with, so that an event appended after its archive was written is never
+    /// lost.
+    fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()>;
+
     /// Checks every stored byte of a run (checksums, density, counters); problems are in the
     /// report, not errors.
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport>;
@@ -132,6 +140,9 @@ impl<T: RunLog + ?Sized> RunLog for std::sync::Arc<T> {
     }
     fn delete_run(&self, run: &RunId) -> Result<()> {
         (**self).delete_run(run)
+    }
+    fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
+        (**self).delete_run_at(run, expected_last_seq)
     }
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         (**self).verify_run(run)

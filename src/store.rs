@@ -628,11 +628,26 @@ impl Store {
     pub fn delete_run(&self, run: &RunId) -> Result<()> {
         self.check_writable(|| format!("delete run {run}"))?;
         let handle = self.run(run)?;
-        handle.exclusive(|| self.delete_locked(run, &handle))
+        handle.exclusive(|| self.delete_locked(run, &handle, None))
     }
 
-    /// The body of [`Store::delete_run`], with the run's writer and kernel lock held.
-    fn delete_locked(&self, run: &RunId, handle: &Run) -> Result<()> {
+    /// Deletes a run as [`Store::delete_run`] does, only while its last seq is
+    /// `expected_last_seq`: checked after a refresh under the run's write lock (in-process
+    /// writer and kernel lock, which every commit holds), so no append commits between the
+    /// check and the delete ([`RunLog::delete_run_at`]).
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when the log's last seq differs (nothing deleted); as
+    /// [`Store::delete_run`] otherwise.
+    pub fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
+        self.check_writable(|| format!("delete run {run}"))?;
+        let handle = self.run(run)?;
+        handle.exclusive(|| self.delete_locked(run, &handle, Some(expected_last_seq)))
+    }
+
+    /// The body of [`Store::delete_run`], with the run's writer and kernel lock held; with
+    /// `expected`, only while the run's last seq is that.
+    fn delete_locked(&self, run: &RunId, handle: &Run, expected: Option<Seq>) -> Result<()> {
         let fs = self.inner.fs.as_ref();
         if handle.is_deleted()? {
             return Err(Error::RunNotFound {
@@ -640,6 +655,16 @@ impl Store {
             });
         }
         handle.refresh()?;
+        if let Some(expected) = expected {
+            let actual = handle.last_seq()?;
+            if actual != expected {
+                return Err(Error::Fenced {
+                    run: run.to_string(),
+                    expected,
+                    actual,
+                });
+            }
+        }
         let grave = self
             .inner
             .runs_dir
@@ -924,6 +949,9 @@ impl RunLog for Store {
     }
     fn delete_run(&self, run: &RunId) -> Result<()> {
         Store::delete_run(self, run)
+    }
+    fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
+        Store::delete_run_at(self, run, expected_last_seq)
     }
     fn verify_run(&self, run: &RunId) -> Result<crate::verify::VerifyReport> {
         Store::verify_run(self, run)

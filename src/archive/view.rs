@@ -129,6 +129,9 @@ impl RunLog for ArchiveView {
     fn delete_run(&self, run: &RunId) -> Result<()> {
         self.refuse("delete run", run)
     }
+    fn delete_run_at(&self, run: &RunId, _expected_last_seq: Seq) -> Result<()> {
+        self.refuse("delete run", run)
+    }
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         let log = self.log(run)?;
         // Every checksum and the density were checked when the archive was decoded.

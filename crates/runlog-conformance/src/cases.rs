@@ -485,7 +485,8 @@ pub fn list_runs_pages_in_id_order<L: RunLog>(f: Fixture<L>) {
     assert!(last.runs.is_empty() && !last.has_more && last.next.is_none());
 }
 
-/// Run info, metadata and delete: a deleted run is gone, and re-creating it starts a new log.
+/// Run info, metadata and delete: a deleted run is gone, re-creating it starts a new log, and
+/// the fenced delete deletes only at the expected last seq.
 pub fn run_info_meta_and_delete<L: RunLog>(f: Fixture<L>) {
     let log = &f.log;
     let id = run("meta");
@@ -513,6 +514,23 @@ pub fn run_info_meta_and_delete<L: RunLog>(f: Fixture<L>) {
     assert_eq!(log.last_seq(&id).unwrap(), 0);
     assert!(log.run_meta(&id).unwrap().is_empty());
     assert_eq!(log.append_facts(&id, vec![ev("new")]).unwrap()[0].seq, 1);
+
+    // The fenced delete (what gc deletes an archived log with): a stale expectation deletes
+    // nothing, the right one deletes.
+    assert!(matches!(
+        log.delete_run_at(&id, 0),
+        Err(Error::Fenced {
+            expected: 0,
+            actual: 1,
+            ..
+        })
+    ));
+    assert_eq!(log.last_seq(&id).unwrap(), 1);
+    log.delete_run_at(&id, 1).unwrap();
+    assert!(matches!(
+        log.delete_run_at(&id, 1),
+        Err(Error::RunNotFound { .. })
+    ));
 }
 
 /// Bad input is a typed error and changes nothing.

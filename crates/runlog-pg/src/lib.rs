@@ -241,7 +241,11 @@ impl RunLog for PgLog {
     }
 
     fn delete_run(&self, run: &RunId) -> Result<()> {
-        runs::delete_run(self, run)
+        runs::delete_run(self, run, None)
+    }
+
+    fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
+        runs::delete_run(self, run, Some(expected_last_seq))
     }
 
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {

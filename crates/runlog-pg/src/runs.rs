@@ -82,16 +82,32 @@ pub(crate) fn list_runs(log: &PgLog, after: Option<&RunId>, limit: usize) -> Res
     })
 }
 
-pub(crate) fn delete_run(log: &PgLog, run: &RunId) -> Result<()> {
+/// Deletes `run`, only while its last seq is `expected` when given: the run's row is locked
+/// first (`FOR UPDATE`, as every commit's update of `last_seq` locks it), so no commit lands
+/// between the check and the delete.
+pub(crate) fn delete_run(log: &PgLog, run: &RunId, expected: Option<Seq>) -> Result<()> {
     let mut c = log.inner.conn()?;
     let mut tx = c.transaction().map_err(|e| pg_err("deleting from", e))?;
-    // Events go with the run (ON DELETE CASCADE).
-    let n = tx
-        .execute("DELETE FROM runs WHERE run_id = $1", &[&run.as_str()])
+    let row = tx
+        .query_opt(
+            "SELECT last_seq FROM runs WHERE run_id = $1 FOR UPDATE",
+            &[&run.as_str()],
+        )
         .map_err(|e| pg_err("deleting from", e))?;
-    if n == 0 {
+    let Some(row) = row else {
         return Err(not_found(run));
+    };
+    let last = row.get::<_, i64>(0) as Seq;
+    if let Some(expected) = expected.filter(|&e| e != last) {
+        return Err(Error::Fenced {
+            run: run.to_string(),
+            expected,
+            actual: last,
+        });
     }
+    // Events go with the run (ON DELETE CASCADE).
+    tx.execute("DELETE FROM runs WHERE run_id = $1", &[&run.as_str()])
+        .map_err(|e| pg_err("deleting from", e))?;
     tx.execute(
         "SELECT pg_notify($1, $2)",
         &[&log.inner.channel, &run.as_str()],

@@ -196,6 +196,9 @@ impl RunLog for Timed {
     fn delete_run(&self, run: &RunId) -> runlog::Result<()> {
         self.inner.delete_run(run)
     }
+    fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> runlog::Result<()> {
+        self.inner.delete_run_at(run, expected_last_seq)
+    }
     fn verify_run(&self, run: &RunId) -> runlog::Result<runlog::VerifyReport> {
         self.inner.verify_run(run)
     }

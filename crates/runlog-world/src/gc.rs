@@ -245,19 +245,13 @@ impl<B: RunLog> World<B> {
         Ok(done)
     }
 
-    /// Deletes log `id` if it still holds exactly what `bundle` archived of it.
+    /// Deletes log `id` if it still holds exactly what `bundle` archived of it: checked by
+    /// the store under the run's write lock ([`RunLog::delete_run_at`]), so an event a
+    /// writer appends after the archive was written (a stream chunk, a `runlog append`)
+    /// keeps the log live, `Fenced`, and the next gc archives it again; none is lost.
     fn delete_archived(&self, id: &RunId, bundle: &Archive) -> Result<(), WorldError> {
         let held = bundle.log(id.as_str()).map_or(0, |l| l.events.len() as u64);
-        let last = self.backend.last_seq(id)?;
-        if last != held {
-            // Written to after it was archived: it stays live, the next gc archives it again.
-            return Err(WorldError::Storage(runlog::Error::Fenced {
-                run: id.to_string(),
-                expected: held,
-                actual: last,
-            }));
-        }
-        match self.backend.delete_run(id) {
+        match self.backend.delete_run_at(id, held) {
             Ok(()) | Err(runlog::Error::RunNotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }

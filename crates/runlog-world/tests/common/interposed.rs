@@ -1,5 +1,5 @@
-//! A backend that passes every [`RunLog`] call through to an inner one, except the appends,
-//! which it hands to an [`Interposer`] first: the fault-injection and racing backends of the
+//! A backend that passes every [`RunLog`] call through to an inner one, except the appends
+//! and the fenced delete, which it hands to an [`Interposer`] first: the fault-injection and racing backends of the
 //! tests are an `Interposer` each, without a pass-through of the whole trait of their own.
 
 use std::time::Duration;
@@ -44,6 +44,10 @@ pub trait Interposer: Send + Sync {
 
     fn append_facts(&self, inner: &dyn RunLog, call: Facts<'_>) -> Result<Vec<Appended>> {
         call.pass(inner)
+    }
+
+    fn delete_run_at(&self, inner: &dyn RunLog, run: &RunId, expected: Seq) -> Result<()> {
+        inner.delete_run_at(run, expected)
     }
 }
 
@@ -109,6 +113,10 @@ impl<L: RunLog, H: Interposer> RunLog for Interposed<L, H> {
     }
     fn delete_run(&self, run: &RunId) -> Result<()> {
         self.inner.delete_run(run)
+    }
+    fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
+        self.hooks
+            .delete_run_at(&self.inner, run, expected_last_seq)
     }
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         self.inner.verify_run(run)
