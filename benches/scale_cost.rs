@@ -12,7 +12,8 @@
 //! - `warm_keyed_append`: on the 1M-event run, a store warmed by one append, then appends of
 //!   one fact with a new key (dedupe checked against every segment: a miss), with no key (the
 //!   peer, in the same sitting, alternating), and with a key the run already holds (a dedupe
-//!   hit on a random earlier event: a lookup, nothing written).
+//!   hit on a random earlier event: a lookup, nothing written), and a decision with a new key
+//!   rejected by its fence (the key looked up in every segment, nothing written).
 //!
 //! `cargo bench --bench scale_cost` (sizes: RUNLOG_SCALE_RUNS, RUNLOG_SCALE_BIG; defaults
 //! 1,000 / 1,000,000).
@@ -159,9 +160,11 @@ fn warm_keyed_append(dir: &Path, run: &RunId, events: u64) {
     };
     // Keys of the fill (`k{j}`), spread over the whole run by a fixed multiplier.
     let held = |i: u64| format!("k{}", (i * 7_919_993) % events);
-    let [keyed, plain, hit] = interleaved_medians([
+    let [keyed, plain, hit, fenced] = interleaved_medians([
         &mut |i| {
-            let out = store.append_facts(run, fact(Some(format!("warm{i}")))).unwrap();
+            let out = store
+                .append_facts(run, fact(Some(format!("warm{i}"))))
+                .unwrap();
             assert!(!out[0].duplicate);
         },
         &mut |_| {
@@ -171,9 +174,15 @@ fn warm_keyed_append(dir: &Path, run: &RunId, events: u64) {
             let out = store.append_facts(run, fact(Some(held(i)))).unwrap();
             assert!(out[0].duplicate);
         },
+        // A decision with a new key and a stale fence: the group's keys are looked up (a
+        // miss in every segment) before the fence rejects it, so this is the lookup alone.
+        &mut |i| {
+            let e = fact(Some(format!("fenced{i}")));
+            store.append_decisions(run, 0, e).unwrap_err();
+        },
     ]);
     println!(
-        "{{\"bench\":\"warm_keyed_append\",\"shape\":\"1 run x {events} events\",\"new_key_us\":{keyed:.0},\"no_key_us\":{plain:.0},\"held_key_us\":{hit:.0},\"new_key_vs_no_key\":{:.2}}}",
+        "{{\"bench\":\"warm_keyed_append\",\"shape\":\"1 run x {events} events\",\"new_key_us\":{keyed:.0},\"no_key_us\":{plain:.0},\"held_key_us\":{hit:.0},\"new_key_fenced_us\":{fenced:.0},\"new_key_vs_no_key\":{:.2}}}",
         keyed / plain
     );
 }

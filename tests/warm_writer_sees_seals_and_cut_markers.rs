@@ -65,7 +65,8 @@ fn a_warm_writer_sees_a_seal_whose_writer_failed_before_the_next_segment() {
         n += 1;
     }
     // A's commit: its view is now current, and its copy of the commit slots too.
-    a.append_facts(&run(), fact("a-before-seal".into())).unwrap();
+    a.append_facts(&run(), fact("a-before-seal".into()))
+        .unwrap();
     // B's next commit rolls: seal synced, then the new segment's fsync fails.
     let fsync = fs.call_count(CallKind::SyncAll);
     fs.inject(Fault::once(
