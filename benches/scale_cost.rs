@@ -8,7 +8,12 @@
 //! - `fresh_first_op`: a fresh `Store` on the 1M-event run, then its first read (10 events
 //!   after seq 500,000) or its first append (one fact with a key);
 //! - `rss_per_open_run`: resident memory added per open run (fresh read-only `Store`, one
-//!   read of each run's last event) on 1,000 runs × 1,000 events and on the 1M-event run.
+//!   read of each run's last event) on 1,000 runs × 1,000 events and on the 1M-event run;
+//! - `warm_keyed_append`: on the 1M-event run, a store warmed by one append, then appends of
+//!   one fact with a new key (dedupe checked against every segment: a miss), with no key (the
+//!   peer, in the same sitting, alternating), and with a key the run already holds (a dedupe
+//!   hit on a random earlier event: a lookup, nothing written), and a decision with a new key
+//!   rejected by its fence (the key looked up in every segment, nothing written).
 //!
 //! `cargo bench --bench scale_cost` (sizes: RUNLOG_SCALE_RUNS, RUNLOG_SCALE_BIG; defaults
 //! 1,000 / 1,000,000).
@@ -121,6 +126,67 @@ fn fresh_first_op(dir: &Path, run: &RunId, events: u64) {
     );
 }
 
+/// Median µs of `RUNLOG_SCALE_WARM` (default 301) calls of each of `fs`, interleaved (one
+/// of each in turn), after one untimed round.
+fn interleaved_medians<const N: usize>(mut fs: [&mut dyn FnMut(u64); N]) -> [f64; N] {
+    let n = env("RUNLOG_SCALE_WARM", 301).max(1);
+    let mut times: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
+    for i in 0..=n {
+        for (f, t) in fs.iter_mut().zip(times.iter_mut()) {
+            let start = Instant::now();
+            f(i);
+            if i > 0 {
+                t.push(start.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+    }
+    times.map(|mut t| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    })
+}
+
+fn warm_keyed_append(dir: &Path, run: &RunId, events: u64) {
+    let store = Store::open(dir, config()).unwrap();
+    store
+        .append_facts(run, vec![NewEvent::new("step_completed", "{}")])
+        .unwrap();
+    let fact = |key: Option<String>| {
+        let e = NewEvent::new("step_completed", "{\"warm\":1}");
+        vec![match key {
+            Some(k) => e.key(k),
+            None => e,
+        }]
+    };
+    // Keys of the fill (`k{j}`), spread over the whole run by a fixed multiplier.
+    let held = |i: u64| format!("k{}", (i * 7_919_993) % events);
+    let [keyed, plain, hit, fenced] = interleaved_medians([
+        &mut |i| {
+            let out = store
+                .append_facts(run, fact(Some(format!("warm{i}"))))
+                .unwrap();
+            assert!(!out[0].duplicate);
+        },
+        &mut |_| {
+            store.append_facts(run, fact(None)).unwrap();
+        },
+        &mut |i| {
+            let out = store.append_facts(run, fact(Some(held(i)))).unwrap();
+            assert!(out[0].duplicate);
+        },
+        // A decision with a new key and a stale fence: the group's keys are looked up (a
+        // miss in every segment) before the fence rejects it, so this is the lookup alone.
+        &mut |i| {
+            let e = fact(Some(format!("fenced{i}")));
+            store.append_decisions(run, 0, e).unwrap_err();
+        },
+    ]);
+    println!(
+        "{{\"bench\":\"warm_keyed_append\",\"shape\":\"1 run x {events} events\",\"new_key_us\":{keyed:.0},\"no_key_us\":{plain:.0},\"held_key_us\":{hit:.0},\"new_key_fenced_us\":{fenced:.0},\"new_key_vs_no_key\":{:.2}}}",
+        keyed / plain
+    );
+}
+
 fn rss_per_open_run(dir: &Path, ids: &[RunId], shape: &str) {
     let before = rss_bytes();
     let store = Store::open_read_only(dir, config()).unwrap();
@@ -157,6 +223,7 @@ fn main() {
     if only_deep {
         rss_per_open_run(&deep, &deep_ids, &format!("1 run x {big} events"));
         fresh_first_op(&deep, &deep_ids[0], big);
+        warm_keyed_append(&deep, &deep_ids[0], big);
         return;
     }
     build(&small, runs, 1);
@@ -174,4 +241,5 @@ fn main() {
     rss_per_open_run(&wide, &wide_ids, &format!("{runs} runs x 1000 events"));
     rss_per_open_run(&deep, &deep_ids, &format!("1 run x {big} events"));
     fresh_first_op(&deep, &deep_ids[0], big);
+    warm_keyed_append(&deep, &deep_ids[0], big);
 }

@@ -60,6 +60,45 @@ pub(crate) struct Counter {
     pub(crate) header_generation: u64,
 }
 
+/// Length of the lock file's commit-slot region, `[512, 1088)`: both commit slots.
+const COMMIT_SLOTS_LEN: usize = 512 + SLOT_LEN;
+
+/// The bytes of a run's lock file in its commit-slot region (SPEC §3), as far as the file
+/// holds them. Every commit slot written has a generation above every earlier one, so the
+/// region never returns to bytes it held before: a writer that finds it exactly as it left
+/// it knows no other writer has written a commit slot since (SPEC §5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CommitSlots {
+    bytes: [u8; COMMIT_SLOTS_LEN],
+    len: usize,
+}
+
+impl CommitSlots {
+    /// Reads the region (one positioned read; shorter when the file is).
+    ///
+    /// # Errors
+    /// The read's.
+    pub(crate) fn read(lock: &dyn FsFile) -> io::Result<CommitSlots> {
+        let mut bytes = [0u8; COMMIT_SLOTS_LEN];
+        let len = read_up_to(lock, &mut bytes, SLOT_OFFSETS[0])?;
+        Ok(CommitSlots { bytes, len })
+    }
+
+    /// The bytes read.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// What the region holds after [`Segment::write_commit_slot`] wrote `slot` for a
+    /// segment of `salt`: a write past the end leaves zeros (a hole) before it, as a read
+    /// returns them.
+    pub(crate) fn record(&mut self, slot: &CounterSlot, salt: u32) {
+        let start = (slot.offset() - SLOT_OFFSETS[0]) as usize;
+        self.bytes[start..start + SLOT_LEN].copy_from_slice(&slot.encode(salt));
+        self.len = self.len.max(start + SLOT_LEN);
+    }
+}
+
 /// An open segment file and its immutable header.
 #[derive(Debug)]
 pub(crate) struct Segment {
@@ -267,10 +306,9 @@ impl Segment {
             (None, Some(lock)) => lock,
         };
         // Both commit slots, in one read: [512, 1088).
-        let mut buf = [0u8; 512 + SLOT_LEN];
-        let n = read_up_to(lock, &mut buf, SLOT_OFFSETS[0])
+        let region = CommitSlots::read(lock)
             .map_err(|e| Error::io("reading commit counter of", &self.path, e))?;
-        let buf = &buf[..n];
+        let buf = region.bytes();
         let salt = self.header.salt;
         let a = CounterSlot::decode(buf, salt, 0);
         let b = CounterSlot::decode(buf.get(512..).unwrap_or(&[]), salt, 1);

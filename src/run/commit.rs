@@ -24,7 +24,7 @@ use crate::format::{
 use crate::group::{self, Append, AppendKind, Bounds, Outcome, Plan, Written};
 use crate::io::Fs;
 use crate::lock;
-use crate::segment::{NewSegment, Segment};
+use crate::segment::{CommitSlots, NewSegment, Segment};
 use crate::types::now_ms;
 
 /// The bounds of one group (at least one append): a flood of appenders is committed in
@@ -232,14 +232,23 @@ impl Run {
     }
 
     /// Under the run lock: catch up with other processes and recover the tail (I/O failures
-    /// poison the run), then make the directory entries durable.
+    /// poison the run), then make the directory entries durable. Skipped when nothing can
+    /// have happened since this writer's last commit (`unchanged_since_commit`).
     fn prepare(&self, w: &mut Writer) -> Result<()> {
         if self.is_deleted()? {
             return Err(Error::RunNotFound {
                 run: self.id.to_string(),
             });
         }
+        if w.tail_checked
+            && self
+                .unchanged_since_commit()
+                .map_err(|e| self.poison_on_io(w, e))?
+        {
+            return Ok(());
+        }
         let mut st = self.state.write();
+        st.known_slots = None;
         self.recover_locked(&mut st, !w.tail_checked)
             .map_err(|e| self.poison_on_io(w, e))?;
         w.tail_checked = true;
@@ -250,7 +259,58 @@ impl Run {
         st.build_dedupe_maps(self.run_str())?;
         let seg = st.last().seg.clone();
         drop(st);
-        self.make_entries_durable(w, &seg)
+        self.make_entries_durable(w, &seg)?;
+        let known = self.read_commit_slots()?;
+        self.state.write().known_slots = Some(known);
+        Ok(())
+    }
+
+    /// The shortcut of SPEC §5 step 2, under the run lock: whether the run is as this
+    /// writer's last commit left it, so the refresh, the cut-marker check and the tail's
+    /// length need not be read again. True when the lock file's commit-slot region holds
+    /// exactly the bytes this writer left there (every commit, recovery, seal, repair and
+    /// cut marker writes a commit slot of a new generation first) and the 4 bytes at the
+    /// committed length are zero (a writer that died part-way through its write wrote none).
+    fn unchanged_since_commit(&self) -> Result<bool> {
+        let st = self.state.read();
+        let Some(known) = &st.known_slots else {
+            return Ok(false);
+        };
+        let last = st.last();
+        if st.damage.is_some() || last.counter.sealed {
+            return Ok(false);
+        }
+        if self.read_commit_slots()? != *known {
+            return Ok(false);
+        }
+        last.seg.magic_is_zero(last.counter.committed_len)
+    }
+
+    fn read_commit_slots(&self) -> Result<CommitSlots> {
+        CommitSlots::read(self.write_lock()?.as_ref())
+            .map_err(|e| Error::io("reading commit counter of", &self.lock_path, e))
+    }
+
+    /// Writes the last segment's counter again, one generation newer, into the lock file's
+    /// commit slots, before a seal or a cut marker: a writer of another process that skips
+    /// its refresh while the region is unchanged (`unchanged_since_commit`) then refreshes,
+    /// and sees the seal or the marker (SPEC §5). Nothing changes for readers (a newer
+    /// generation of the same region). The view's own copy is dropped: its next commit
+    /// refreshes too.
+    fn announce(&self) -> Result<()> {
+        let lock_file = self.write_lock()?;
+        let mut st = self.state.write();
+        st.known_slots = None;
+        let last = st.last();
+        let slot = CounterSlot {
+            generation: last.counter.generation.max(last.header_generation) + 1,
+            ..last.counter
+        };
+        let seg = last.seg.clone();
+        seg.write_commit_slot(lock_file.as_ref(), &slot)
+            .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
+        st.last_mut().counter = slot;
+        Ok(())
     }
 
     /// Syncs `runs/` and the run directory once per process and segment before the first
@@ -289,6 +349,7 @@ impl Run {
     /// again: its seal may never have reached the disk (its sync failed in a process that
     /// died), and nothing may be built on a seal that a crash can revert.
     fn roll(&self, w: &mut Writer) -> Result<()> {
+        self.announce().map_err(|e| self.poison_on_io(w, e))?;
         let mut st = self.state.write();
         let seg = st.last().seg.clone();
         let slot = st.last().counter;
@@ -343,7 +404,13 @@ impl Run {
             Err(e) => e,
         };
         let marker = self.dir.join(super::CUT_MARKER);
-        let outcome = match self.write_cut_marker(seg, len) {
+        // Announced first: a marker that a writer skipping its refresh would not see is worse
+        // than none (it could cut that writer's commits after a power loss, SPEC §5).
+        let written = self
+            .announce()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|()| self.write_cut_marker(seg, len));
+        let outcome = match written {
             Ok(()) => format!(
                 "cut marker {} written: the next writer cuts the segment there first",
                 marker.display()
@@ -445,12 +512,17 @@ impl Run {
                 }
                 Ok(())
             });
-        if let Err(e) = published {
-            // The data is durable and acknowledged; recovery adopts it. Refuse further
-            // writes here because the counters' state is unknown.
-            w.poisoned = Some(e.to_string());
-        }
         let mut st = self.state.write();
+        match (&published, st.known_slots.as_mut()) {
+            (Ok(()), Some(known)) => known.record(&slot, seg.header.salt),
+            (Ok(()), None) => {}
+            (Err(e), _) => {
+                // The data is durable and acknowledged; recovery adopts it. Refuse further
+                // writes here because the counters' state is unknown.
+                w.poisoned = Some(e.to_string());
+                st.known_slots = None;
+            }
+        }
         let pos = st.segments.len() - 1;
         for b in &enc.batches {
             st.apply(Applied {

@@ -131,6 +131,7 @@ impl Run {
         let committed = st.last().counter.committed_len;
         let dirty = full || !st.last().seg.magic_is_zero(committed)?;
         if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), dirty)? {
+            st.known_slots = None;
             let seg = st.last().seg.clone();
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
@@ -324,6 +325,7 @@ impl Run {
             updated_at_ms: now_ms(),
             sealed: false,
         };
+        st.known_slots = None;
         seg.truncate(cut_at)
             .and_then(|()| seg.write_slot(&slot))
             .and_then(|()| seg.sync())

@@ -21,7 +21,7 @@ use crate::format::{
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile};
-use crate::segment::{Access, Counter, Segment};
+use crate::segment::{Access, CommitSlots, Counter, Segment};
 
 /// Where one committed batch lives.
 #[derive(Clone, Copy, Debug)]
@@ -92,6 +92,10 @@ pub(crate) struct RunState {
     pub(crate) access: Access,
     /// Checked pages of the indexes, bounded (`crate::index::CACHE_PAGES`).
     pub(crate) cache: Arc<PageCache>,
+    /// The lock file's commit-slot region as this view's writer left it at the end of its
+    /// last commit (`None`: unknown, or something other than a commit wrote a slot since):
+    /// the next commit that finds the region unchanged skips the refresh (SPEC §5).
+    pub(crate) known_slots: Option<CommitSlots>,
 }
 
 /// What a newly applied batch contributes to the dedupe maps.
@@ -124,6 +128,7 @@ impl RunState {
             damage: None,
             access,
             cache: Arc::default(),
+            known_slots: None,
         }
     }
 
