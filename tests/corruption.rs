@@ -124,7 +124,9 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
     let older_committed_len = u64_at(image, older + 24);
     let mut batches = Vec::new();
     let mut at = 4096;
-    while at < image.len() && image[at..at + 4] == *b"RLBT" {
+    // Batches of either frame (format/SPEC.md §4, §4a); new segments are version 2.
+    while at < image.len() && [*b"RLBT", *b"RLB2"].contains(&image[at..at + 4].try_into().unwrap())
+    {
         batches.push(at);
         at += u32_at(image, at + 4) as usize;
     }
