@@ -38,10 +38,10 @@ fn event(i: u64) -> NewEvent {
     )
     .event_id(Ulid::from_parts(T0 + i, u128::from(i) * 7919 + 1))
     .created_at_ms(T0 + i);
-    if i % 3 != 0 {
+    if !i.is_multiple_of(3) {
         e = e.correlation_id(format!("step_{}", i / 3));
     }
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         e = e.key(format!("key-{i}"));
     }
     e

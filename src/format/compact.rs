@@ -189,42 +189,7 @@ pub fn decode_record_v2<'a>(
     let delta = get_varint(b, &mut pos, b.len(), at, "event time")?;
     let created_at_ms = committed_at_ms.wrapping_add(unzigzag(delta) as u64);
     let event_id = event_id(b, &mut pos, at, flags, created_at_ms, prev)?;
-    let kind_len = match prev.filter(|_| flags & F_KIND_REPEAT != 0) {
-        Some(_) => 0,
-        None => {
-            let len = *b
-                .get(pos)
-                .ok_or_else(|| FormatError::bad(at + pos, "event overruns its batch"))?;
-            pos += 1;
-            if !(1..=KIND_LEN_MAX).contains(&(len as usize)) {
-                return Err(FormatError::bad(
-                    at + pos - 1,
-                    format!("kind length {len} out of range"),
-                ));
-            }
-            len as usize
-        }
-    };
-    let mut text_len = |on: bool, max: usize, what: &str| -> Result<usize, FormatError> {
-        if !on {
-            return Ok(0);
-        }
-        let from = pos;
-        let len = get_varint(b, &mut pos, b.len(), at, what)?;
-        if len > max as u64 {
-            return Err(FormatError::bad(
-                at + from,
-                format!("{what} {len} out of range"),
-            ));
-        }
-        Ok(len as usize)
-    };
-    let corr_len = text_len(
-        flags & F_CORRELATION != 0,
-        CORRELATION_ID_LEN_MAX,
-        "correlation length",
-    )?;
-    let key_len = text_len(flags & F_KEY != 0, KEY_LEN_MAX, "key length")?;
+    let [kind_len, corr_len, key_len] = text_lens(b, &mut pos, at, flags, prev.is_some())?;
     let payload_at = pos;
     let payload_len = get_varint(b, &mut pos, b.len(), at, "payload length")?;
     let texts = kind_len + corr_len + key_len;
@@ -249,6 +214,49 @@ pub fn decode_record_v2<'a>(
         payload: at + pos + texts..at + total,
         next: at + total,
     })
+}
+
+/// The lengths of a version-2 record's kind (0 when repeated), correlation id and key, read
+/// from `b[*pos..]` (the record at absolute `at`) and checked against their limits.
+fn text_lens(
+    b: &[u8],
+    pos: &mut usize,
+    at: usize,
+    flags: u8,
+    has_prev: bool,
+) -> Result<[usize; 3], FormatError> {
+    let kind_len = if has_prev && flags & F_KIND_REPEAT != 0 {
+        0
+    } else {
+        let len = *b
+            .get(*pos)
+            .ok_or_else(|| FormatError::bad(at + *pos, "event overruns its batch"))?;
+        if !(1..=KIND_LEN_MAX).contains(&(len as usize)) {
+            let detail = format!("kind length {len} out of range");
+            return Err(FormatError::bad(at + *pos, detail));
+        }
+        *pos += 1;
+        len as usize
+    };
+    let mut text_len = |on: bool, max: usize, what: &str| -> Result<usize, FormatError> {
+        if !on {
+            return Ok(0);
+        }
+        let from = *pos;
+        let len = get_varint(b, pos, b.len(), at, what)?;
+        if len > max as u64 {
+            let detail = format!("{what} {len} out of range");
+            return Err(FormatError::bad(at + from, detail));
+        }
+        Ok(len as usize)
+    };
+    let corr = text_len(
+        flags & F_CORRELATION != 0,
+        CORRELATION_ID_LEN_MAX,
+        "correlation length",
+    )?;
+    let key = text_len(flags & F_KEY != 0, KEY_LEN_MAX, "key length")?;
+    Ok([kind_len, corr, key])
 }
 
 /// The event id of a version-2 record (after its time), advancing `pos`.

@@ -735,9 +735,12 @@ fn forged_v2(edit: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     Bytes::from(b)
 }
 
+/// An edit of a batch's bytes.
+type Edit = dyn FnOnce(&mut Vec<u8>);
+
 #[test]
 fn v2_records_with_checksummed_bad_fields_fail_at_their_offset() {
-    let cases: [(&str, Box<dyn FnOnce(&mut Vec<u8>)>, u64, &str); 8] = [
+    let cases: [(&str, Box<Edit>, u64, &str); 8] = [
         ("unknown flag", Box::new(|b| b[26] |= 0x40), 26, "flags"),
         (
             "first event repeats a kind",
