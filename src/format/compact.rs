@@ -42,7 +42,24 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// Reads the varint at `b[*pos..end]`, advancing `pos`. Rejects a varint that runs past
 /// `end`, is longer than 10 bytes, overflows a `u64`, or is not in its shortest form (a
 /// value has exactly one encoding). Errors name the absolute offset `base + start`.
+#[inline]
 pub fn get_varint(
+    b: &[u8],
+    pos: &mut usize,
+    end: usize,
+    base: usize,
+    what: &str,
+) -> Result<u64, FormatError> {
+    // The common case, one byte (every length below 128), without the loop.
+    if let Some(&byte) = b.get(*pos).filter(|&&v| v < 0x80 && *pos < end) {
+        *pos += 1;
+        return Ok(u64::from(byte));
+    }
+    varint_slow(b, pos, end, base, what)
+}
+
+#[cold]
+fn varint_slow(
     b: &[u8],
     pos: &mut usize,
     end: usize,
@@ -162,6 +179,7 @@ pub fn encode_record_v2(
 /// Decodes the version-2 record at absolute offset `at` (ending at or before `end`) as
 /// event `seq`. Every length is bounded (by its field's limit and by the bytes left before
 /// `end`) before it is used; nothing is allocated.
+#[inline]
 pub fn decode_record_v2<'a>(
     file: &'a [u8],
     at: usize,
