@@ -3,6 +3,8 @@
 //! by `write_v1_fixture` below at commit `0ae8ae1`, before the version-2 frame existed) is
 //! read, verified, appended to and read again, with every field of every event checked.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use runlog::{Config, NewEvent, RunId, Store};
@@ -87,21 +89,8 @@ fn write_v1_fixture() {
 /// The fixture copied into a temp dir (the committed files are never opened for writing).
 fn fixture_copy() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    copy_tree(&fixture_dir(), tmp.path());
+    common::copy_tree(&fixture_dir(), tmp.path());
     tmp
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The format version in the header of segment `n` of the run (bytes 8..12, SPEC §2).
