@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    CounterSlot, FORMAT_VERSION, FormatError, HEADER_LEN, IndexBinding, SLOT_LEN, SLOT_OFFSETS,
-    SegmentHeader, pick_slot,
+    CounterSlot, FORMAT_VERSION, FORMAT_VERSION_MIN, FormatError, HEADER_LEN, IndexBinding,
+    SLOT_LEN, SLOT_OFFSETS, SegmentHeader, pick_slot,
 };
 use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile, OpenMode, read_exact_at, read_up_to};
@@ -129,6 +129,7 @@ impl Segment {
         let path = dir.join(&name);
         let tmp = dir.join(format!("{name}.tmp"));
         let header = SegmentHeader {
+            version: FORMAT_VERSION,
             segment_index: new.index,
             salt: rand::random::<u32>() | 1,
             base_seq: new.base_seq,
@@ -221,11 +222,15 @@ impl Segment {
         let header = header.map_err(|e| match SegmentHeader::version_of(&buf) {
             // A file cut before the end of its header is short, not of another version: the
             // version read from the zero-filled buffer of a file cut at 8 bytes is 0.
-            Some(found) if found != FORMAT_VERSION && !e.incomplete => Error::UnsupportedVersion {
-                path: path.clone(),
-                found,
-                supported: FORMAT_VERSION,
-            },
+            Some(found)
+                if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&found) && !e.incomplete =>
+            {
+                Error::UnsupportedVersion {
+                    path: path.clone(),
+                    found,
+                    supported: FORMAT_VERSION,
+                }
+            }
             _ => Error::corrupt(run, &name, e.offset, e.detail),
         })?;
         // The header checksum held, so a name differing only in case is no bit flip: a

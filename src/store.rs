@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use crate::backend::RunLog;
 use crate::error::{Error, Result};
 use crate::event::{EventRef, NewEvent, RunId, Seq};
-use crate::format::{FORMAT_VERSION, HEADER_LEN, META_LEN_MAX};
+use crate::format::{HEADER_LEN, META_LEN_MAX, STORE_FORMAT_VERSION};
 use crate::group::{AppendKind, Outcome};
 use crate::io::{Fs, OpenMode, StdFs};
 use crate::lock;
@@ -816,7 +816,7 @@ fn init_or_check(fs: &dyn Fs, root: &Path) -> Result<()> {
     // A temp name of its own: concurrent creators of one store each write a complete FORMAT
     // and rename it into place; the renames replace each other atomically with equal content.
     let tmp = root.join(format!("{FORMAT_FILE}.tmp-{}", ulid::Ulid::generate()));
-    let text = format!("{FORMAT_PREFIX}{FORMAT_VERSION}\n");
+    let text = format!("{FORMAT_PREFIX}{STORE_FORMAT_VERSION}\n");
     let write = || -> io::Result<()> {
         let f = fs.open(&tmp, OpenMode::CreateTruncate)?;
         f.write_all_at(text.as_bytes(), 0)?;
@@ -860,11 +860,11 @@ fn check_format(path: &Path, text: &str) -> Result<()> {
             path: path.to_path_buf(),
             detail: format!("{FORMAT_FILE} does not start with {FORMAT_PREFIX:?}"),
         })?;
-    if version != FORMAT_VERSION {
+    if version != STORE_FORMAT_VERSION {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found: version,
-            supported: FORMAT_VERSION,
+            supported: STORE_FORMAT_VERSION,
         });
     }
     Ok(())

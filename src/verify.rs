@@ -140,7 +140,13 @@ fn verify_segment(
     let mut at = HEADER_LEN;
     let mut content = IndexContent::default();
     while at < slot.committed_len {
-        match decode_batch(&view, at as usize, seg.header.salt, *last_seq + 1, len_max) {
+        match decode_batch(
+            &view,
+            at as usize,
+            seg.header.frame_key(),
+            *last_seq + 1,
+            len_max,
+        ) {
             Ok(b) => {
                 if slot.sealed {
                     content.add(&b, at);
@@ -379,7 +385,7 @@ fn tail_batch(
     decode_batch(
         &bytes::Bytes::from(buf),
         0,
-        seg.header.salt,
+        seg.header.frame_key(),
         next_seq,
         len_max,
     )
@@ -394,7 +400,7 @@ fn valid_batch_after(seg: &Segment, at: u64, next_seq: Seq) -> Option<(u64, u64)
     let n = seg.read_up_to(&mut buf, at).ok()?;
     buf.truncate(n);
     let bytes = bytes::Bytes::from(buf);
-    crate::format::find_batch_after(&bytes, 1, seg.header.salt, next_seq)
+    crate::format::find_batch_after(&bytes, 1, seg.header.frame_key(), next_seq)
         .map(|(off, seq)| (at + off as u64, seq))
 }
 

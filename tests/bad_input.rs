@@ -178,7 +178,8 @@ fn truncated_segment_files_give_corrupt_at_the_cut_and_stay_as_they_are() {
     let original = std::fs::read(&seg).unwrap();
     // End of the last batch (the file goes on with preallocated zeros, SPEC §5).
     let mut full = 4096usize;
-    while original.get(full..full + 4) == Some(b"RLBT") {
+    // Batches of either frame (format/SPEC.md §4, §4a; new segments are version 2).
+    while matches!(original.get(full..full + 4), Some(b"RLBT" | b"RLB2")) {
         full += u32::from_le_bytes(original[full + 4..full + 8].try_into().unwrap()) as usize;
     }
     assert!(original[full..].iter().all(|&b| b == 0), "zeros after");

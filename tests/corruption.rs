@@ -25,6 +25,8 @@
 //! The run's lock file gets the same treatment: a flip in its newest commit slot makes the
 //! older commit slot count (a note, then adoption), anything else in it is harmless.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -124,7 +126,9 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
     let older_committed_len = u64_at(image, older + 24);
     let mut batches = Vec::new();
     let mut at = 4096;
-    while at < image.len() && image[at..at + 4] == *b"RLBT" {
+    // Batches of either frame (format/SPEC.md §4, §4a); new segments are version 2.
+    while at < image.len() && [*b"RLBT", *b"RLB2"].contains(&image[at..at + 4].try_into().unwrap())
+    {
         batches.push(at);
         at += u32_at(image, at + 4) as usize;
     }
@@ -184,19 +188,6 @@ fn build_original(dir: &Path) -> (RunId, Vec<Event>) {
     (run, events)
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// Where the flipped copies live: memory-backed `/dev/shm` when present, since every flip
 /// opens the store afresh and `Store::open` syncs the store directory (on a disk that is
 /// ~10,000 directory fsyncs); the flips test content checks, not durability.
@@ -247,7 +238,7 @@ fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmles
     let original_dir = tempfile::tempdir().unwrap();
     let (run, events) = build_original(original_dir.path());
     let copy_dir = scratch_dir();
-    copy_tree(original_dir.path(), copy_dir.path());
+    common::copy_tree(original_dir.path(), copy_dir.path());
     let segment: PathBuf = copy_dir
         .path()
         .join("runs")
@@ -309,7 +300,7 @@ fn every_byte_of_the_lock_file_flipped_is_harmless_or_falls_back_to_the_older_co
     let original_dir = tempfile::tempdir().unwrap();
     let (run, events) = build_original(original_dir.path());
     let copy_dir = scratch_dir();
-    copy_tree(original_dir.path(), copy_dir.path());
+    common::copy_tree(original_dir.path(), copy_dir.path());
     let segment = copy_dir
         .path()
         .join("runs")

@@ -59,7 +59,7 @@ fn a_lost_counter_and_a_flipped_byte_past_it_is_corrupt_not_a_shorter_log() {
     // Power loss as it may leave things: the unsynced commit slots of the lock file are gone
     // (the header checkpoint lags: it counts no batch), and one payload byte of batch 13 is bad.
     std::fs::write(lock(dir.path(), "r1"), b"").unwrap();
-    flip(&seg(dir.path(), "r1"), offsets[12] + 80);
+    flip(&seg(dir.path(), "r1"), offsets[12] + 60);
     let len_before = std::fs::metadata(seg(dir.path(), "r1")).unwrap().len();
 
     let store = Store::open(dir.path(), Config::default()).unwrap();
@@ -104,7 +104,7 @@ fn a_bad_batch_inside_the_committed_region_keeps_the_events_before_it_readable()
     let dir = tempfile::tempdir().unwrap();
     let run = RunId::new("r2").unwrap();
     let offsets = run_of_single_facts(dir.path(), &run, 10);
-    flip(&seg(dir.path(), "r2"), offsets[5] + 80);
+    flip(&seg(dir.path(), "r2"), offsets[5] + 60);
     let bytes_before = std::fs::read(seg(dir.path(), "r2")).unwrap();
 
     let store = Store::open(dir.path(), Config::default()).unwrap();
@@ -141,9 +141,10 @@ fn a_torn_tail_with_nothing_valid_after_it_is_still_cut() {
     run_of_single_facts(dir.path(), &run, 5);
     let path = seg(dir.path(), "r3");
     let len = std::fs::metadata(&path).unwrap().len();
-    // A torn write: the start of a batch (its magic) and garbage, nothing valid after it.
+    // A torn write: the start of a batch (its magic, version 2 as the segment: SPEC §4a) and
+    // garbage, nothing valid after it.
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes.extend_from_slice(b"RLBT");
+    bytes.extend_from_slice(b"RLB2");
     bytes.extend((0..300u32).map(|i| (i * 7 + 3) as u8));
     std::fs::write(&path, bytes).unwrap();
 
@@ -171,7 +172,7 @@ fn repair_cuts_at_the_first_bad_batch_only_when_asked_and_keeps_the_cut_bytes() 
     let offsets = run_of_single_facts(dir.path(), &run, 20);
     std::fs::write(lock(dir.path(), "r4"), b"").unwrap();
     let path = seg(dir.path(), "r4");
-    flip(&path, offsets[12] + 80);
+    flip(&path, offsets[12] + 60);
     let original = std::fs::read(&path).unwrap();
 
     let store = Store::open(dir.path(), Config::default()).unwrap();

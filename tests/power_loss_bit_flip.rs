@@ -168,7 +168,8 @@ fn batch_starts(fs: &SimFs) -> Vec<u64> {
     while at + 8 <= len {
         let mut head = [0u8; 8];
         f.read_at(&mut head, at).unwrap();
-        if &head[..4] != b"RLBT" {
+        // The batch magic of either frame (format/SPEC.md §4, §4a; new segments are v2).
+        if &head[..4] != b"RLBT" && &head[..4] != b"RLB2" {
             break;
         }
         starts.push(at);

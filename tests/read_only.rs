@@ -530,7 +530,7 @@ fn a_torn_tail_is_not_shown_and_not_truncated_by_a_reader() {
     let (_, seg) = run_files(&root, "wrun_garbage");
     let mut image = std::fs::read(&seg).unwrap();
     let committed = image.len();
-    image.extend_from_slice(b"RLBT\x40\x00\x00\x00half a batch");
+    image.extend_from_slice(b"RLB2\x40\x00\x00\x00half a batch");
     std::fs::write(&seg, &image).unwrap();
     let before = snapshot(&root);
 

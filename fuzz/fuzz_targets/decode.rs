@@ -3,7 +3,7 @@
 //!
 //! Three modes, chosen by the first input byte:
 //! - codec: the bytes go straight to `SegmentHeader::decode`, `CounterSlot::decode`,
-//!   `pick_slot` and `decode_batch` at a fuzzed offset, seq and length limit;
+//!   `pick_slot` and `decode_batch` (either frame version) at a fuzzed offset, seq and length limit;
 //! - mutated store: a real store image (two runs, several 8 KiB segments, built once) is
 //!   damaged by fuzzed edits (overwrites, bit flips, truncation, junk tails, deleted files,
 //!   interesting integers at header offsets, counter slots and batches re-forged with valid
@@ -24,8 +24,8 @@ use arbitrary::{Result, Unstructured};
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use runlog::format::{
-    CounterSlot, EncodedEvent, HEADER_LEN, SLOT_OFFSETS, SegmentHeader, decode_batch, encode_batch,
-    pick_slot,
+    CounterSlot, EncodedEvent, FrameKey, HEADER_LEN, SLOT_OFFSETS, SegmentHeader, decode_batch,
+    encode_batch, pick_slot,
 };
 use runlog::io::sim::SimFs;
 use runlog::io::{Fs, OpenMode};
@@ -67,7 +67,11 @@ fn codec(u: &mut Unstructured<'_>) -> Result<()> {
         1,
     );
     let _ = pick_slot(a, b);
-    if let Ok(view) = decode_batch(&bytes, at, salt, first_seq, len_max) {
+    let key = FrameKey {
+        salt,
+        version: u.int_in_range(1..=2)?,
+    };
+    if let Ok(view) = decode_batch(&bytes, at, key, first_seq, len_max) {
         assert_eq!(view.events.len() as u64, u64::from(view.header.count));
         assert_eq!(view.caller_ids.len(), view.events.len());
         for (i, e) in view.events.iter().enumerate() {
@@ -263,7 +267,7 @@ fn forge_batch(u: &mut Unstructured<'_>, bytes: &mut Vec<u8>) -> Result<()> {
     let mut out = Vec::new();
     encode_batch(
         &mut out,
-        header.salt,
+        header.frame_key(),
         first_seq,
         u.arbitrary()?,
         u.arbitrary()?,

@@ -1,10 +1,16 @@
-//! Batch framing and event records. Layout: `format/SPEC.md` §4.
+//! Batch framing and event records. Layout: `format/SPEC.md` §4 (version 1) and §4a
+//! (version 2, the compact frame of `compact.rs`). A segment's batches are all of the
+//! version in its header; [`FrameKey`] carries that version and the segment's salt.
 
 use std::ops::{Range, RangeInclusive};
 
 use bytes::Bytes;
 use ulid::Ulid;
 
+use super::compact::{
+    BATCH_FIXED_LEN_V2, BATCH_LEN_MIN_V2, BATCH_MAGIC_V2, Prev, RECORD_LEN_MIN_V2,
+    decode_record_v2, encode_header_v2, encode_record_v2, get_varint,
+};
 use super::{
     BATCH_HEADER_LEN, BATCH_MAGIC, BATCH_TRAILER_LEN, EVENT_HEADER_LEN, FormatError, checksum,
     u16_at, u32_at, u64_at,
@@ -15,6 +21,26 @@ const FLAG_CORRELATION: u8 = 1;
 const FLAG_KEY: u8 = 2;
 const FLAG_CALLER_ID: u8 = 4;
 const FLAG_BATCH_FENCED: u32 = 1;
+
+/// What the batch codec needs from a segment header: the seed of every checksum in the
+/// file and the frame version its batches are written in (1: §4, 2: §4a).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameKey {
+    /// The segment's salt.
+    pub salt: u32,
+    /// The segment's format version (a version the header decoder accepted).
+    pub version: u32,
+}
+
+impl FrameKey {
+    fn magic(self) -> u32 {
+        if self.version == 1 {
+            BATCH_MAGIC
+        } else {
+            BATCH_MAGIC_V2
+        }
+    }
+}
 
 /// One event ready to encode; `seq` is implied by its position in the batch.
 #[derive(Clone, Copy, Debug)]
@@ -36,7 +62,9 @@ pub struct EncodedEvent<'a> {
 }
 
 impl EncodedEvent<'_> {
-    /// Encoded size of this record in bytes.
+    /// Encoded size of this record in a version-1 frame: an upper bound of its size in
+    /// every version (a version-2 record is at most 37 bytes plus its texts and payload;
+    /// a version-1 record is 44 plus the same), so a batch bounded by it fits either.
     pub fn encoded_len(&self) -> usize {
         EVENT_HEADER_LEN
             + self.kind.len()
@@ -73,22 +101,48 @@ pub struct BatchView {
     pub caller_ids: Vec<bool>,
 }
 
-/// Appends one encoded batch to `out`. The caller has validated every bound
-/// (`NewEvent::validate`) and that the total fits in a `u32`.
+/// Appends one encoded batch, in the frame of `key.version`, to `out`. The caller has
+/// validated every bound (`NewEvent::validate`) and that the total fits in a `u32`.
 pub fn encode_batch(
     out: &mut Vec<u8>,
-    salt: u32,
+    key: FrameKey,
     first_seq: u64,
     fenced: bool,
     committed_at_ms: u64,
     events: &[EncodedEvent<'_>],
 ) {
     let start = out.len();
+    if key.version == 1 {
+        encode_v1(out, first_seq, fenced, committed_at_ms, events);
+    } else {
+        encode_header_v2(out, first_seq, fenced, committed_at_ms, events.len());
+        let mut prev = None;
+        for e in events {
+            encode_record_v2(out, committed_at_ms, prev, e);
+            prev = Some(Prev {
+                kind: e.kind,
+                event_id: e.event_id,
+            });
+        }
+    }
+    let len = (out.len() - start + BATCH_TRAILER_LEN) as u32;
+    out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
+    let crc = checksum(key.salt, &out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// The version-1 header and records (§4), the length field left for `encode_batch`.
+fn encode_v1(
+    out: &mut Vec<u8>,
+    first_seq: u64,
+    fenced: bool,
+    committed_at_ms: u64,
+    events: &[EncodedEvent<'_>],
+) {
     let body: usize = events.iter().map(EncodedEvent::encoded_len).sum();
-    let len = BATCH_HEADER_LEN + body + BATCH_TRAILER_LEN;
-    out.reserve(len);
+    out.reserve(BATCH_HEADER_LEN + body + BATCH_TRAILER_LEN);
     out.extend_from_slice(&BATCH_MAGIC.to_le_bytes());
-    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
     out.extend_from_slice(&first_seq.to_le_bytes());
     out.extend_from_slice(&(events.len() as u32).to_le_bytes());
     let flags = if fenced { FLAG_BATCH_FENCED } else { 0 };
@@ -99,9 +153,6 @@ pub fn encode_batch(
         // wrap fails to decode (density); encoding must still not panic on any input.
         encode_event(out, first_seq.wrapping_add(i as u64), e);
     }
-    let crc = checksum(salt, &out[start..]);
-    out.extend_from_slice(&crc.to_le_bytes());
-    debug_assert_eq!(out.len() - start, len);
 }
 
 fn encode_event(out: &mut Vec<u8>, seq: u64, e: &EncodedEvent<'_>) {
@@ -142,15 +193,15 @@ fn encode_event(out: &mut Vec<u8>, seq: u64, e: &EncodedEvent<'_>) {
 pub fn decode_batch(
     file: &Bytes,
     at: usize,
-    salt: u32,
+    key: FrameKey,
     expected_first_seq: u64,
     len_max: u32,
 ) -> Result<BatchView, FormatError> {
-    let (header, end) = check_batch(file, at, salt, expected_first_seq, len_max)?;
+    let (header, start, end) = check_batch(file, at, key, expected_first_seq, len_max)?;
     let count = header.count as usize;
     let mut events = Vec::with_capacity(count);
     let mut caller_ids = Vec::with_capacity(count);
-    for_each_record(file, at, &header, end, |r| {
+    for_each_record(file, key, start, &header, end, |r| {
         caller_ids.push(r.caller_id);
         events.push(r.to_event(file));
     })?;
@@ -175,14 +226,14 @@ pub fn decode_batch(
 pub fn decode_batch_into(
     file: &Bytes,
     at: usize,
-    salt: u32,
+    key: FrameKey,
     expected_first_seq: u64,
     len_max: u32,
     seqs: RangeInclusive<u64>,
     out: &mut Vec<Event>,
 ) -> Result<BatchHeader, FormatError> {
-    let (header, end) = check_batch(file, at, salt, expected_first_seq, len_max)?;
-    for_each_record(file, at, &header, end, |r| {
+    let (header, start, end) = check_batch(file, at, key, expected_first_seq, len_max)?;
+    for_each_record(file, key, start, &header, end, |r| {
         if seqs.contains(&r.seq) {
             out.push(r.to_event(file));
         }
@@ -200,15 +251,15 @@ pub fn decode_batch_into(
 pub fn decode_batch_each(
     file: &Bytes,
     at: usize,
-    salt: u32,
+    key: FrameKey,
     expected_first_seq: u64,
     len_max: u32,
     seqs: RangeInclusive<u64>,
     mut f: impl FnMut(EventRef<'_>),
 ) -> Result<(BatchHeader, Option<u64>), FormatError> {
-    let (header, end) = check_batch(file, at, salt, expected_first_seq, len_max)?;
+    let (header, start, end) = check_batch(file, at, key, expected_first_seq, len_max)?;
     let mut last = None;
-    for_each_record(file, at, &header, end, |r| {
+    for_each_record(file, key, start, &header, end, |r| {
         if seqs.contains(&r.seq) {
             last = Some(r.seq);
             f(EventRef {
@@ -225,27 +276,28 @@ pub fn decode_batch_each(
     Ok((header, last))
 }
 
-/// The first offset at or after `from` where a batch frame of this file validates (magic,
-/// length within the bytes present, checksum seeded with `salt`) and starts at a seq of at
-/// least `first_seq_min`, with that seq. Recovery uses it to tell a torn tail (nothing valid
-/// follows the first bad byte) from corruption (a valid batch follows: format/SPEC.md §6).
+/// The first offset at or after `from` where a batch frame of this file validates (the
+/// magic of `key.version`, length within the bytes present, checksum seeded with the salt)
+/// and starts at a seq of at least `first_seq_min`, with that seq. Recovery uses it to tell
+/// a torn tail (nothing valid follows the first bad byte) from corruption (a valid batch
+/// follows: format/SPEC.md §6). Both versions keep `len` at 4 and `first_seq` at 8.
 pub fn find_batch_after(
     file: &Bytes,
     from: usize,
-    salt: u32,
+    key: FrameKey,
     first_seq_min: u64,
 ) -> Option<(usize, u64)> {
-    let magic = BATCH_MAGIC.to_le_bytes();
+    let magic = key.magic().to_le_bytes();
     let mut at = from;
     while let Some(rest) = file.get(at..) {
         let hit = rest.windows(4).position(|w| w == magic)?;
         let pos = at + hit;
         let b = &file[pos..];
         let len = b.get(4..8).map(|l| u32_at(l, 0) as usize).unwrap_or(0);
-        if len >= BATCH_HEADER_LEN + BATCH_TRAILER_LEN && len <= b.len() {
+        if len >= 16 + BATCH_TRAILER_LEN && len <= b.len() {
             let crc_at = len - BATCH_TRAILER_LEN;
             let first_seq = u64_at(b, 8);
-            if u32_at(b, crc_at) == checksum(salt, &b[..crc_at]) && first_seq >= first_seq_min {
+            if u32_at(b, crc_at) == checksum(key.salt, &b[..crc_at]) && first_seq >= first_seq_min {
                 return Some((pos, first_seq));
             }
         }
@@ -254,27 +306,51 @@ pub fn find_batch_after(
     None
 }
 
+/// The length, first seq and count of the batch whose first bytes are `head` (at least
+/// 32 bytes, or the whole batch if shorter), when its magic is that of `key.version`;
+/// nothing is checked beyond that (the caller checks the checksum). The run summary uses it
+/// to check the batch it ends with without decoding it.
+pub fn peek_batch(head: &[u8], key: FrameKey) -> Option<(usize, u64, u64)> {
+    if head.len() < 16 || u32_at(head, 0) != key.magic() {
+        return None;
+    }
+    let len = u32_at(head, 4) as usize;
+    let count = if key.version == 1 {
+        u64::from(u32_at(head.get(..20)?, 16))
+    } else {
+        let mut pos = BATCH_FIXED_LEN_V2;
+        get_varint(head, &mut pos, head.len(), 0, "batch count").ok()?
+    };
+    Some((len, u64_at(head, 8), count))
+}
+
 /// Checks the batch frame at `at`: magic, length bounds, presence, checksum, first seq,
-/// count and flags. Returns the header and the absolute offset where the events end (the
-/// checksum trailer).
+/// count and flags. Returns the header, the absolute offset of its first record and the
+/// absolute offset where the records end (the checksum trailer).
 fn check_batch(
     file: &Bytes,
     at: usize,
-    salt: u32,
+    key: FrameKey,
     expected_first_seq: u64,
     len_max: u32,
-) -> Result<(BatchHeader, usize), FormatError> {
+) -> Result<(BatchHeader, usize, usize), FormatError> {
+    let v1 = key.version == 1;
+    let (header_min, len_min) = if v1 {
+        let min = BATCH_HEADER_LEN + EVENT_HEADER_LEN + 1 + BATCH_TRAILER_LEN;
+        (BATCH_HEADER_LEN, min)
+    } else {
+        (BATCH_FIXED_LEN_V2 + 1, BATCH_LEN_MIN_V2)
+    };
     let avail = file.len().saturating_sub(at);
-    if avail < BATCH_HEADER_LEN {
+    if avail < header_min {
         return Err(FormatError::short(at, "batch header truncated"));
     }
     let b = &file[at..];
-    if u32_at(b, 0) != BATCH_MAGIC {
+    if u32_at(b, 0) != key.magic() {
         return Err(FormatError::bad(at, "bad batch magic"));
     }
     let len = u32_at(b, 4);
-    let min = (BATCH_HEADER_LEN + EVENT_HEADER_LEN + 1 + BATCH_TRAILER_LEN) as u32;
-    if len < min || len > len_max {
+    if (len as usize) < len_min || len > len_max {
         return Err(FormatError::bad(
             at + 4,
             format!("batch length {len} out of range"),
@@ -285,17 +361,15 @@ fn check_batch(
         return Err(FormatError::short(at, "batch truncated"));
     }
     let crc_at = len - BATCH_TRAILER_LEN;
-    if u32_at(b, crc_at) != checksum(salt, &b[..crc_at]) {
+    if u32_at(b, crc_at) != checksum(key.salt, &b[..crc_at]) {
         // A checksum cannot say which byte is wrong: report the batch that holds it.
         let detail = format!("batch checksum mismatch (batch of {len} bytes)");
         return Err(FormatError::bad(at, detail));
     }
-    let header = BatchHeader {
-        len: len as u32,
-        first_seq: u64_at(b, 8),
-        count: u32_at(b, 16),
-        fenced: u32_at(b, 20) & FLAG_BATCH_FENCED != 0,
-        committed_at_ms: u64_at(b, 24),
+    let (header, start) = if v1 {
+        header_v1(&b[..crc_at], at)?
+    } else {
+        header_v2(&b[..crc_at], at)?
     };
     if header.first_seq != expected_first_seq {
         return Err(FormatError::bad(
@@ -306,6 +380,19 @@ fn check_batch(
             ),
         ));
     }
+    Ok((header, at + start, at + crc_at))
+}
+
+/// The version-1 header fields of the checksummed batch `b` (at absolute `at`), with
+/// count and flags checked; returns the header and where the records start (relative).
+fn header_v1(b: &[u8], at: usize) -> Result<(BatchHeader, usize), FormatError> {
+    let header = BatchHeader {
+        len: (b.len() + BATCH_TRAILER_LEN) as u32,
+        first_seq: u64_at(b, 8),
+        count: u32_at(b, 16),
+        fenced: u32_at(b, 20) & FLAG_BATCH_FENCED != 0,
+        committed_at_ms: u64_at(b, 24),
+    };
     let last_seq = header
         .first_seq
         .checked_add(u64::from(header.count).saturating_sub(1));
@@ -313,26 +400,65 @@ fn check_batch(
         return Err(FormatError::bad(at + 16, "bad batch count or flags"));
     }
     // Each record is at least EVENT_HEADER_LEN + 1 bytes: bounds any allocation by count.
-    if header.count as usize > (crc_at - BATCH_HEADER_LEN) / (EVENT_HEADER_LEN + 1) {
+    if header.count as usize > (b.len() - BATCH_HEADER_LEN) / (EVENT_HEADER_LEN + 1) {
         return Err(FormatError::bad(at + 16, "batch count exceeds its length"));
     }
-    Ok((header, at + crc_at))
+    Ok((header, BATCH_HEADER_LEN))
 }
 
-/// Validates every record of a checked batch in order, handing each to `f`; then checks
-/// that the records fill the batch exactly.
+/// The version-2 header fields of the checksummed batch `b` (§4a), as [`header_v1`].
+fn header_v2(b: &[u8], at: usize) -> Result<(BatchHeader, usize), FormatError> {
+    let flags = b[24];
+    if flags & !1 != 0 {
+        return Err(FormatError::bad(at + 24, "bad batch flags"));
+    }
+    let mut pos = BATCH_FIXED_LEN_V2;
+    let count = get_varint(b, &mut pos, b.len(), at, "batch count")?;
+    let first_seq = u64_at(b, 8);
+    // Each record is at least RECORD_LEN_MIN_V2 bytes: bounds any allocation by count.
+    let fits = count >= 1
+        && count <= ((b.len() - pos) / RECORD_LEN_MIN_V2) as u64
+        && first_seq.checked_add(count - 1).is_some();
+    if !fits {
+        return Err(FormatError::bad(
+            at + BATCH_FIXED_LEN_V2,
+            format!("batch count {count} out of range"),
+        ));
+    }
+    let header = BatchHeader {
+        len: (b.len() + BATCH_TRAILER_LEN) as u32,
+        first_seq,
+        count: count as u32,
+        fenced: flags == 1,
+        committed_at_ms: u64_at(b, 16),
+    };
+    Ok((header, pos))
+}
+
+/// Validates every record of a checked batch in order (records from `start` to `end`),
+/// handing each to `f`; then checks that the records fill the batch exactly.
 fn for_each_record<'a>(
     file: &'a Bytes,
-    at: usize,
+    key: FrameKey,
+    start: usize,
     header: &BatchHeader,
     end: usize,
     mut f: impl FnMut(Record<'a>),
 ) -> Result<(), FormatError> {
-    let mut pos = at + BATCH_HEADER_LEN;
+    let mut pos = start;
     let mut seq = header.first_seq;
+    let mut prev = None;
     for _ in 0..header.count {
-        let r = decode_record(file, pos, end, seq)?;
+        let r = if key.version == 1 {
+            decode_record(file, pos, end, seq)?
+        } else {
+            decode_record_v2(file, pos, end, seq, header.committed_at_ms, prev)?
+        };
         pos = r.next;
+        prev = Some(Prev {
+            kind: r.kind,
+            event_id: r.event_id,
+        });
         f(r);
         seq = seq.wrapping_add(1);
     }
@@ -343,18 +469,18 @@ fn for_each_record<'a>(
 }
 
 /// One validated event record, borrowed from the batch bytes: nothing allocated yet.
-struct Record<'a> {
-    seq: u64,
-    event_id: Ulid,
-    created_at_ms: u64,
-    caller_id: bool,
-    kind: &'a str,
-    correlation_id: Option<&'a str>,
-    key: Option<&'a str>,
+pub(super) struct Record<'a> {
+    pub(super) seq: u64,
+    pub(super) event_id: Ulid,
+    pub(super) created_at_ms: u64,
+    pub(super) caller_id: bool,
+    pub(super) kind: &'a str,
+    pub(super) correlation_id: Option<&'a str>,
+    pub(super) key: Option<&'a str>,
     /// Absolute range of the payload in the file.
-    payload: Range<usize>,
+    pub(super) payload: Range<usize>,
     /// Absolute offset of the next record.
-    next: usize,
+    pub(super) next: usize,
 }
 
 impl Record<'_> {
@@ -410,7 +536,7 @@ fn decode_record(file: &Bytes, at: usize, end: usize, seq: u64) -> Result<Record
         .ok_or_else(|| FormatError::bad(at + 40, "event overruns its batch"))?;
     // In bounds: `total <= b.len()` was checked above.
     let texts_end = total - payload_len;
-    let (kind, corr, key) = texts(b, at, kind_len, corr_len, texts_end)?;
+    let (kind, corr, key) = texts(b, at, EVENT_HEADER_LEN, kind_len, corr_len, texts_end)?;
     let mut id = [0u8; 16];
     id.copy_from_slice(&b[16..32]);
     Ok(Record {
@@ -426,25 +552,25 @@ fn decode_record(file: &Bytes, at: usize, end: usize, seq: u64) -> Result<Record
     })
 }
 
-/// The kind, correlation id and key stored back to back in `b[EVENT_HEADER_LEN..end]`.
-/// One UTF-8 pass over the three, split at char boundaries (valid text split at char
-/// boundaries gives valid parts); only on failure does a per-field pass name the field.
-fn texts(
+/// The kind, correlation id and key stored back to back in `b[start..end]` (a record at
+/// absolute offset `at`). One UTF-8 pass over the three, split at char boundaries (valid text
+/// split at char boundaries gives valid parts); only on failure does a per-field pass name
+/// the field.
+pub(super) fn texts(
     b: &[u8],
     at: usize,
+    start: usize,
     kind_len: usize,
     corr_len: usize,
     end: usize,
 ) -> Result<(&str, &str, &str), FormatError> {
-    let kind_end = EVENT_HEADER_LEN + kind_len;
+    let kind_end = start + kind_len;
     let corr_end = kind_end + corr_len;
-    let all = b
-        .get(EVENT_HEADER_LEN..end)
-        .and_then(|t| std::str::from_utf8(t).ok());
+    let all = b.get(start..end).and_then(|t| std::str::from_utf8(t).ok());
     let split = all.and_then(|t| {
         let kind = t.get(..kind_len)?;
-        let corr = t.get(kind_len..corr_end - EVENT_HEADER_LEN)?;
-        let key = t.get(corr_end - EVENT_HEADER_LEN..)?;
+        let corr = t.get(kind_len..corr_end - start)?;
+        let key = t.get(corr_end - start..)?;
         Some((kind, corr, key))
     });
     if let Some(parts) = split {
@@ -456,7 +582,7 @@ fn texts(
             .ok_or_else(|| FormatError::bad(at + from, format!("{what} is not UTF-8")))
     };
     Ok((
-        field(EVENT_HEADER_LEN, kind_end, "kind")?,
+        field(start, kind_end, "kind")?,
         field(kind_end, corr_end, "correlation id")?,
         field(corr_end, end, "key")?,
     ))

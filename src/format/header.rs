@@ -2,8 +2,8 @@
 //! (sectors 1 and 2). Layout: `format/SPEC.md` §2–§3.
 
 use super::{
-    FORMAT_VERSION, FormatError, HEADER_LEN, META_LEN_MAX, META_OFFSET, SEGMENT_MAGIC, SLOT_LEN,
-    SLOT_MAGIC, checksum, u16_at, u32_at, u64_at,
+    FORMAT_VERSION, FORMAT_VERSION_MIN, FormatError, FrameKey, HEADER_LEN, META_LEN_MAX,
+    META_OFFSET, SEGMENT_MAGIC, SLOT_LEN, SLOT_MAGIC, checksum, u16_at, u32_at, u64_at,
 };
 use crate::event::RUN_ID_LEN_MAX;
 
@@ -15,6 +15,9 @@ const META_CRC_AT: usize = 180;
 /// The immutable part of a segment header, written once when the segment is created.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentHeader {
+    /// Format version of this segment's batches ([`FORMAT_VERSION_MIN`]..=[`FORMAT_VERSION`]);
+    /// a new segment gets [`FORMAT_VERSION`].
+    pub version: u32,
     /// 1-based position of this segment in its run's chain.
     pub segment_index: u32,
     /// Random non-zero seed of every checksum in this file (slots and batches).
@@ -37,7 +40,7 @@ impl SegmentHeader {
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; HEADER_LEN as usize];
         b[0..8].copy_from_slice(&SEGMENT_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
         b[16..20].copy_from_slice(&self.segment_index.to_le_bytes());
         b[20..24].copy_from_slice(&self.salt.to_le_bytes());
@@ -70,8 +73,8 @@ impl SegmentHeader {
 
     /// Decodes and validates a header region (`b.len() >= 4096`).
     ///
-    /// Errors: short input (`incomplete`), bad magic, bad checksum, a version other than
-    /// [`FORMAT_VERSION`] in a header that checks (detail starts with `unsupported version`;
+    /// Errors: short input (`incomplete`), bad magic, bad checksum, a version outside
+    /// [`FORMAT_VERSION_MIN`]..=[`FORMAT_VERSION`] in a header that checks (detail starts with `unsupported version`;
     /// see [`Self::version_of`]), out-of-range lengths, non-UTF-8 run id.
     pub fn decode(b: &[u8]) -> Result<SegmentHeader, FormatError> {
         if b.len() < HEADER_LEN as usize {
@@ -90,7 +93,7 @@ impl SegmentHeader {
             ));
         }
         let version = u32_at(b, 8);
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
             return Err(FormatError::bad(
                 8,
                 format!("unsupported version {version}"),
@@ -129,6 +132,7 @@ impl SegmentHeader {
             return Err(FormatError::bad(m, "run metadata checksum mismatch"));
         }
         Ok(SegmentHeader {
+            version,
             segment_index: u32_at(b, 16),
             salt,
             base_seq: u64_at(b, 24),
@@ -137,6 +141,14 @@ impl SegmentHeader {
             run_id,
             meta,
         })
+    }
+
+    /// The checksum seed and frame version of this segment's batches.
+    pub fn frame_key(&self) -> FrameKey {
+        FrameKey {
+            salt: self.salt,
+            version: self.version,
+        }
     }
 
     /// The version field of a header whose magic is right, for error reporting.

@@ -3,13 +3,14 @@
 //! [`FormatError`] with the offset (relative to the slice) where validation failed.
 
 mod batch;
+mod compact;
 mod header;
 mod index;
 mod summary;
 
 pub use batch::{
-    BatchHeader, BatchView, EncodedEvent, decode_batch, decode_batch_each, decode_batch_into,
-    encode_batch, find_batch_after,
+    BatchHeader, BatchView, EncodedEvent, FrameKey, decode_batch, decode_batch_each,
+    decode_batch_into, encode_batch, find_batch_after, peek_batch,
 };
 pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{
@@ -24,8 +25,14 @@ pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 /// applies to new appends); the decoders bound every length by the bytes present.
 pub const BATCH_LEN_READ_MAX: u32 = u32::MAX;
 
-/// The only segment format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The segment format version this build writes into new segments (§4a, the compact frame).
+/// It also reads version 1 (§4), and appends to a version-1 segment in version 1.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest segment format version this build reads.
+pub const FORMAT_VERSION_MIN: u32 = 1;
+/// The version in the store's `FORMAT` file: the store layout (§1), unchanged by the segment
+/// versions (a segment names its own version, so a store may hold both).
+pub const STORE_FORMAT_VERSION: u32 = 1;
 /// Magic bytes at offset 0 of every segment file.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"RUNLOGSG";
 /// Length of the segment header region; the first batch starts here.
@@ -40,13 +47,13 @@ pub const META_OFFSET: u64 = 1536;
 pub const META_LEN_MAX: usize = 2048;
 /// Magic of a counter slot (`"SLOT"` little-endian); 0 is never valid.
 pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"SLOT");
-/// Magic of a batch (`"RLBT"` little-endian); 0 is never valid.
+/// Magic of a version-1 batch (`"RLBT"` little-endian); 0 is never valid.
 pub const BATCH_MAGIC: u32 = u32::from_le_bytes(*b"RLBT");
-/// Fixed part of a batch before its events.
+/// Fixed part of a version-1 batch before its events.
 pub const BATCH_HEADER_LEN: usize = 32;
 /// Checksum trailer of a batch.
 pub const BATCH_TRAILER_LEN: usize = 4;
-/// Fixed part of one event record before its variable fields.
+/// Fixed part of one version-1 event record before its variable fields.
 pub const EVENT_HEADER_LEN: usize = 44;
 
 /// Why bytes failed to decode. Offsets are relative to the slice given to the decoder.

@@ -8,6 +8,15 @@ use super::*;
 
 const SALT: u32 = 0x0102_0305;
 const T: u64 = 1_700_000_000_000;
+/// The frame of a version-1 segment of salt `SALT` (§4), and of another salt.
+const V1: FrameKey = FrameKey {
+    salt: SALT,
+    version: 1,
+};
+const V1_FOREIGN: FrameKey = FrameKey {
+    salt: SALT ^ 1,
+    version: 1,
+};
 
 fn unhex(s: &str) -> Vec<u8> {
     s.split_whitespace()
@@ -60,6 +69,7 @@ fn golden_event() -> EncodedEvent<'static> {
 
 fn golden_header() -> SegmentHeader {
     SegmentHeader {
+        version: 1,
         segment_index: 1,
         salt: SALT,
         base_seq: 1,
@@ -98,10 +108,10 @@ fn counter_slot_rejects_wrong_position_salt_and_zeros() {
 #[test]
 fn batch_matches_golden_bytes_and_decodes() {
     let mut out = Vec::new();
-    encode_batch(&mut out, SALT, 1, false, T, &[golden_event()]);
+    encode_batch(&mut out, V1, 1, false, T, &[golden_event()]);
     assert_eq!(out, unhex(BATCH_HEX));
     let bytes = Bytes::from(out);
-    let b = decode_batch(&bytes, 0, SALT, 1, 1 << 20).expect("golden batch decodes");
+    let b = decode_batch(&bytes, 0, V1, 1, 1 << 20).expect("golden batch decodes");
     assert_eq!(b.header.len, 103);
     assert_eq!(b.header.count, 1);
     let e = &b.events[0];
@@ -116,23 +126,23 @@ fn batch_matches_golden_bytes_and_decodes() {
 fn batch_rejects_zeros_foreign_salt_density_and_truncation() {
     let golden = Bytes::from(unhex(BATCH_HEX));
     let zeros = Bytes::from(vec![0u8; 4096]);
-    let e = decode_batch(&zeros, 0, SALT, 1, 1 << 20).unwrap_err();
+    let e = decode_batch(&zeros, 0, V1, 1, 1 << 20).unwrap_err();
     assert!(!e.incomplete && e.detail.contains("magic"), "{e:?}");
-    let e = decode_batch(&golden, 0, SALT ^ 1, 1, 1 << 20).unwrap_err();
+    let e = decode_batch(&golden, 0, V1_FOREIGN, 1, 1 << 20).unwrap_err();
     assert_eq!(
         (e.offset, e.incomplete),
         (0, false),
         "the batch start, not the crc field"
     );
-    let e = decode_batch(&golden, 0, SALT, 2, 1 << 20).unwrap_err();
+    let e = decode_batch(&golden, 0, V1, 2, 1 << 20).unwrap_err();
     assert!(e.detail.starts_with("density"), "{e:?}");
     let torn = golden.slice(..100);
     assert!(
-        decode_batch(&torn, 0, SALT, 1, 1 << 20)
+        decode_batch(&torn, 0, V1, 1, 1 << 20)
             .unwrap_err()
             .incomplete
     );
-    let e = decode_batch(&golden, 0, SALT, 1, 64).unwrap_err();
+    let e = decode_batch(&golden, 0, V1, 1, 64).unwrap_err();
     assert_eq!(
         e.offset, 4,
         "length above len_max is rejected before reading the body"
@@ -145,7 +155,7 @@ fn every_single_byte_flip_of_a_batch_is_detected() {
     for i in 0..golden.len() {
         let mut b = golden.clone();
         b[i] ^= 0x40;
-        let r = decode_batch(&Bytes::from(b), 0, SALT, 1, 1 << 20);
+        let r = decode_batch(&Bytes::from(b), 0, V1, 1, 1 << 20);
         assert!(r.is_err(), "flip at byte {i} went unnoticed");
     }
 }
@@ -162,20 +172,37 @@ fn segment_header_matches_golden_bytes() {
 #[test]
 fn segment_header_rejects_other_versions_and_flips() {
     let mut b = golden_header().encode();
-    b[8] = 2;
+    b[8] = 3;
     // A flipped version byte fails the header checksum: corruption, not another version.
     assert_eq!(SegmentHeader::version_of(&b), None);
     assert_eq!(SegmentHeader::decode(&b).unwrap_err().offset, 508);
-    // A header of version 2 that checks is another version.
-    let crc = checksum(0, &b[..508]);
-    b[508..512].copy_from_slice(&crc.to_le_bytes());
-    assert_eq!(SegmentHeader::version_of(&b), Some(2));
-    assert!(
-        SegmentHeader::decode(&b)
-            .unwrap_err()
-            .detail
-            .contains("unsupported version 2")
-    );
+    // A header of version 3 that checks is another version; 0 is none either.
+    for v in [3u8, 0] {
+        b[8] = v;
+        let crc = checksum(0, &b[..508]);
+        b[508..512].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(SegmentHeader::version_of(&b), Some(u32::from(v)));
+        let detail = SegmentHeader::decode(&b).unwrap_err().detail;
+        assert!(
+            detail.contains(&format!("unsupported version {v}")),
+            "{detail}"
+        );
+    }
+    // Versions 1 and 2 both decode, and keep their version.
+    for v in [1, 2] {
+        let h = SegmentHeader {
+            version: v,
+            ..golden_header()
+        };
+        assert_eq!(SegmentHeader::decode(&h.encode()), Ok(h.clone()));
+        assert_eq!(
+            h.frame_key(),
+            FrameKey {
+                salt: SALT,
+                version: v
+            }
+        );
+    }
     let mut b = golden_header().encode();
     b[60] ^= 1;
     assert_eq!(SegmentHeader::decode(&b).unwrap_err().offset, 508);
@@ -241,7 +268,7 @@ fn five_event_batch(first_seq: u64) -> Vec<u8> {
         })
         .collect();
     let mut out = Vec::new();
-    encode_batch(&mut out, SALT, first_seq, false, T, &events);
+    encode_batch(&mut out, V1, first_seq, false, T, &events);
     out
 }
 
@@ -267,7 +294,7 @@ fn five_event_offset(i: usize) -> usize {
 fn decode_into_keeps_only_the_wanted_seqs_of_a_multi_event_batch() {
     let bytes = Bytes::from(five_event_batch(10));
     let mut out = Vec::new();
-    let h = decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 12..=13, &mut out).unwrap();
+    let h = decode_batch_into(&bytes, 0, V1, 10, 1 << 20, 12..=13, &mut out).unwrap();
     assert_eq!((h.first_seq, h.count, h.len as usize), (10, 5, bytes.len()));
     let got: Vec<_> = out
         .iter()
@@ -291,10 +318,10 @@ fn decode_into_keeps_only_the_wanted_seqs_of_a_multi_event_batch() {
     assert_eq!(out[1].created_at_ms, T + 3);
 
     // Appends after what the vector holds; a range past the batch adds nothing.
-    let h = decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 14..=u64::MAX, &mut out).unwrap();
+    let h = decode_batch_into(&bytes, 0, V1, 10, 1 << 20, 14..=u64::MAX, &mut out).unwrap();
     assert_eq!(h.count, 5);
     assert_eq!(out.iter().map(|e| e.seq).collect::<Vec<_>>(), [12, 13, 14]);
-    decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 20..=30, &mut out).unwrap();
+    decode_batch_into(&bytes, 0, V1, 10, 1 << 20, 20..=30, &mut out).unwrap();
     assert_eq!(out.len(), 3);
 }
 
@@ -305,11 +332,11 @@ fn decode_into_returns_the_same_events_as_decode_batch() {
     two.extend(five_event_batch(6));
     let bytes = Bytes::from(two);
     let mut out = Vec::new();
-    decode_batch_into(&bytes, 0, SALT, 1, 1 << 20, 1..=u64::MAX, &mut out).unwrap();
-    decode_batch_into(&bytes, second_at, SALT, 6, 1 << 20, 1..=u64::MAX, &mut out).unwrap();
-    let mut whole = decode_batch(&bytes, 0, SALT, 1, 1 << 20).unwrap().events;
+    decode_batch_into(&bytes, 0, V1, 1, 1 << 20, 1..=u64::MAX, &mut out).unwrap();
+    decode_batch_into(&bytes, second_at, V1, 6, 1 << 20, 1..=u64::MAX, &mut out).unwrap();
+    let mut whole = decode_batch(&bytes, 0, V1, 1, 1 << 20).unwrap().events;
     whole.extend(
-        decode_batch(&bytes, second_at, SALT, 6, 1 << 20)
+        decode_batch(&bytes, second_at, V1, 6, 1 << 20)
             .unwrap()
             .events,
     );
@@ -330,7 +357,7 @@ fn decode_into_checks_the_whole_batch_even_outside_the_wanted_seqs() {
     b[last] ^= 1;
     let bytes = Bytes::from(b);
     let mut out = Vec::new();
-    let e = decode_batch_into(&bytes, second_at, SALT, 6, 1 << 20, 6..=6, &mut out).unwrap_err();
+    let e = decode_batch_into(&bytes, second_at, V1, 6, 1 << 20, 6..=6, &mut out).unwrap_err();
     assert_eq!((e.offset, e.incomplete), (second_at as u64, false));
     assert!(e.detail.contains("checksum"), "{e:?}");
     assert!(
@@ -343,7 +370,7 @@ fn decode_into_checks_the_whole_batch_even_outside_the_wanted_seqs() {
 fn decode_into_reports_density_of_the_batch_and_of_each_event() {
     let bytes = Bytes::from(five_event_batch(10));
     let mut out = Vec::new();
-    let e = decode_batch_into(&bytes, 0, SALT, 11, 1 << 20, 1..=99, &mut out).unwrap_err();
+    let e = decode_batch_into(&bytes, 0, V1, 11, 1 << 20, 1..=99, &mut out).unwrap_err();
     assert_eq!(e.offset, 8, "the batch's first-seq field");
     assert_eq!(e.detail, "density: batch starts at seq 10, expected 11");
 
@@ -353,7 +380,7 @@ fn decode_into_reports_density_of_the_batch_and_of_each_event() {
     b[at..at + 8].copy_from_slice(&99u64.to_le_bytes());
     reseal(&mut b, 0);
     let bytes = Bytes::from(b);
-    let e = decode_batch_into(&bytes, 0, SALT, 10, 1 << 20, 10..=10, &mut out).unwrap_err();
+    let e = decode_batch_into(&bytes, 0, V1, 10, 1 << 20, 10..=10, &mut out).unwrap_err();
     assert_eq!(e.offset, at as u64);
     assert_eq!(e.detail, "density: event seq 99, expected 13");
 }
@@ -369,25 +396,25 @@ fn decode_into_names_the_field_that_is_not_utf8_even_across_field_boundaries() {
         ..golden_event()
     };
     let mut b = Vec::new();
-    encode_batch(&mut b, SALT, 1, false, T, &[e]);
+    encode_batch(&mut b, V1, 1, false, T, &[e]);
     let ev = BATCH_HEADER_LEN;
     b[ev + 33] = 2;
     b[ev + 34..ev + 36].copy_from_slice(&1u16.to_le_bytes());
     reseal(&mut b, 0);
     let bytes = Bytes::from(b);
     let mut out = Vec::new();
-    let err = decode_batch_into(&bytes, 0, SALT, 1, 1 << 20, 1..=1, &mut out).unwrap_err();
+    let err = decode_batch_into(&bytes, 0, V1, 1, 1 << 20, 1..=1, &mut out).unwrap_err();
     assert_eq!(err.offset, (ev + EVENT_HEADER_LEN) as u64);
     assert_eq!(err.detail, "kind is not UTF-8");
-    assert_eq!(decode_batch(&bytes, 0, SALT, 1, 1 << 20).unwrap_err(), err);
+    assert_eq!(decode_batch(&bytes, 0, V1, 1, 1 << 20).unwrap_err(), err);
 
     // An invalid byte inside the correlation id is reported at the id.
     let mut b = Vec::new();
-    encode_batch(&mut b, SALT, 1, false, T, &[golden_event()]);
+    encode_batch(&mut b, V1, 1, false, T, &[golden_event()]);
     let corr_at = ev + EVENT_HEADER_LEN + "step_completed".len();
     b[corr_at + 2] = 0xff;
     reseal(&mut b, 0);
-    let err = decode_batch_into(&Bytes::from(b), 0, SALT, 1, 1 << 20, 1..=1, &mut out).unwrap_err();
+    let err = decode_batch_into(&Bytes::from(b), 0, V1, 1, 1 << 20, 1..=1, &mut out).unwrap_err();
     assert_eq!(
         (err.offset, err.detail.as_str()),
         (corr_at as u64, "correlation id is not UTF-8")
@@ -399,7 +426,7 @@ fn decode_into_names_the_field_that_is_not_utf8_even_across_field_boundaries() {
 fn a_batch_whose_seqs_would_pass_u64_max_is_rejected_not_wrapped() {
     // Two events starting at u64::MAX (the second would be seq 0), under a valid checksum.
     let mut b = Vec::new();
-    encode_batch(&mut b, SALT, 1, false, T, &[golden_event(), golden_event()]);
+    encode_batch(&mut b, V1, 1, false, T, &[golden_event(), golden_event()]);
     b[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
     let second = BATCH_HEADER_LEN + golden_event().encoded_len();
     b[BATCH_HEADER_LEN..BATCH_HEADER_LEN + 8].copy_from_slice(&u64::MAX.to_le_bytes());
@@ -408,19 +435,19 @@ fn a_batch_whose_seqs_would_pass_u64_max_is_rejected_not_wrapped() {
     let bytes = Bytes::from(b);
     let mut out = Vec::new();
     let e =
-        decode_batch_into(&bytes, 0, SALT, u64::MAX, 1 << 20, 0..=u64::MAX, &mut out).unwrap_err();
+        decode_batch_into(&bytes, 0, V1, u64::MAX, 1 << 20, 0..=u64::MAX, &mut out).unwrap_err();
     assert_eq!(e.offset, 16);
     assert!(out.is_empty());
-    assert!(decode_batch(&bytes, 0, SALT, u64::MAX, 1 << 20).is_err());
+    assert!(decode_batch(&bytes, 0, V1, u64::MAX, 1 << 20).is_err());
 }
 
 #[test]
 fn a_batch_whose_seqs_pass_u64_max_encodes_without_panic_and_never_decodes() {
     let events = [golden_event(), golden_event()];
     let mut out = Vec::new();
-    encode_batch(&mut out, SALT, u64::MAX, false, T, &events);
+    encode_batch(&mut out, V1, u64::MAX, false, T, &events);
     let bytes = bytes::Bytes::from(out);
-    let e = decode_batch(&bytes, 0, SALT, u64::MAX, 1 << 20).unwrap_err();
+    let e = decode_batch(&bytes, 0, V1, u64::MAX, 1 << 20).unwrap_err();
     assert_eq!(e.offset, 16, "count field: the seqs cannot all exist");
 }
 
@@ -521,4 +548,265 @@ fn index_trees_span_pages_and_lookups_find_every_entry() {
         assert_eq!(got, k.as_bytes());
         assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), i as u64 + 1);
     }
+}
+
+// Version 2, the compact frame (SPEC §4a).
+
+const V2: FrameKey = FrameKey {
+    salt: SALT,
+    version: 2,
+};
+
+/// SPEC §4a's first golden vector: the event of `BATCH_HEX` in a version-2 batch.
+const BATCH_V2_HEX: &str = "
+52 4c 42 32 45 00 00 00 01 00 00 00 00 00 00 00
+00 68 e5 cf 8b 01 00 00 00 01 13 00 00 00 00 00
+00 00 00 00 00 01 0e 06 01 02 73 74 65 70 5f 63
+6f 6d 70 6c 65 74 65 64 73 74 65 70 5f 31 6b 7b
+7d 87 70 c5 6a";
+
+/// SPEC §4a's second golden vector: three events using the repeated kind, the next id, the
+/// id at its time, a negative and a two-byte time delta, a caller id, fenced.
+const BATCH_V2_MULTI_HEX: &str = "
+52 4c 42 32 61 00 00 00 02 00 00 00 00 00 00 00
+05 68 e5 cf 8b 01 00 00 01 03 10 09 00 00 00 00
+00 00 00 00 00 02 0e 01 73 74 65 70 5f 63 6f 6d
+70 6c 65 74 65 64 61 28 00 01 62 04 86 03 01 8b
+cf e5 68 64 00 00 00 00 00 00 00 00 0a bc 0d 00
+68 6f 6f 6b 5f 72 65 63 65 69 76 65 64 f2 f3 b4
+b7";
+
+fn golden_v2_multi() -> [EncodedEvent<'static>; 3] {
+    let plain = |created_at_ms, event_id, kind, payload| EncodedEvent {
+        created_at_ms,
+        event_id,
+        caller_id: false,
+        kind,
+        correlation_id: None,
+        key: None,
+        payload,
+    };
+    [
+        plain(T, Ulid::from_parts(T, 2), "step_completed", b"a"),
+        plain(T + 5, Ulid::from_parts(T, 3), "step_completed", b"b"),
+        EncodedEvent {
+            caller_id: true,
+            ..plain(
+                T + 200,
+                Ulid::from_parts(T + 100, 0xabc),
+                "hook_received",
+                b"",
+            )
+        },
+    ]
+}
+
+#[test]
+fn v2_batch_matches_golden_bytes_and_decodes() {
+    let mut out = Vec::new();
+    encode_batch(&mut out, V2, 1, false, T, &[golden_event()]);
+    assert_eq!(hex(&out), hex(&unhex(BATCH_V2_HEX)));
+    let bytes = Bytes::from(out);
+    let b = decode_batch(&bytes, 0, V2, 1, 1 << 20).expect("golden v2 batch decodes");
+    assert_eq!(
+        (b.header.len, b.header.count, b.header.fenced),
+        (69, 1, false)
+    );
+    let v1 = decode_batch(&Bytes::from(unhex(BATCH_HEX)), 0, V1, 1, 1 << 20).unwrap();
+    assert_eq!(b.events, v1.events, "the same event in either frame");
+    assert_eq!(b.caller_ids, [false]);
+}
+
+#[test]
+fn v2_batch_of_three_matches_golden_bytes_and_decodes() {
+    let mut out = Vec::new();
+    encode_batch(&mut out, V2, 2, true, T + 5, &golden_v2_multi());
+    assert_eq!(hex(&out), hex(&unhex(BATCH_V2_MULTI_HEX)));
+    let bytes = Bytes::from(out);
+    let b = decode_batch(&bytes, 0, V2, 2, 1 << 20).unwrap();
+    assert_eq!(
+        b.header,
+        BatchHeader {
+            len: 97,
+            first_seq: 2,
+            count: 3,
+            fenced: true,
+            committed_at_ms: T + 5
+        }
+    );
+    let got: Vec<_> = b
+        .events
+        .iter()
+        .map(|e| {
+            (
+                e.seq,
+                e.event_id,
+                e.created_at_ms,
+                e.kind.as_str(),
+                &e.payload[..],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (2, Ulid::from_parts(T, 2), T, "step_completed", &b"a"[..]),
+            (3, Ulid::from_parts(T, 3), T + 5, "step_completed", b"b"),
+            (
+                4,
+                Ulid::from_parts(T + 100, 0xabc),
+                T + 200,
+                "hook_received",
+                b""
+            ),
+        ]
+    );
+    assert_eq!(b.caller_ids, [false, false, true]);
+    assert!(
+        b.events
+            .iter()
+            .all(|e| e.key.is_none() && e.correlation_id.is_none())
+    );
+}
+
+#[test]
+fn v2_batch_rejects_zeros_foreign_salt_other_version_density_and_truncation() {
+    let golden = Bytes::from(unhex(BATCH_V2_MULTI_HEX));
+    let zeros = Bytes::from(vec![0u8; 4096]);
+    let e = decode_batch(&zeros, 0, V2, 1, 1 << 20).unwrap_err();
+    assert!(!e.incomplete && e.detail.contains("magic"), "{e:?}");
+    let foreign = FrameKey {
+        salt: SALT ^ 1,
+        ..V2
+    };
+    let e = decode_batch(&golden, 0, foreign, 2, 1 << 20).unwrap_err();
+    assert_eq!((e.offset, e.incomplete), (0, false), "{e:?}");
+    assert!(e.detail.contains("checksum"), "{e:?}");
+    // A version-2 batch in a version-1 segment, and the reverse, is not a batch.
+    let e = decode_batch(&golden, 0, V1, 2, 1 << 20).unwrap_err();
+    assert!(e.detail.contains("magic"), "{e:?}");
+    let v1 = Bytes::from(unhex(BATCH_HEX));
+    assert!(
+        decode_batch(&v1, 0, V2, 1, 1 << 20)
+            .unwrap_err()
+            .detail
+            .contains("magic")
+    );
+    let e = decode_batch(&golden, 0, V2, 3, 1 << 20).unwrap_err();
+    assert_eq!(e.offset, 8);
+    assert!(e.detail.starts_with("density"), "{e:?}");
+    for cut in [10, 26, 60, 96] {
+        let e = decode_batch(&golden.slice(..cut), 0, V2, 2, 1 << 20).unwrap_err();
+        assert!(e.incomplete, "cut at {cut}: {e:?}");
+    }
+    let e = decode_batch(&golden, 0, V2, 2, 96).unwrap_err();
+    assert_eq!(
+        e.offset, 4,
+        "length above len_max is rejected before reading the body"
+    );
+    assert_eq!(find_batch_after(&golden, 0, V2, 2), Some((0, 2)));
+    assert_eq!(find_batch_after(&golden, 0, V1, 2), None);
+    assert_eq!(peek_batch(&golden, V2), Some((97, 2, 3)));
+    assert_eq!(peek_batch(&golden, V1), None);
+}
+
+#[test]
+fn every_single_byte_flip_of_a_v2_batch_is_detected() {
+    for golden in [unhex(BATCH_V2_HEX), unhex(BATCH_V2_MULTI_HEX)] {
+        for i in 0..golden.len() {
+            let mut b = golden.clone();
+            b[i] ^= 0x40;
+            let r = decode_batch(&Bytes::from(b), 0, V2, golden[8].into(), 1 << 20);
+            assert!(r.is_err(), "flip at byte {i} went unnoticed");
+        }
+    }
+}
+
+/// The multi-event golden batch with bytes `at..` replaced by `with` and its length and
+/// checksum re-forged, as a writer bug or a forged file would present them.
+fn forged_v2(edit: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut b = unhex(BATCH_V2_MULTI_HEX);
+    b.truncate(b.len() - 4);
+    edit(&mut b);
+    let len = (b.len() + 4) as u32;
+    b[4..8].copy_from_slice(&len.to_le_bytes());
+    let crc = checksum(SALT, &b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    Bytes::from(b)
+}
+
+/// An edit of a batch's bytes.
+type Edit = dyn FnOnce(&mut Vec<u8>);
+
+#[test]
+fn v2_records_with_checksummed_bad_fields_fail_at_their_offset() {
+    let cases: [(&str, Box<Edit>, u64, &str); 8] = [
+        ("unknown flag", Box::new(|b| b[26] |= 0x40), 26, "flags"),
+        (
+            "first event repeats a kind",
+            Box::new(|b| b[26] |= 0x08),
+            26,
+            "flags",
+        ),
+        (
+            "id at time and next",
+            Box::new(|b| b[55] |= 0x10),
+            55,
+            "flags",
+        ),
+        ("count 0", Box::new(|b| b[25] = 0), 25, "count"),
+        (
+            "count beyond the bytes",
+            Box::new(|b| b[25] = 0x7f),
+            25,
+            "count",
+        ),
+        ("kind length 0", Box::new(|b| b[38] = 0), 38, "kind length"),
+        (
+            "kind length 65",
+            Box::new(|b| b[38] = 65),
+            38,
+            "kind length",
+        ),
+        (
+            "overlong varint",
+            Box::new(|b| {
+                b[27] = 0x80;
+                b.insert(28, 0x00)
+            }),
+            27,
+            "canonical",
+        ),
+    ];
+    for (what, edit, offset, detail) in cases {
+        let e = decode_batch(&forged_v2(edit), 0, V2, 2, 1 << 20).unwrap_err();
+        assert_eq!(e.offset, offset, "{what}: {e:?}");
+        assert!(e.detail.contains(detail), "{what}: {e:?}");
+        assert!(!e.incomplete, "{what}");
+    }
+    // A payload length past the batch end: the length's offset, nothing allocated.
+    let e = decode_batch(&forged_v2(|b| b[57] = 0x7f), 0, V2, 2, 1 << 20).unwrap_err();
+    assert_eq!(e.offset, 57, "{e:?}");
+    // Trailing bytes after the last record.
+    let e = decode_batch(&forged_v2(|b| b.push(0)), 0, V2, 2, 1 << 20).unwrap_err();
+    assert_eq!(
+        (e.offset, e.detail.as_str()),
+        (93, "trailing bytes after the last event")
+    );
+    // A kind that is not UTF-8.
+    let e = decode_batch(&forged_v2(|b| b[40] = 0xff), 0, V2, 2, 1 << 20).unwrap_err();
+    assert_eq!(e.offset, 40, "{e:?}");
+    assert!(e.detail.contains("kind is not UTF-8"), "{e:?}");
+}
+
+fn hex(b: &[u8]) -> String {
+    b.chunks(16)
+        .map(|c| {
+            c.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -18,8 +18,8 @@ use super::state::{Applied, BatchLoc};
 use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
-    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, HEADER_LEN,
-    encode_batch, next_header_generation,
+    BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, FrameKey,
+    HEADER_LEN, encode_batch, next_header_generation,
 };
 use crate::group::{self, Append, AppendKind, Bounds, Outcome, Plan, Written};
 use crate::io::Fs;
@@ -210,7 +210,7 @@ impl Run {
             last_id,
             now,
         };
-        let enc = frames.encode(seg.header.salt, at.counter.committed_len, &mut buf);
+        let enc = frames.encode(seg.header.frame_key(), at.counter.committed_len, &mut buf);
         // Once per handle: the kernel's lock table names the live holder (lock.rs); the
         // file's pid is a fallback, not worth a write on every commit.
         if !w.holder_recorded {
@@ -630,9 +630,9 @@ struct Frames<'a, 'g> {
 }
 
 impl Frames<'_, '_> {
-    /// Encodes the frames into `buf` for a segment of `salt` whose committed length is
-    /// `base`; returns where each one goes.
-    fn encode(&self, salt: u32, base: u64, buf: &mut Vec<u8>) -> Encoded {
+    /// Encodes the frames into `buf` for a segment of `key` (salt and frame version) whose
+    /// committed length is `base`; returns where each one goes.
+    fn encode(&self, key: FrameKey, base: u64, buf: &mut Vec<u8>) -> Encoded {
         let mut max_id = self.last_id;
         let mut batches = Vec::new();
         for (append, range) in self.group.iter().zip(&self.plan.writes) {
@@ -664,7 +664,7 @@ impl Frames<'_, '_> {
                 .map(|(e, id)| encoded(e, *id, self.now))
                 .collect();
             let fenced = matches!(append.kind, AppendKind::Decisions { .. });
-            encode_batch(buf, salt, first_seq, fenced, self.now, &encoded);
+            encode_batch(buf, key, first_seq, fenced, self.now, &encoded);
             batches.push(planned);
         }
         Encoded {

@@ -283,7 +283,7 @@ impl Run {
         let batch = BatchAt {
             file: view,
             offset: loc.offset as usize,
-            salt: seg.header.salt,
+            key: seg.header.frame_key(),
             first_seq: loc.first_seq,
             len_max: BATCH_LEN_READ_MAX,
         };
@@ -474,7 +474,7 @@ struct SegmentPart {
 struct BatchAt<'a> {
     file: &'a bytes::Bytes,
     offset: usize,
-    salt: u32,
+    key: crate::format::FrameKey,
     first_seq: Seq,
     len_max: u32,
 }
@@ -503,7 +503,7 @@ impl ReadSink for Vec<Event> {
     ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError> {
         let before = self.len();
         let header =
-            decode_batch_into(b.file, b.offset, b.salt, b.first_seq, b.len_max, seqs, self)?;
+            decode_batch_into(b.file, b.offset, b.key, b.first_seq, b.len_max, seqs, self)?;
         let last = self.get(before..).and_then(<[Event]>::last).map(|e| e.seq);
         Ok((header, last))
     }
@@ -523,7 +523,7 @@ impl ReadSink for EachSink<'_, '_> {
         decode_batch_each(
             b.file,
             b.offset,
-            b.salt,
+            b.key,
             b.first_seq,
             b.len_max,
             seqs,

@@ -187,7 +187,13 @@ impl RunState {
             // the truncation below.
             let view = seg.map_uncached(file_len)?;
             let mut next_seq = self.last_seq + 1;
-            while let Ok(b) = decode_batch(&view, at as usize, seg.header.salt, next_seq, len_max) {
+            while let Ok(b) = decode_batch(
+                &view,
+                at as usize,
+                seg.header.frame_key(),
+                next_seq,
+                len_max,
+            ) {
                 next_seq += u64::from(b.header.count);
                 let len = u64::from(b.header.len);
                 adopted.push((at, b));
@@ -200,7 +206,7 @@ impl RunState {
             // torn write leaves nothing valid behind its first bad byte, so whatever follows
             // was written (and possibly acknowledged) after it. Corrupt, nothing cut (§6).
             let later = (!clean)
-                .then(|| find_batch_after(&view, at as usize + 1, seg.header.salt, next_seq))
+                .then(|| find_batch_after(&view, at as usize + 1, seg.header.frame_key(), next_seq))
                 .flatten();
             let damage = later.map(|(offset, seq)| Damage {
                 segment: seg.name.clone(),

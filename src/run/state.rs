@@ -265,7 +265,7 @@ impl RunState {
                 let decoded = decode_batch(
                     &view,
                     (at - start) as usize,
-                    seg.header.salt,
+                    seg.header.frame_key(),
                     self.last_seq + 1,
                     len_max,
                 );
@@ -422,8 +422,14 @@ impl RunState {
             let view = bytes::Bytes::from(buf);
             for b in part {
                 let at = (b.offset - start) as usize;
-                let v = decode_batch(&view, at, seg.header.salt, b.first_seq, BATCH_LEN_READ_MAX)
-                    .map_err(|e| {
+                let v = decode_batch(
+                    &view,
+                    at,
+                    seg.header.frame_key(),
+                    b.first_seq,
+                    BATCH_LEN_READ_MAX,
+                )
+                .map_err(|e| {
                     let e = FormatError {
                         offset: start + e.offset,
                         ..e
@@ -526,14 +532,20 @@ impl RunState {
         };
         let seg = &self.segments[loc.segment].seg;
         let view = read_batch_bytes(seg, loc.offset)?;
-        let b = decode_batch(&view, 0, seg.header.salt, loc.first_seq, BATCH_LEN_READ_MAX)
-            .map_err(|e| {
-                let e = FormatError {
-                    offset: loc.offset + e.offset,
-                    ..e
-                };
-                format_to_corrupt(run, seg, e)
-            })?;
+        let b = decode_batch(
+            &view,
+            0,
+            seg.header.frame_key(),
+            loc.first_seq,
+            BATCH_LEN_READ_MAX,
+        )
+        .map_err(|e| {
+            let e = FormatError {
+                offset: loc.offset + e.offset,
+                ..e
+            };
+            format_to_corrupt(run, seg, e)
+        })?;
         Ok(b.events
             .iter()
             .find(|e| e.seq == seq)
@@ -599,7 +611,7 @@ impl RunState {
             let v = decode_batch(
                 &view,
                 at,
-                s.seg.header.salt,
+                s.seg.header.frame_key(),
                 b.first_seq,
                 BATCH_LEN_READ_MAX,
             )

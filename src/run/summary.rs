@@ -11,8 +11,8 @@ use super::Run;
 use crate::error::Result;
 use crate::event::Seq;
 use crate::format::{
-    BATCH_HEADER_LEN, BATCH_MAGIC, SummaryAnchor, SummaryFold, checksum, decode_summary,
-    encode_summary, u32_at, u64_at,
+    BATCH_HEADER_LEN, SummaryAnchor, SummaryFold, checksum, decode_summary, encode_summary,
+    peek_batch, u32_at,
 };
 use crate::io::{Fs, OpenMode, read_exact_at};
 use crate::segment::{Access, Segment};
@@ -61,12 +61,10 @@ pub(crate) fn check_summary(
     let seg = Segment::open(fs, dir, run, anchor.segment, Access::Read).ok()??;
     let mut head = [0u8; BATCH_HEADER_LEN];
     seg.read_exact(&mut head, anchor.offset).ok()?;
-    let batch_len = u32_at(&head, 4) as usize;
-    let count = u64::from(u32_at(&head, 16));
-    if u32_at(&head, 0) != BATCH_MAGIC
-        || batch_len < BATCH_HEADER_LEN + 4
+    let (batch_len, first_seq, count) = peek_batch(&head, seg.header.frame_key())?;
+    if batch_len < BATCH_HEADER_LEN + 4
         || anchor.offset.checked_add(batch_len as u64)? > seg.len().ok()?
-        || u64_at(&head, 8) != anchor.first_seq
+        || first_seq != anchor.first_seq
         || anchor.first_seq.checked_add(count)? != fold.last_seq + 1
     {
         return None;

@@ -1,9 +1,25 @@
-//! Shared by the tests that run real child processes: the child is this test binary
-//! re-executed on its own ignored `child_entry` test, configured through environment variables.
+//! Shared by the integration tests: for those that run real child processes, the child is
+//! this test binary re-executed on its own ignored `child_entry` test, configured through
+//! environment variables; and copying a store directory ([`copy_tree`]).
 // Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::Command;
+
+/// Copies the directory tree `from` into `to` (created), files byte for byte.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
 
 /// What a child entry point does when run without the variable `var` its parent sets (e.g. by
 /// `cargo test -- --include-ignored`): it fails, so an entry point never counts as a passing

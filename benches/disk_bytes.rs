@@ -1,0 +1,113 @@
+//! Issue 24's "bytes on disk per event" figure: a store of a named shape is built through
+//! the public API into a temp dir, then its run directory's files are summed by kind and
+//! divided by the events (prints one JSON line per shape, like the other benches):
+//!
+//! - `frame`: the segment files (`seg-*.log`) less their 4096-byte headers, per event;
+//! - `header`: the segment headers, per event;
+//! - `index`: the segment indexes (`seg-*.idx`, written when a segment seals) per event of
+//!   the sealed segments (the active one has none yet);
+//! - `other`: the lock file and the run summary, per event;
+//! - `total`: every byte of the run directory, per event.
+//!
+//! Shapes (`RUNLOG_DISK_EVENTS`, default 1,000,000 events; one run, kind `step_completed`,
+//! payload 17 bytes, default `Config`): `batch1000` (1,000 facts per append, no key),
+//! `batch1000-key` (the same with a key `k{j}`, as `open_support::fill_with`), `single`
+//! (one fact per append from 8 threads, so one-event batches; a tenth of the events).
+//!
+//! `cargo bench --bench disk_bytes`
+
+use std::path::Path;
+
+use runlog::{Config, NewEvent, RunId, Store};
+
+fn event(j: u64, key: bool) -> NewEvent {
+    let e = NewEvent::new("step_completed", format!("{j:017}"));
+    if key { e.key(format!("k{j}")) } else { e }
+}
+
+fn build(dir: &Path, events: u64, per_append: u64, key: bool) {
+    let store = Store::open(dir, Config::default()).unwrap();
+    let run = RunId::new("r").unwrap();
+    store.create_run(&run).unwrap();
+    if per_append > 1 {
+        let mut i = 0;
+        while i < events {
+            let n = per_append.min(events - i);
+            let batch = (i..i + n).map(|j| event(j, key)).collect();
+            store.append_facts(&run, batch).unwrap();
+            i += n;
+        }
+        return;
+    }
+    let threads = 8;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (store, run) = (&store, &run);
+            s.spawn(move || {
+                for j in (t..events).step_by(threads as usize) {
+                    store.append_facts(run, vec![event(j, key)]).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(store.last_seq(&run).unwrap(), events);
+}
+
+/// Bytes of the run directory by kind: (segment files, segment count, indexes, other,
+/// events in the last (active) segment).
+fn sizes(run_dir: &Path, events: u64) -> (u64, u64, u64, u64, u64) {
+    let (mut logs, mut segs, mut idx, mut other) = (0, 0, 0, 0);
+    let mut last: Option<(String, u64)> = None;
+    for entry in std::fs::read_dir(run_dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let len = entry.metadata().unwrap().len();
+        if name.ends_with(".log") {
+            logs += len;
+            segs += 1;
+            if last.as_ref().is_none_or(|(n, _)| *n < name) {
+                let b = std::fs::read(entry.path()).unwrap();
+                let base_seq = u64::from_le_bytes(b[24..32].try_into().unwrap());
+                last = Some((name, base_seq));
+            }
+        } else if name.ends_with(".idx") {
+            idx += len;
+        } else {
+            other += len;
+        }
+    }
+    let in_last = last.map_or(0, |(_, base)| events + 1 - base);
+    (logs, segs, idx, other, in_last)
+}
+
+fn measure(shape: &str, events: u64, per_append: u64, key: bool) {
+    let root = tempfile::tempdir_in(".").unwrap();
+    build(root.path(), events, per_append, key);
+    let (logs, segs, idx, other, in_last) = sizes(&root.path().join("runs/r"), events);
+    let per = |b: u64, n: u64| if n == 0 { 0.0 } else { b as f64 / n as f64 };
+    let header = segs * 4096;
+    println!(
+        "{{\"bench\":\"disk_bytes\",\"shape\":\"{shape}\",\"events\":{events},\"payload\":17,\
+         \"segments\":{segs},\"frame\":{:.2},\"header\":{:.2},\"index\":{:.2},\
+         \"index_events\":{},\"other\":{:.3},\"total\":{:.2}}}",
+        per(logs - header, events),
+        per(header, events),
+        per(idx, events - in_last),
+        events - in_last,
+        per(other, events),
+        per(logs + idx + other, events),
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let events = std::env::var("RUNLOG_DISK_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000u64);
+    measure("batch1000", events, 1000, false);
+    measure("batch1000-key", events, 1000, true);
+    measure("single", events / 10, 1, false);
+}
