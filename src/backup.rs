@@ -301,7 +301,7 @@ impl RunCopy<'_> {
             let (h, _) = decode_batch_each(
                 &bytes,
                 at,
-                seg.header.salt,
+                seg.header.frame_key(),
                 next,
                 BATCH_LEN_READ_MAX,
                 // Seq 0 is never stored: every record is checked, none handed over.
