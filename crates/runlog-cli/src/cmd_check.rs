@@ -70,7 +70,7 @@ pub fn verify(store_dir: &Path, args: VerifyArgs) -> Result<bool, CliError> {
     let total = runs.len();
     let mut world_logs = 0;
     for entry in runs {
-        let id = entry.as_ref().map_or_else(|(run, _)| run, |run| run);
+        let id = entry.as_ref().unwrap_or_else(|(run, _)| run);
         world_logs += usize::from(runlog_world::log_kind(id.as_str()).is_internal());
         let verified = match entry {
             Ok(run) => {
