@@ -1,7 +1,8 @@
 //! `runlog gc` + `runlog restore` round-trip byte-exact: the shared corpus imported with
 //! `runlog import` plus World runs with streams and attributes; after gc every finished run
 //! is out of the store and in an archive that `verify --archive` passes and `events
-//! --archive` reads; after restore every log of the store equals the original in its
+//! --archive` reads, and `inspect run|steps|hooks|events|streams --archive` shows exactly as
+//! it showed the live run; after restore every log of the store equals the original in its
 //! metadata and every field of every event, and `verify` is clean. A damaged archive fails
 //! loudly (exit 1 from `verify --archive`, 5 from `restore`, which writes nothing).
 
@@ -21,6 +22,22 @@ fn gc_then_restore_gives_back_every_field_of_every_event_of_every_log() {
     let (done, live) = add_world_runs(&store);
     let before = snapshot(&store);
     let archive_dir = store.join("archive");
+    let views = ["run", "steps", "hooks", "events", "streams"];
+    let inspect = |view: &str, archive: Option<&std::path::Path>| {
+        let mut args = vec!["inspect", view, done.as_str(), "--json"];
+        if let Some(dir) = archive {
+            args.extend(["--archive", dir.to_str().unwrap()]);
+        }
+        let out = runlog(&store, &args);
+        assert_eq!(
+            code(&out),
+            0,
+            "inspect {view}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout(&out)
+    };
+    let live_views: Vec<String> = views.iter().map(|v| inspect(v, None)).collect();
 
     let out = runlog(&store, &["gc", "--finished-before", CUT, "--json"]);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
@@ -91,6 +108,18 @@ fn gc_then_restore_gives_back_every_field_of_every_event_of_every_log() {
     );
     assert_eq!(code(&read), 0);
     assert_eq!(json_lines(&read).len(), before[&done].1.len());
+    // `inspect … --archive` shows the archived run exactly as it showed the live one.
+    for (view, live) in views.iter().zip(&live_views) {
+        let empty = ["steps", "hooks"].contains(view); // the run has none
+        assert_eq!(live.trim().is_empty(), empty, "inspect {view}: {live}");
+        assert_eq!(&inspect(view, Some(&archive_dir)), live, "inspect {view}");
+    }
+    let gone = runlog(&store, &["inspect", "run", &done, "--json"]);
+    assert_eq!(
+        code(&gone),
+        2,
+        "without --archive the collected run is unknown"
+    );
 
     for run in &collected {
         let out = runlog(&store, &["restore", run]);
