@@ -322,8 +322,9 @@ fn a_segment_of_another_format_version_is_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let (run, seg) = store_with_batches(dir.path(), Config::default());
     let mut image = std::fs::read(&seg).unwrap();
-    // A well-formed header of version 2: the version field and a matching header checksum.
-    image[8..12].copy_from_slice(&2u32.to_le_bytes());
+    // A well-formed header of version 3 (past the newest this build writes, 2): the version
+    // field and a matching header checksum.
+    image[8..12].copy_from_slice(&3u32.to_le_bytes());
     let crc = runlog::format::checksum(0, &image[..508]);
     image[508..512].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&seg, &image).unwrap();
@@ -338,15 +339,15 @@ fn a_segment_of_another_format_version_is_unsupported() {
         match result {
             Err(Error::UnsupportedVersion {
                 path,
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
             }) => assert_eq!(path, seg),
             other => panic!("expected UnsupportedVersion, got {other:?}"),
         }
     }
     let problems = store.verify_run(&run).unwrap().problems;
     assert!(
-        problems.len() == 1 && problems[0].detail.contains("unsupported format version 2"),
+        problems.len() == 1 && problems[0].detail.contains("unsupported format version 3"),
         "{problems:?}"
     );
     assert_eq!(std::fs::read(&seg).unwrap(), image, "left as it was");

@@ -36,7 +36,8 @@ fn repair_cuts_only_with_cut_and_names_the_kept_bytes() {
     let mut bytes = std::fs::read(&seg).unwrap();
     let len = bytes.len();
     let batch = (len - 4096) / 6;
-    bytes[4096 + 3 * batch + 60] ^= 0x10;
+    // A byte in the middle of the 4th batch (one-event batches of one size).
+    bytes[4096 + 3 * batch + batch / 2] ^= 0x10;
     std::fs::write(&seg, &bytes).unwrap();
 
     let events = runlog(&store, &["events", "r", "--limit", "3"]);
