@@ -1,5 +1,5 @@
 //! Archives of whole runs (`format/SPEC.md` §11): what `runlog gc` moves a finished run's
-//! logs into and `runlog restore` puts back. The codec is pure ([`codec`]); [`file`] writes
+//! logs into and `runlog restore` puts back. The codec is pure ([`codec`]); [`file`](mod@file) writes
 //! an archive crash-safely through the file-system seam ([`crate::io::Fs`]) and reads it
 //! back. Logs are gathered and restored through the [`crate::RunLog`] API only, so an
 //! archive depends on no segment or frame layout and works for every backend.
