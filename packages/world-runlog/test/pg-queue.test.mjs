@@ -27,9 +27,12 @@ import { startQueueServer } from './pg-queue-harness.mjs';
 
 const server = pgUrl();
 const closers = [];
+// Closing a queue server stops its graphile-worker runner, which waits for its jobs and its
+// cron's last pass: in one CI run (2 vCPUs, vitest's workers in parallel) closing the four
+// servers of the sequential-replays test took over vitest's default 30 s hook timeout.
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c.close();
-});
+}, 90_000);
 
 const freshSchema = () => `q_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -177,7 +180,7 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     return { overlaps, servers: [a.deliveries.length, b.deliveries.length] };
   }
 
-  test('WORKFLOW_SEQUENTIAL_REPLAYS=1: one run\'s workflow messages never overlap, across servers', { timeout: 40_000 }, async () => {
+  test('WORKFLOW_SEQUENTIAL_REPLAYS=1: one run\'s workflow messages never overlap, across servers', { timeout: 90_000 }, async () => {
     const serial = await overlapOfOneRun(true);
     expect(serial.overlaps).toBe(0);
     // Without it the same four messages do overlap (the check above can fail).
