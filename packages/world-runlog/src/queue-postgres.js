@@ -283,21 +283,29 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
   // 57): another app's fresh graphile schema must not stop this server's queue, so a
   // runner that stops by itself is started again (run() migrates first, and refuses a
   // schema newer than this graphile: then it retries, logging why).
-  async function superviseRunner() {
-    const r = await run(runnerOptions());
-    runner = r;
-    const restart = () => {
-      if (closed || runner !== r) return;
-      if (process.exitCode === 57) process.exitCode = undefined;
-      setTimeout(function again() {
-        if (closed) return;
-        superviseRunner().catch((err) => {
-          console.error(`[world-runlog queue] restarting the worker failed, retrying in 5 s: ${err?.message ?? err}`);
-          setTimeout(again, 5_000).unref();
-        });
-      }, 1_000).unref();
-    };
-    r.promise.then(restart, restart);
+  // A runner being started (`supervising`) is awaited by close(), which then stops it: a
+  // close() during a restart must not end the pool under run() and leave its runner going.
+  let supervising;
+  function superviseRunner() {
+    supervising = (async () => {
+      const r = await run(runnerOptions());
+      runner = r;
+      if (closed) return;
+      const restart = () => {
+        if (closed || runner !== r) return;
+        if (process.exitCode === 57) process.exitCode = undefined;
+        setTimeout(function again() {
+          if (closed) return;
+          superviseRunner().catch((err) => {
+            if (closed) return;
+            console.error(`[world-runlog queue] restarting the worker failed, retrying in 5 s: ${err?.message ?? err}`);
+            setTimeout(again, 5_000).unref();
+          });
+        }, 1_000).unref();
+      };
+      r.promise.then(restart, restart);
+    })();
+    return supervising;
   }
 
   async function start() {
@@ -355,6 +363,7 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
       clearTimeout(sweeper);
       clearTimeout(restarting);
       await starting?.catch(() => {});
+      await supervising?.catch(() => {});
       await runner?.stop().catch(() => {});
       await utils?.release();
       await liveness.close();

@@ -188,6 +188,50 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     expect(parallel.overlaps).toBeGreaterThan(0);
   });
 
+  // A Unix-socket proxy to the server's socket whose traffic can be held (nothing forwarded
+  // either way, new connections accepted and held too) and released; `open()` counts its
+  // live connections. Returns a URL through it.
+  async function heldServer() {
+    const dir = mkdtempSync(path.join(tmpdir(), 'runlog-pghold-'));
+    const { host, port = 5432 } = pgConfig(server);
+    const target = path.join(host, `.s.PGSQL.${port}`);
+    const sockets = new Set();
+    let held = false;
+    const proxy = createServer((c) => {
+      const up = connect(target);
+      for (const s of [c, up]) {
+        sockets.add(s);
+        s.on('error', () => {});
+        s.on('close', () => sockets.delete(s));
+        if (held) s.pause();
+      }
+      c.on('close', () => up.destroy());
+      up.on('close', () => c.destroy());
+      c.pipe(up).pipe(c);
+    });
+    await new Promise((r) => proxy.listen(path.join(dir, `.s.PGSQL.${port}`), r));
+    closers.push({
+      close: async () => {
+        const closed = new Promise((r) => proxy.close(r));
+        for (const s of sockets) s.destroy();
+        await closed;
+        rmSync(dir, { recursive: true, force: true });
+      },
+    });
+    return {
+      url: server.replace(encodeURIComponent(host), encodeURIComponent(dir)),
+      hold: () => {
+        held = true;
+        for (const s of sockets) s.pause();
+      },
+      release: () => {
+        held = false;
+        for (const s of sockets) s.resume();
+      },
+      open: () => sockets.size / 2,
+    };
+  }
+
   // A Unix-socket proxy to the server's socket that can be cut (every connection dropped,
   // new ones refused) and restored: PostgreSQL going away, as a restart does, for this
   // queue alone. Returns a URL through it.
@@ -262,6 +306,34 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     await s.queue.queue('__wkf_workflow_demo', { runId: 'wrun_after_migrate' });
     await until(() => s.deliveries.length > 0, 15_000, 'a delivery after the other migration');
     expect(s.deliveries[0].body).toEqual({ runId: 'wrun_after_migrate' });
+  });
+
+  // A runner stopped by another schema's migration is restarted 1 s later; a close() that
+  // lands while the new runner is being started must wait for it and stop it, not end the
+  // pool under it (in CI, on a loaded machine, close() then took over 30 s, with "Cannot use
+  // a pool after calling end on the pool" unhandled). The servers reach PostgreSQL through a
+  // proxy that holds their traffic from just after the migration's NOTIFY, so their restart
+  // is still starting when close() is called.
+  test("close() while the runner restarts after another schema's migration settles and leaves no runner", { timeout: 60_000 }, async () => {
+    const proxy = await heldServer();
+    const servers = [];
+    for (let k = 0; k < 3; k++) servers.push(await startQueueServer({ url: proxy.url, schema: freshSchema(), onDelivery: () => undefined }));
+    const otherPool = new pg.Pool(pgConfig(server));
+    const utils = await makeWorkerUtils({ pgPool: otherPool, schema: freshSchema() });
+    await utils.migrate();
+    await utils.release();
+    await otherPool.end();
+    await sleep(400);
+    proxy.hold();
+    await sleep(1400);
+    const closing = servers.map((s) => s.close().then(() => 'closed', (err) => `rejected: ${err?.message ?? err}`));
+    await sleep(300);
+    proxy.release();
+    const settled = await Promise.all(closing.map((c) => Promise.race([c, sleep(10_000).then(() => 'still closing after 10 s')])));
+    expect(settled).toEqual(['closed', 'closed', 'closed']);
+    // Nothing of these servers keeps polling: no connection through the proxy is left.
+    await sleep(1500);
+    expect(proxy.open()).toBe(0);
   });
 
   test('createWorld({ url }) takes the PostgreSQL queue; queue: "local" keeps world-local\'s', async () => {
