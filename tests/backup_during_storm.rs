@@ -59,8 +59,19 @@ fn child_entry() {
         "backup" => {
             let dst = std::env::var("RUNLOG_BACKUP_DST").unwrap();
             let src = Store::open_read_only(&store, Config::default()).unwrap();
+            // Paced: a line and a pause after each run, so the parent can kill between runs.
+            let pace = std::env::var("RUNLOG_BACKUP_PACE_MS")
+                .ok()
+                .map(|ms| Duration::from_millis(ms.parse().unwrap()));
             println!("started");
-            let report = src.backup(&dst, &mut |_| {}).unwrap();
+            let report = src
+                .backup(&dst, &mut |run| {
+                    if let Some(pace) = pace {
+                        println!("copied {}", run.run);
+                        std::thread::sleep(pace);
+                    }
+                })
+                .unwrap();
             println!("done complete={}", report.complete);
         }
         other => panic!("unknown mode {other}"),
@@ -248,14 +259,17 @@ fn a_backup_during_a_16_writer_storm_verifies_clean_and_holds_every_event_acked_
     assert_eq!(next[0].seq, final_seqs[&run_id(0)] + 1);
 }
 
-/// Spawns a backup child of `store` into `dst`; returns it once it printed `started`.
-fn spawn_backup(store: &Path, dst: &Path) -> common::Piped {
-    let piped = common::spawn_piped(
-        common::child_command()
-            .env("RUNLOG_BACKUP_CHILD", "backup")
-            .env("RUNLOG_BACKUP_STORE", store)
-            .env("RUNLOG_BACKUP_DST", dst),
-    );
+/// Spawns a backup child of `store` into `dst` (paced by `pace_ms` per run when given);
+/// returns it once it printed `started`.
+fn spawn_backup(store: &Path, dst: &Path, pace_ms: Option<u64>) -> common::Piped {
+    let mut cmd = common::child_command();
+    cmd.env("RUNLOG_BACKUP_CHILD", "backup")
+        .env("RUNLOG_BACKUP_STORE", store)
+        .env("RUNLOG_BACKUP_DST", dst);
+    if let Some(ms) = pace_ms {
+        cmd.env("RUNLOG_BACKUP_PACE_MS", ms.to_string());
+    }
+    let piped = common::spawn_piped(&mut cmd);
     // The test harness prints its own lines first.
     while !piped
         .lines
@@ -289,16 +303,32 @@ fn kill9_of_the_backup_at_random_moments_leaves_clean_prefixes_and_the_next_back
 
     // How long a whole backup takes here, to kill within it.
     let timing = tmp.path().join("timing");
+    let mut probe = spawn_backup(&storm.store, &timing, None);
     let t = Instant::now();
-    let mut probe = spawn_backup(&storm.store, &timing);
     assert!(probe.child.wait().unwrap().success());
     let full = t.elapsed();
 
+    // Odd rounds kill at a random time within a whole backup's duration, so kills land inside
+    // a run's copy; but once a backup completed, the next ones are incremental and quick, and
+    // such a kill may land after the end. Even rounds are paced (1 ms after each of the 308
+    // runs) and killed right after the line of a random run among the first 250, so they
+    // are killed between runs with the backup unfinished, wherever the previous round left it.
     let mut killed_incomplete = 0;
     for round in 0..8 {
-        let mut child = spawn_backup(&storm.store, &dst);
-        let at = full.mul_f64(rand::random::<f64>());
-        std::thread::sleep(at);
+        let paced = round % 2 == 0;
+        let mut child = spawn_backup(&storm.store, &dst, paced.then_some(1));
+        let at = if paced {
+            let k = 1 + rand::random::<u32>() % 250;
+            for _ in 0..k {
+                let line = child.lines.recv_timeout(Duration::from_secs(60)).unwrap();
+                assert!(line.starts_with("copied "), "{line}");
+            }
+            Duration::ZERO
+        } else {
+            let at = full.mul_f64(rand::random::<f64>());
+            std::thread::sleep(at);
+            at
+        };
         child.child.kill().unwrap(); // SIGKILL
         child.child.wait().unwrap();
         if !dst.join(BACKUP_FILE).exists() {
@@ -324,6 +354,7 @@ fn kill9_of_the_backup_at_random_moments_leaves_clean_prefixes_and_the_next_back
         }
         storm.wait_for_events(50);
     }
+    eprintln!("{killed_incomplete} of 8 kills left the backup incomplete");
     assert!(killed_incomplete > 0, "no kill landed inside a backup");
     let done = src.backup(&dst, &mut |_| {}).unwrap();
     assert!(done.complete);
