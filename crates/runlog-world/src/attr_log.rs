@@ -14,7 +14,7 @@
 //! latest change wins, as the reference's one run file gives. A run whose store holds no
 //! attribute log keeps its own attributes as they are.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use parking_lot::MutexGuard;
@@ -99,7 +99,11 @@ impl AttrLog {
     /// `run` (as its own log holds it, whose keys were last changed at `run_changed_at_ms`)
     /// with this log's changes merged in commit-time order: a key's latest change wins, the
     /// run's own on a tie at the same ms applied first. `updatedAt` is the later of both.
-    pub(crate) fn overlay(&self, run: &mut WorkflowRun, run_changed_at_ms: &HashMap<String, u64>) {
+    pub(crate) fn overlay(
+        &self,
+        run: &mut WorkflowRun,
+        run_changed_at_ms: &crate::fold::ChangedAt,
+    ) {
         for (key, change) in &self.last {
             if run_changed_at_ms
                 .get(key)
@@ -190,7 +194,7 @@ impl<B: RunLog> World<B> {
         &self,
         entry: &RunEntry,
         run: &RunId,
-    ) -> Result<(WorkflowRun, HashMap<String, u64>), WorldError> {
+    ) -> Result<(WorkflowRun, crate::fold::ChangedAt), WorldError> {
         let state = self.load(entry, run)?;
         let found = state
             .run()
@@ -313,7 +317,7 @@ impl<B: RunLog> World<B> {
         &self,
         entry: &RunEntry,
         mut found: WorkflowRun,
-        run_changed_at_ms: &HashMap<String, u64>,
+        run_changed_at_ms: &crate::fold::ChangedAt,
         has_log: Option<bool>,
     ) -> Result<WorkflowRun, WorldError> {
         if has_log == Some(false) {

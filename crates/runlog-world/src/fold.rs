@@ -14,8 +14,16 @@
 //! `step_created` (its resilient and lazy starts store the start first); the start is
 //! applied right after the creation.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+// Persistent (structure-sharing) maps and vectors: a clone of a `RunState` (a fold
+// snapshot, `run_at`) costs O(1) and shares every entity with the original until either
+// changes it, so resuming a fold from a snapshot costs the events since it, not a copy of
+// the run's entities and event index.
+use imbl::{HashMap, HashSet, Vector};
+
+/// When a log last set or removed each attribute key, in ms ([`RunState::attr_changed_at_ms`]).
+pub(crate) type ChangedAt = HashMap<String, u64>;
 
 use runlog::{EventRef, Seq};
 use ulid::Ulid;
@@ -97,20 +105,20 @@ pub struct RunState {
     seq: Seq,
     run: Option<WorkflowRun>,
     steps: HashMap<String, StepSlot>,
-    step_order: Vec<String>,
+    step_order: Vector<String>,
     hooks: HashMap<String, HookSlot>,
-    hook_order: Vec<String>,
+    hook_order: Vector<String>,
     conflicts: HashMap<String, Seq>,
     resumes: HashMap<String, ResumeSlot>,
     waits: HashMap<String, Wait>,
-    wait_order: Vec<String>,
+    wait_order: Vector<String>,
     terminal: Option<(Seq, Ulid)>,
     attr_ids: HashSet<String>,
     /// When each attribute key was last set or removed by this log (`run_created`,
     /// `attr_set`), in ms: what the attribute log's changes are ordered against.
-    attr_changed_at_ms: HashMap<String, u64>,
+    attr_changed_at_ms: ChangedAt,
     event_seqs: HashMap<Ulid, Seq>,
-    by_correlation: HashMap<String, Vec<Seq>>,
+    by_correlation: HashMap<String, Arc<Vec<Seq>>>,
     newest_created_at_ms: u64,
     pending_run_start_ms: Option<u64>,
     pending_step_starts: HashMap<String, u64>,
@@ -128,13 +136,13 @@ impl RunState {
             seq: 0,
             run: None,
             steps: HashMap::new(),
-            step_order: Vec::new(),
+            step_order: Vector::new(),
             hooks: HashMap::new(),
-            hook_order: Vec::new(),
+            hook_order: Vector::new(),
             conflicts: HashMap::new(),
             resumes: HashMap::new(),
             waits: HashMap::new(),
-            wait_order: Vec::new(),
+            wait_order: Vector::new(),
             terminal: None,
             attr_ids: HashSet::new(),
             attr_changed_at_ms: HashMap::new(),
@@ -166,10 +174,7 @@ impl RunState {
         self.seq = e.seq;
         self.event_seqs.insert(e.event_id, e.seq);
         if let Some(c) = e.correlation_id {
-            self.by_correlation
-                .entry(c.to_string())
-                .or_default()
-                .push(e.seq);
+            Arc::make_mut(self.by_correlation.entry(c.to_string()).or_default()).push(e.seq);
         }
         self.newest_created_at_ms = self.newest_created_at_ms.max(e.created_at_ms);
         let data = match e.payload {
@@ -275,7 +280,7 @@ impl RunState {
         // The reference's retention rule: a run's end disposes its hooks (releasing their
         // tokens) without writing hook_disposed events, except that a hook created with a
         // `tokenRetentionUntil` stays available until then.
-        for slot in self.hooks.values_mut() {
+        for (_, slot) in self.hooks.iter_mut() {
             if slot.live {
                 slot.retained_until_ms = slot.hook.token_retention_until_ms;
             }
@@ -393,7 +398,7 @@ impl RunState {
                 created_seq: e.seq,
             },
         );
-        self.step_order.push(corr.to_string());
+        self.step_order.push_back(corr.to_string());
         if let Some(start) = self.pending_step_starts.remove(corr) {
             self.start_step(corr, start.max(t));
         }
@@ -480,7 +485,7 @@ impl RunState {
             retained_until_ms: None,
         };
         self.hooks.insert(corr.to_string(), slot);
-        self.hook_order.push(corr.to_string());
+        self.hook_order.push_back(corr.to_string());
         true
     }
 
@@ -502,7 +507,7 @@ impl RunState {
             spec_version: self.spec_version,
         };
         self.waits.insert(corr.to_string(), wait);
-        self.wait_order.push(corr.to_string());
+        self.wait_order.push_back(corr.to_string());
         true
     }
 
@@ -624,7 +629,7 @@ impl RunState {
     pub fn correlation_seqs(&self, correlation_id: &str) -> &[Seq] {
         self.by_correlation
             .get(correlation_id)
-            .map_or(&[], Vec::as_slice)
+            .map_or(&[], |seqs| seqs.as_slice())
     }
 
     /// The newest `createdAt` of the log, ms since the Unix epoch (0 when empty).
@@ -634,7 +639,7 @@ impl RunState {
 
     /// When this log last set or removed each attribute key, in ms (keys it never touched
     /// are absent).
-    pub(crate) fn attr_changed_at_ms(&self) -> &HashMap<String, u64> {
+    pub(crate) fn attr_changed_at_ms(&self) -> &ChangedAt {
         &self.attr_changed_at_ms
     }
 
@@ -655,18 +660,18 @@ impl RunState {
         if let Some(c) = corr {
             if let Some(slot) = self.steps.get(c) {
                 s.steps.insert(c.to_string(), slot.clone());
-                s.step_order.push(c.to_string());
+                s.step_order.push_back(c.to_string());
             }
             if let Some(slot) = self.hooks.get(c) {
                 s.hooks.insert(c.to_string(), slot.clone());
-                s.hook_order.push(c.to_string());
+                s.hook_order.push_back(c.to_string());
             }
             if let Some(seq) = self.conflicts.get(c) {
                 s.conflicts.insert(c.to_string(), *seq);
             }
             if let Some(w) = self.waits.get(c) {
                 s.waits.insert(c.to_string(), w.clone());
-                s.wait_order.push(c.to_string());
+                s.wait_order.push_back(c.to_string());
             }
         }
         s
