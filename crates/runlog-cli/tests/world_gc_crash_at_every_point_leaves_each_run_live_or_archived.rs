@@ -41,8 +41,10 @@ const ROOT: &str = "/store";
 /// `runlog gc`'s default: `<store>/archive`.
 const ARCHIVE_DIR: &str = "/store/archive";
 
+/// One log: its metadata and events.
+type Log = (Vec<u8>, Vec<Event>);
 /// Every log: id → (metadata, events).
-type Logs = BTreeMap<String, (Vec<u8>, Vec<Event>)>;
+type Logs = BTreeMap<String, Log>;
 type SimWorld = World<Arc<Store>>;
 
 /// 8 KiB segments (the big run rolls), preallocation from 2 KiB, as `tests/crash_sim`.
@@ -243,7 +245,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     /// The logs of run `run` (its own, its attributes, its streams) as they were.
-    fn logs_of(&self, run: &str) -> Vec<(&String, &(Vec<u8>, Vec<Event>))> {
+    fn logs_of(&self, run: &str) -> Vec<(&String, &Log)> {
         let ulid = &run[5..];
         self.before
             .iter()
