@@ -88,17 +88,20 @@ pub fn write_archive(
     Ok((path, bytes.len() as u64))
 }
 
+/// Creates `dir` if missing and makes its entry durable: the parent is synced also when
+/// `dir` already exists, because whoever created it may have failed to sync it (a failed
+/// `fsync`, a process killed in between). An archive in a directory a crash can take away
+/// is no archive, and its logs are deleted on its strength.
 fn ensure_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
     match fs.create_dir(dir) {
-        Ok(()) => {
-            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-            let parent = parent.unwrap_or(Path::new("."));
-            fs.sync_dir(parent)
-                .map_err(|e| Error::io("syncing directory", parent, e))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io("creating", dir, e)),
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io("creating", dir, e)),
     }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    let parent = parent.unwrap_or(Path::new("."));
+    fs.sync_dir(parent)
+        .map_err(|e| Error::io("syncing directory", parent, e))
 }
 
 fn file_name(path: &Path) -> String {
@@ -159,6 +162,46 @@ pub fn remove_archive(fs: &dyn Fs, dir: &Path, run: &RunId) -> Result<()> {
     }
     fs.sync_dir(dir)
         .map_err(|e| Error::io("syncing directory", dir, e))
+}
+
+/// Removes the temporary files an interrupted [`write_archive`] of run `run` left in `dir`
+/// (`.tmp-<run>-<ULID>`: a crash or kill between their creation and their rename; a write
+/// that fails removes its own), then syncs the directory if it removed any. Returns their
+/// paths, in name order. Nothing else is touched: another run's temporary files, archives,
+/// other names. `runlog gc` calls it for each run it is about to archive; a concurrent write
+/// of the same run's archive (a second gc of the same store at the same moment) then fails
+/// at its rename and leaves that run live, nothing lost.
+///
+/// # Errors
+/// `Io` with the path.
+pub fn remove_temp_files(fs: &dyn Fs, dir: &Path, run: &RunId) -> Result<Vec<PathBuf>> {
+    let names = match fs.read_dir(dir) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("listing", dir, e)),
+    };
+    let prefix = format!(".tmp-{}-", run.as_str());
+    let mut removed: Vec<PathBuf> = names
+        .iter()
+        .filter(|n| {
+            n.strip_prefix(&prefix)
+                .is_some_and(|rest| ulid::Ulid::from_string(rest).is_ok())
+        })
+        .map(|n| dir.join(n))
+        .collect();
+    removed.sort();
+    for path in &removed {
+        match fs.remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("removing", path, e)),
+        }
+    }
+    if !removed.is_empty() {
+        fs.sync_dir(dir)
+            .map_err(|e| Error::io("syncing directory", dir, e))?;
+    }
+    Ok(removed)
 }
 
 /// The runs `dir` holds archives of, in id order (empty when `dir` does not exist).

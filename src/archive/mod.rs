@@ -11,7 +11,7 @@ pub mod view;
 pub use codec::{Archive, ArchivedLog};
 pub use file::{
     ARCHIVE_EXT, archive_path, gather_log, list_archives, read_archive, remove_archive,
-    write_archive,
+    remove_temp_files, write_archive,
 };
 pub use view::ArchiveView;
 

@@ -29,7 +29,8 @@ its seq, id, created_at, kind, correlation id, key and payload), synced, renamed
 and only then deleted from the store, its own log last. A crash at any point leaves each run
 live or archived (or both: the next gc finishes it). --finished-before takes a duration back
 from now (30d, 12h, 90m, 45s, 500ms) or an ISO-8601 time. DIR defaults to <store>/archive
-(required on PostgreSQL). A line per collected run goes to stderr as it is done.
+(required on PostgreSQL). A line per collected run goes to stderr as it is done, and one
+per temporary file of an interrupted earlier gc of the run that it removed.
 
 Exit: 0 done (or nothing to do); 5/6 when a run could not be collected (the first such run's
 code: corrupt or environment; 3 when a log grew after it was archived), the others are
@@ -40,9 +41,10 @@ pub const RESTORE_HELP: &str = "\
 Puts an archived run back: every log of DIR/<RUN>.rla (the run's, its attribute and stream
 logs) copied into the store with the same seqs, event ids, created_at, payloads and metadata
 (as `copy`), each read back and compared, and only then the archive removed (unlink and
-directory fsync). Running it again after an interruption extends what is there. Exit 1 when
-the store holds one of the logs with other content (nothing written, the archive stays); 2
-no such archive; 5 a damaged archive.";
+directory fsync). Running it again after an interruption extends what is there. A line per
+log goes to stderr as it is restored. Exit 1 when the store holds one of the logs with other
+content (the log named, with --json a row {run, result: \"conflict\", error}; nothing
+written, the archive stays); 2 no such archive; 5 a damaged archive.";
 
 /// Arguments of `runlog gc`.
 #[derive(Debug, Args)]
@@ -132,6 +134,14 @@ pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
     let report = world
         .collect_finished(&StdFs, &params, &mut |step| {
             if let GcStep::Collected(r) = step {
+                for tmp in &r.removed_temp_files {
+                    let line = format!(
+                        "gc: removed {} (left by an interrupted archive write of {})",
+                        tmp.display(),
+                        r.run_id
+                    );
+                    eprintln!("{}", escape_text(&line));
+                }
                 let line = format!(
                     "gc: {verb} {} ({} logs, {} events)",
                     r.run_id,
@@ -199,7 +209,9 @@ fn print_gc(
             true => json_line(
                 out,
                 &json!({"run": r.run_id, "result": result, "logs": r.logs,
-                "events": r.events, "archive": path, "archive_bytes": r.archive_bytes}),
+                "events": r.events, "archive": path, "archive_bytes": r.archive_bytes,
+                "removed_temp_files": r.removed_temp_files.iter()
+                    .map(|p| p.display().to_string()).collect::<Vec<_>>()}),
             )?,
             false => table.row(vec![
                 r.run_id.clone(),
@@ -270,6 +282,18 @@ pub fn restore(store_dir: &Path, args: RestoreArgs) -> Result<bool, CliError> {
                 args.run,
                 escape_text(&e.to_string())
             );
+            if args.json {
+                let result = match e {
+                    CopyError::Conflict(_) => "conflict",
+                    _ => "mismatch",
+                };
+                let mut out = io::stdout().lock();
+                json_line(
+                    &mut out,
+                    &json!({"run": args.run.as_str(), "result": result, "error": e.to_string()}),
+                )?;
+                out.flush()?;
+            }
             return Ok(true);
         }
         Err(e) => {

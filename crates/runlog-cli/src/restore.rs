@@ -33,7 +33,8 @@ pub struct RestoredLog {
 /// # Errors
 /// [`CopyError::Source`] when the archive is missing (`RunNotFound`) or damaged
 /// (`Corrupt`, with its file and offset); [`CopyError::Conflict`] when `dst` holds one of
-/// the logs with other content (nothing of it written; the archive stays);
+/// the logs with other content (the message names the log; nothing of it written; the
+/// archive stays);
 /// [`CopyError::Destination`] for the store's errors (the archive stays).
 pub fn restore_run(
     fs: &dyn Fs,
@@ -53,7 +54,12 @@ pub fn restore_run(
     let view = ArchiveView::new(read, archive::archive_path(dir, run));
     let mut done = Vec::with_capacity(order.len());
     for log in order {
-        let copy = copy_run(&view, dst, &log, BatchLimits::default(), true)?;
+        let copy =
+            copy_run(&view, dst, &log, BatchLimits::default(), true).map_err(|e| match e {
+                CopyError::Conflict(m) => CopyError::Conflict(format!("log {log}: {m}")),
+                CopyError::Mismatch(m) => CopyError::Mismatch(format!("log {log}: {m}")),
+                other => other,
+            })?;
         let restored = RestoredLog { log, copy };
         progress(&restored);
         done.push(restored);

@@ -9,6 +9,7 @@
 //! `repair` refused) always run.
 
 mod cli_support;
+mod gc_support;
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
@@ -783,4 +784,113 @@ fn storm_over_processes_on_postgres_fenced_never_corrupts_unfenced_does() {
         assert_eq!(json_lines(&runs).len(), 4, "{name}");
         runlog_pg::drop_schema(&url).unwrap();
     }
+}
+
+/// Every log of the PostgreSQL store `store`, read through a read-only connection.
+fn pg_logs(store: &Path) -> gc_support::Logs {
+    let opened = open(store, Config::default(), Access::ReadOnly).expect("open read-only");
+    gc_support::snapshot_of(&*opened.log)
+}
+
+#[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
+fn gc_and_restore_on_postgres_round_trip_byte_exact_and_keep_live_hook_runs() {
+    if !ready() {
+        return;
+    }
+    const CUT: &str = "2999-01-01T00:00:00Z";
+    let db = Schema::fresh();
+    let s = db.path();
+    let log = open(s, Config::default(), Access::Write).expect("open").log;
+    let (done, live) = gc_support::add_world_runs_to(std::sync::Arc::clone(&log));
+    let hooked = gc_support::add_retained_hook_run(log);
+    let before = pg_logs(s);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("archive");
+    let dir_arg = dir.to_str().unwrap();
+
+    let refused = runlog(s, &["gc", "--finished-before", CUT]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--archive DIR"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(pg_logs(s), before, "a refused gc changes nothing");
+
+    let out = runlog(
+        s,
+        &[
+            "gc",
+            "--finished-before",
+            CUT,
+            "--archive",
+            dir_arg,
+            "--json",
+        ],
+    );
+    ok(&out);
+    let lines = json_lines(&out);
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["run"], done.as_str());
+    assert_eq!(lines[0]["result"], "archived");
+    assert_eq!(lines[0]["logs"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        (summary["scanned"].as_u64(), summary["collected"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(
+        summary["kept"].as_u64(),
+        Some(2),
+        "the running and the hooked run"
+    );
+    assert!(
+        stderr(&out).contains(&format!("gc: archived {done}")),
+        "{}",
+        stderr(&out)
+    );
+
+    let runs: Vec<String> = json_lines(&runlog(s, &["runs", "--json"]))
+        .iter()
+        .map(|r| r["run"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!runs.iter().any(|r| r.contains(&done[5..])), "{runs:?}");
+    assert!(runs.contains(&live) && runs.contains(&hooked), "{runs:?}");
+    let after = pg_logs(s);
+    for (id, log) in &before {
+        match id.contains(&done[5..]) {
+            true => assert!(!after.contains_key(id), "{id} still live"),
+            false => assert_eq!(after.get(id), Some(log), "{id} changed"),
+        }
+    }
+    let archive = gc_support::archived(&dir, &done).expect("an archive");
+    for (id, (meta, events)) in before.iter().filter(|(id, _)| id.contains(&done[5..])) {
+        let a = archive
+            .log(id)
+            .unwrap_or_else(|| panic!("{id} not archived"));
+        assert_eq!((&a.meta, &a.events), (meta, events), "{id}");
+    }
+    ok(&runlog(s, &["verify", "--archive", dir_arg]));
+    let read = runlog(s, &["events", "--archive", dir_arg, &done, "--json"]);
+    ok(&read);
+    assert_eq!(json_lines(&read).len(), before[&done].1.len());
+
+    let refused = runlog(s, &["restore", &done]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    let restored = runlog(s, &["restore", &done, "--archive", dir_arg, "--json"]);
+    ok(&restored);
+    assert_eq!(
+        pg_logs(s),
+        before,
+        "every log back, every field of every event"
+    );
+    assert!(
+        gc_support::archived(&dir, &done).is_none(),
+        "the archive is removed"
+    );
+    ok(&runlog(s, &["verify"]));
 }

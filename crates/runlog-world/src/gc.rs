@@ -65,6 +65,10 @@ pub struct GcRun {
     pub archive: PathBuf,
     /// The archive's length in bytes (0 for a dry run).
     pub archive_bytes: u64,
+    /// Temporary files of an interrupted earlier archive write of this run
+    /// (`.tmp-<run>-<ULID>` in the archive directory) that this gc removed
+    /// ([`runlog::archive::remove_temp_files`]; none for a dry run).
+    pub removed_temp_files: Vec<PathBuf>,
 }
 
 /// A step of [`World::collect_finished`], reported as it is done (progress lines; the
@@ -228,10 +232,12 @@ impl<B: RunLog> World<B> {
             events: bundle.event_count(),
             archive: archive::archive_path(&params.archive_dir, run),
             archive_bytes: 0,
+            removed_temp_files: Vec::new(),
         };
         if params.dry_run {
             return Ok(done);
         }
+        done.removed_temp_files = archive::remove_temp_files(fs, &params.archive_dir, run)?;
         let (_, len) = archive::write_archive(fs, &params.archive_dir, run, &bundle)?;
         done.archive_bytes = len;
         progress(GcStep::Archived(run));

@@ -18,12 +18,17 @@ pub type Logs = BTreeMap<String, (Vec<u8>, Vec<Event>)>;
 /// Every log of the store at `dir`, read-only.
 pub fn snapshot(dir: &Path) -> Logs {
     let store = Store::open_read_only(dir, Config::default()).expect("open read-only");
-    let page = RunLog::list_runs(&store, None, 10_000).expect("list");
+    snapshot_of(&store)
+}
+
+/// Every log of `store` (any backend).
+pub fn snapshot_of(store: &dyn RunLog) -> Logs {
+    let page = store.list_runs(None, 10_000).expect("list");
     assert!(page.damaged.is_empty(), "{:?}", page.damaged);
     page.runs
         .iter()
         .map(|info| {
-            let meta = RunLog::run_meta(&store, &info.run).expect("meta");
+            let meta = store.run_meta(&info.run).expect("meta");
             let events = store.read(&info.run, 0, 100_000).expect("read").events;
             (info.run.to_string(), (meta, events))
         })
@@ -50,7 +55,12 @@ fn request(ty: EventType, data: Option<&str>) -> EventRequest {
 /// Two World runs in the store at `dir`: a completed one with a stream and attributes,
 /// and a running one with a stream (never collected). Returns (finished, running).
 pub fn add_world_runs(dir: &Path) -> (String, String) {
-    let store = Arc::new(Store::open(dir, Config::default()).expect("open"));
+    let store: Arc<dyn RunLog> = Arc::new(Store::open(dir, Config::default()).expect("open"));
+    add_world_runs_to(store)
+}
+
+/// [`add_world_runs`] into `store` (any backend).
+pub fn add_world_runs_to(store: Arc<dyn RunLog>) -> (String, String) {
     let w = World::new(Arc::clone(&store), WorldConfig::default());
     let streams = Streams::new(Arc::clone(&store));
     let params = CreateEventParams::default();
@@ -91,4 +101,34 @@ pub fn add_world_runs(dir: &Path) -> (String, String) {
     )
     .expect("run_completed");
     (done, runs[1].clone())
+}
+
+/// A completed World run whose hook is retained by `tokenRetentionUntil` 20 days from now
+/// (the World's limit is 30): gc keeps it (`live-hook`). Returns its id.
+pub fn add_retained_hook_run(store: Arc<dyn RunLog>) -> String {
+    let w = World::new(store, WorldConfig::default());
+    let params = CreateEventParams::default();
+    let run = runlog_world::mint_run_id();
+    let created = r#"{"deploymentId":"dpl_1","workflowName":"workflow//./wf//hooked","input":{"__type":"Uint8Array","data":"AA=="},"executionContext":{}}"#;
+    let until =
+        runlog_world::format_iso_ms(runlog_world::Clock::system().now_ms() + 20 * 86_400_000);
+    let hook = format!(
+        r#"{{"token":"tok-retained","metadata":{{"__type":"Uint8Array","data":"AA=="}},"tokenRetentionUntil":"{until}"}}"#
+    );
+    let out = r#"{"output":{"__type":"Uint8Array","data":"AQID"}}"#;
+    let steps = [
+        (EventType::RunCreated, None, Some(created)),
+        (EventType::RunStarted, None, None),
+        (EventType::HookCreated, Some("hook_1"), Some(hook.as_str())),
+        (EventType::RunCompleted, None, Some(out)),
+    ];
+    for (ty, corr, data) in steps {
+        let mut r = request(ty, data);
+        if let Some(c) = corr {
+            r = r.correlation_id(c);
+        }
+        w.create_event(Some(&run), r, &params)
+            .unwrap_or_else(|e| panic!("{ty:?}: {e}"));
+    }
+    run
 }
