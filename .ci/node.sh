@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Node side of CI, called by .ci/run: on a fresh clone, installs packages/world-runlog's
 # npm dependencies as locked in its package-lock.json, builds the runlog addon (crates/runlog-node,
-# release, plain cargo), then runs the package's tests (vitest: the store API, errors and
+# release, plain cargo) and the CLI (target/release/runlog, RUNLOG_BIN: the retention test's
+# `runlog restore`), then runs the package's tests (vitest: the store API, errors and
 # codes, a corrupt store, group commit, the World's storage and streams) and its type check,
 # then the SDK's published conformance suite (@workflow/world-testing 5.0.0-beta.35, 12
 # tests) against this package's World. The package tests include test/postgres.test.mjs: on
@@ -45,6 +46,14 @@ step "npm install (examples/sdk-5.0.0-beta.55 and sdk-4.8.9, as locked: the refe
 
 step "build the addon (crates/runlog-node/build.sh)"
 bash crates/runlog-node/build.sh
+
+# test/retention-archives-finished-runs-and-close-stops-it.test.mjs puts a run the World's
+# retention archived back with `runlog restore` and fails without the CLI (RUNLOG_BIN).
+step "build the CLI (runlog-cli, release) for the retention test"
+cargo build --release -q -p runlog-cli
+RUNLOG_BIN="$(cargo metadata --format-version 1 --no-deps |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>process.stdout.write(JSON.parse(s).target_directory))')/release/runlog"
+export RUNLOG_BIN
 
 # The addon's declarations (packages/world-runlog/native.d.ts) are generated from its #[napi]
 # items: regenerated here (napi build --dts, a debug build without the postgres feature) and

@@ -1,7 +1,7 @@
 // world-runlog: a Workflow SDK World on runlog.
 import type { Hook, Step, Wait, World, WorkflowRun } from '@workflow/world';
 
-import type { StoreOptions, Store, RunlogNativeWorld, RunlogError, RunlogErrorCode } from './store.js';
+import type { StoreOptions, Store, RunlogNativeWorld, RunlogError, RunlogErrorCode, RetentionOptions, RetentionStats } from './store.js';
 
 export * from './store.js';
 
@@ -40,6 +40,23 @@ export interface RunlogWorldOptions {
   queueSchema?: string;
   /** Jobs this server runs at once (1..1000); default WORKFLOW_RUNLOG_QUEUE_CONCURRENCY, 25. */
   queueConcurrency?: number;
+  /** Collect finished runs in the background into per-run archives; off when omitted. */
+  retention?: RunlogRetentionOptions;
+}
+
+/**
+ * createWorld's `retention`: every `intervalMs`, each run finished more than
+ * `finishedOlderThan` ms ago (with no available hook, no waiting wait, no running step) is
+ * archived into `archiveDir/<runId>.rla` and removed from the store, as `runlog gc` does
+ * (`runlog restore RUN --archive DIR` puts it back). Whole ms, at least 1. Not with
+ * `readOnly: true`; a store opened read-only collects nothing.
+ */
+export interface RunlogRetentionOptions {
+  finishedOlderThan: number;
+  /** Default `finishedOlderThan`, at most 60000 (a pass a minute). */
+  intervalMs?: number;
+  /** Default `<dataDir>/archive` (as `runlog gc`); required on PostgreSQL. */
+  archiveDir?: string;
 }
 
 /** Where the store is: a file store directory or a PostgreSQL URL. */
@@ -56,6 +73,8 @@ export type ResolvedConfig = ResolvedTarget & {
   baseUrl?: string;
   streamFlushIntervalMs?: number;
   store?: StoreOptions;
+  /** The addon's `retention` option of Store.open (`archiveDir` absolute); undefined: off. */
+  retention?: RetentionOptions;
   /** PostgreSQL stores only. */
   queue?: 'postgres' | 'local';
   queueSchema?: string;
@@ -111,6 +130,12 @@ export interface RunlogWorld extends World, RunlogStreamerV4 {
     readonly readOnly: false | { path: string; requested: boolean; cause: RunlogError | null } | undefined;
     store(): Promise<Store>;
     world(): Promise<RunlogNativeWorld>;
+    /**
+     * With `retention`: the retention thread's `{ passes, collected }` since the store was
+     * opened (final after `close()`); null when off, before the store is open (`start()` or
+     * the first storage call opens it), or on a read-only store.
+     */
+    retentionStats(): RetentionStats | null;
     /**
      * The run as of `at`: a seq of its log (1 to its last), or a time (ISO string or `Date`:
      * the last seq whose event's `createdAt` is at or before it). What the World's reads

@@ -18,7 +18,9 @@ export declare class Store {
    * `Store.open(target, options?) → Promise<Store>`: opens (creating if missing or empty)
    * the file store at directory `target`, or the PostgreSQL store when `target` is a
    * `postgres://`/`postgresql://` URL (creating its tables; `?schema=NAME` picks the
-   * schema). An unreachable server rejects with `IO` (`path` `postgres`).
+   * schema). An unreachable server rejects with `IO` (`path` `postgres`). `options`:
+   * runlog's limits, and `retention` (`{finishedOlderThanMs, intervalMs?, archiveDir?}`),
+   * which starts the World's retention thread (`retentionStats()`; `close()` stops it).
    */
   static open(dir: string, options?: StoreOptions): Promise<Store>
   /**
@@ -105,9 +107,17 @@ export declare class Store {
    */
   commitStats(): CommitStats
   /**
+   * `retentionStats() → {passes, collected} | null` (synchronous): the gc passes the
+   * World's retention thread (the `retention` option of `open`) completed and the runs it
+   * collected, since the store was opened; after `close()`, the final counts (the thread
+   * is stopped). `null` when retention is off: not asked for, or the store is read-only.
+   */
+  retentionStats(): RetentionStats | null
+  /**
    * `close() → Promise<void>`: new calls reject with `CLOSED` at once, pending `wait`s
-   * within 100 ms; resolves when every call made before it has settled and the store's
-   * files are released. Idempotent.
+   * within 100 ms; resolves when the retention thread is stopped and joined (a pass
+   * under way ends first), every call made before it has settled and the store's files
+   * are released. Idempotent.
    */
   close(): Promise<void>
 }
@@ -308,6 +318,14 @@ export interface Problem {
   segment: string
   offset: number
   detail: string
+}
+
+/** `retentionStats()`: what the World's retention thread did. */
+export interface RetentionStats {
+  /** Gc passes completed. */
+  passes: number
+  /** Runs collected (archived, then removed from the store). */
+  collected: number
 }
 
 /** `runInfo`'s result, and each run of `listRuns`. */

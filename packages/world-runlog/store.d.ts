@@ -109,6 +109,26 @@ export interface StoreOptions {
   openRunsMax?: number;
   /** null turns preallocation off. */
   preallocateFromBytes?: number | null;
+  /**
+   * Collect finished runs in the background (the World's retention thread); off when
+   * omitted. `Store.openReadOnly` refuses it; `Store.openOrReadOnly` on a store this process
+   * cannot write leaves it off (`retentionStats()` is null). `close()` stops it.
+   */
+  retention?: RetentionOptions | null;
+}
+
+/**
+ * The `retention` option of `Store.open`: every `intervalMs`, a gc (as `runlog gc`) archives
+ * each run finished longer than `finishedOlderThanMs` ago, with no available hook, no
+ * waiting wait and no running step, into `archiveDir/<runId>.rla` and removes it from the
+ * store (`runlog restore RUN --archive DIR` puts it back). Times are whole ms, at least 1.
+ */
+export interface RetentionOptions {
+  finishedOlderThanMs: number;
+  /** Default `finishedOlderThanMs`, at most 60000 (a pass a minute). */
+  intervalMs?: number;
+  /** Default `<store directory>/archive` (the CLI's); required on PostgreSQL. */
+  archiveDir?: string;
 }
 
 /** JSON text, or a value the addon passes through `JSON.stringify`. */
@@ -161,6 +181,7 @@ export type {
   DamagedRun,
   LaneStats,
   Problem,
+  RetentionStats,
   RunInfo,
   RunPage,
   StreamInfo,

@@ -1,6 +1,7 @@
 //! The handle of one opened store, shared by its `Store` object and every `World` object of
-//! it: the backend (`None` once `close()` was called), the World layer on it, and the count
-//! of calls holding it open ([`Lease`], [`WorldLease`]), which `close()` waits for.
+//! it: the backend (`None` once `close()` was called), the World layer on it, its retention
+//! thread (the `retention` option of `Store.open`), and the count of calls holding it open
+//! ([`Lease`], [`WorldLease`]), which `close()` waits for.
 //!
 //! Both classes (`store`, `world`) depend on this module and it on neither, so that neither
 //! class module reaches into the other.
@@ -9,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 use runlog::{CommitStatsSnapshot, RunLog, Store as CoreStore};
-use runlog_world::{Streams, World, WorldConfig};
+use runlog_world::{Retention, RetentionTask, Streams, World, WorldConfig};
 
 use crate::errors::BindError;
 
@@ -23,15 +24,21 @@ pub(crate) struct Backend {
 
 /// The World layer of one opened store handle (either backend).
 pub(crate) struct Worlds {
-    pub(crate) world: World<Arc<dyn RunLog>>,
+    /// In an `Arc`: the retention thread holds it weakly (`World::start_retention`).
+    pub(crate) world: Arc<World<Arc<dyn RunLog>>>,
     pub(crate) streams: Streams<Arc<dyn RunLog>>,
 }
 
 impl Worlds {
-    pub(crate) fn new(store: Arc<dyn RunLog>) -> Worlds {
+    /// The World layer on `store`, collecting finished runs as `retention` says.
+    pub(crate) fn new(store: Arc<dyn RunLog>, retention: Option<Retention>) -> Worlds {
+        let config = WorldConfig {
+            retention,
+            ..WorldConfig::default()
+        };
         Worlds {
             streams: Streams::new(store.clone()),
-            world: World::new(store, WorldConfig::default()),
+            world: Arc::new(World::new(store, config)),
         }
     }
 }
@@ -54,6 +61,9 @@ pub(crate) struct Shared {
     /// The World layer on this store (one per opened handle, shared by every `World`
     /// object of it); `None` once `close()` was called.
     pub(crate) world: Mutex<Option<Arc<Worlds>>>,
+    /// The World's retention thread, when the `retention` option asked for one and the
+    /// store is writable; `close()` stops it (and joins it) before the store is released.
+    pub(crate) retention: Option<RetentionTask>,
 }
 
 /// A call's use of the store: counted in `inflight` until dropped.
@@ -79,17 +89,23 @@ pub(crate) struct WorldLease {
 }
 
 impl Shared {
-    /// The handle of a freshly opened `store` (`read_only_cause`: why it is read-only).
+    /// The handle of a freshly opened `store` (`read_only_cause`: why it is read-only); with
+    /// `retention` and a writable store, the World's retention thread is started.
     pub(crate) fn new(
         path: String,
         store: Backend,
         read_only: bool,
         read_only_cause: Option<BindError>,
+        retention: Option<Retention>,
     ) -> Shared {
-        let worlds = Worlds::new(store.log.clone());
+        let read_only = read_only || read_only_cause.is_some();
+        // A read-only store cannot be collected (`Store.openReadOnly` refuses the option;
+        // `openOrReadOnly` on a store this process cannot write leaves it off).
+        let worlds = Worlds::new(store.log.clone(), retention.filter(|_| !read_only));
+        let retention = worlds.world.start_retention();
         Shared {
             path,
-            read_only: read_only || read_only_cause.is_some(),
+            read_only,
             read_only_cause,
             backend: if store.file.is_some() {
                 "file"
@@ -101,6 +117,7 @@ impl Shared {
             idle: Condvar::new(),
             stats_at_close: Mutex::new(CommitStatsSnapshot::default()),
             world: Mutex::new(Some(Arc::new(worlds))),
+            retention,
         }
     }
 

@@ -50,7 +50,7 @@ impl Opened {
 
 /// Whether `target` is a PostgreSQL URL (the rule of `runlog_pg::Target::parse`: a
 /// `postgres://` or `postgresql://` prefix, any case).
-fn is_postgres(target: &str) -> bool {
+pub(crate) fn is_postgres(target: &str) -> bool {
     #[cfg(feature = "postgres")]
     {
         matches!(

@@ -282,6 +282,24 @@ impl IntoJs for VerifyOut {
     }
 }
 
+/// `retentionStats()`: what the World's retention thread did.
+#[napi(object)]
+pub struct RetentionStats {
+    /// Gc passes completed.
+    pub passes: f64,
+    /// Runs collected (archived, then removed from the store).
+    pub collected: f64,
+}
+
+impl RetentionStats {
+    pub(crate) fn new(task: &runlog_world::RetentionTask) -> RetentionStats {
+        RetentionStats {
+            passes: task.passes() as f64,
+            collected: task.collected() as f64,
+        }
+    }
+}
+
 /// `commitStats()`: the group commit counters of a file store's handle.
 #[napi(object)]
 pub(crate) struct CommitStats {

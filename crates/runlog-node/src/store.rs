@@ -13,6 +13,7 @@
 //! (2^53 events in one run: not reachable in practice) rejects with `OUT_OF_RANGE` rather
 //! than lose precision.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,12 +21,13 @@ use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
 use runlog::{Config, NewEvent, RunId};
+use runlog_world::Retention;
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::handle::{Backend, Lease, Shared};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
-use crate::open::{Access, open_target};
+use crate::open::{Access, is_postgres, open_target};
 use crate::out::{
     AppendedOut, EventsPage, InfoOut, MetaOut, Number, Numbers, RunsPage, Unit, VerifyOut,
 };
@@ -35,6 +37,9 @@ use crate::pool::{self, Pool};
 const PAGE_DEFAULT: u64 = 1000;
 /// Largest `limit` of `read` and `listRuns` (bounds one page's memory).
 const PAGE_MAX: u64 = 100_000;
+/// Longest default `retention.intervalMs`: a pass a minute (or every `finishedOlderThanMs`,
+/// when shorter), so a run is collected at most a minute late.
+const RETENTION_INTERVAL_DEFAULT_MS_MAX: u64 = 60_000;
 
 /// An open runlog store (`Store.open` / `Store.openReadOnly`).
 #[napi(js_name = "Store")]
@@ -57,12 +62,15 @@ fn optional<'a>(value: Option<Unknown<'a>>, name: &str) -> Option<Arg<'a>> {
     value.map(|v| Arg::new(v, name))
 }
 
-/// `Config` from the `options` object of `open`; unknown keys are rejected.
-fn config(options: Option<Arg<'_>>) -> Result<Config, BindError> {
+/// `Config` from the `options` object of `open`, and its `retention` option (not resolved);
+/// unknown keys are rejected.
+fn config(options: Option<Arg<'_>>) -> Result<(Config, Option<Arg<'_>>), BindError> {
     let mut c = Config::default();
-    let Some(o) = options else { return Ok(c) };
+    let Some(o) = options else {
+        return Ok((c, None));
+    };
     if o.is_nullish()? {
-        return Ok(c);
+        return Ok((c, None));
     }
     o.only_keys(&[
         "payloadLenBytesMax",
@@ -73,6 +81,7 @@ fn config(options: Option<Arg<'_>>) -> Result<Config, BindError> {
         "waitPollIntervalMs",
         "openRunsMax",
         "preallocateFromBytes",
+        "retention",
     ])?;
     let max = MAX_SAFE_INTEGER;
     c.payload_len_bytes_max = o
@@ -102,7 +111,56 @@ fn config(options: Option<Arg<'_>>) -> Result<Config, BindError> {
     } else {
         prealloc.uint_or(c.preallocate_from_bytes, max)?
     };
-    Ok(c)
+    let retention = o.get("retention")?;
+    Ok((c, (!retention.is_nullish()?).then_some(retention)))
+}
+
+/// The `retention` option of `open` (`{finishedOlderThanMs, intervalMs?, archiveDir?}`) for
+/// the store at `dir` opened as `access`: `archiveDir` defaults to `<dir>/archive` (the
+/// CLI's `runlog gc` default) and is required on PostgreSQL; `intervalMs` defaults to
+/// `finishedOlderThanMs`, at most a minute. Both times are whole ms, at least 1.
+fn retention(r: &Arg<'_>, dir: &str, access: Access) -> Result<Retention, BindError> {
+    r.only_keys(&["finishedOlderThanMs", "intervalMs", "archiveDir"])?;
+    let at_least_1 = |arg: Arg<'_>, default: Option<u64>| -> Result<u64, BindError> {
+        let n = match default {
+            Some(d) => arg.uint_or(d, MAX_SAFE_INTEGER)?,
+            None => arg.uint(MAX_SAFE_INTEGER)?,
+        };
+        match n {
+            0 => Err(BindError::invalid(arg.name, "must be at least 1 (ms)")),
+            n => Ok(n),
+        }
+    };
+    let older = at_least_1(r.get("finishedOlderThanMs")?, None)?;
+    let interval = at_least_1(
+        r.get("intervalMs")?,
+        Some(older.min(RETENTION_INTERVAL_DEFAULT_MS_MAX)),
+    )?;
+    let archive = r.get("archiveDir")?;
+    let archive_dir = match archive.opt_string()? {
+        Some(d) if d.is_empty() => {
+            return Err(BindError::invalid(archive.name, "must not be empty"));
+        }
+        Some(d) => PathBuf::from(d),
+        None if is_postgres(dir) => {
+            return Err(BindError::invalid(
+                archive.name,
+                "required on a PostgreSQL store (it has no directory of its own)",
+            ));
+        }
+        None => Path::new(dir).join("archive"),
+    };
+    if access == Access::Read {
+        return Err(BindError::invalid(
+            r.name.clone(),
+            "needs a writable store: Store.openReadOnly collects nothing",
+        ));
+    }
+    Ok(Retention {
+        finished_older_than_ms: older,
+        interval_ms: interval,
+        archive_dir,
+    })
 }
 
 /// One element of an `events` array.
@@ -161,7 +219,9 @@ impl JsStore {
     /// `Store.open(target, options?) → Promise<Store>`: opens (creating if missing or empty)
     /// the file store at directory `target`, or the PostgreSQL store when `target` is a
     /// `postgres://`/`postgresql://` URL (creating its tables; `?schema=NAME` picks the
-    /// schema). An unreachable server rejects with `IO` (`path` `postgres`).
+    /// schema). An unreachable server rejects with `IO` (`path` `postgres`). `options`:
+    /// runlog's limits, and `retention` (`{finishedOlderThanMs, intervalMs?, archiveDir?}`),
+    /// which starts the World's retention thread (`retentionStats()`; `close()` stops it).
     #[napi(
         ts_args_type = "dir: string, options?: StoreOptions",
         ts_return_type = "Promise<Store>"
@@ -513,9 +573,22 @@ impl JsStore {
         Ok(Raw::new(stats.into_unknown(&env)?))
     }
 
+    /// `retentionStats() → {passes, collected} | null` (synchronous): the gc passes the
+    /// World's retention thread (the `retention` option of `open`) completed and the runs it
+    /// collected, since the store was opened; after `close()`, the final counts (the thread
+    /// is stopped). `null` when retention is off: not asked for, or the store is read-only.
+    #[napi(ts_return_type = "RetentionStats | null")]
+    pub fn retention_stats(&self) -> Option<crate::out::RetentionStats> {
+        self.shared
+            .retention
+            .as_ref()
+            .map(crate::out::RetentionStats::new)
+    }
+
     /// `close() → Promise<void>`: new calls reject with `CLOSED` at once, pending `wait`s
-    /// within 100 ms; resolves when every call made before it has settled and the store's
-    /// files are released. Idempotent.
+    /// within 100 ms; resolves when the retention thread is stopped and joined (a pass
+    /// under way ends first), every call made before it has settled and the store's files
+    /// are released. Idempotent.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close(&self, env: Env) -> napi::Result<Raw> {
         entry(&env, || {
@@ -528,6 +601,9 @@ impl JsStore {
             // On the `wait` lane: this job blocks until the calls before it settle, and those
             // may still be queued on the `io` lane, which it must not occupy.
             spawn(&env, &pool::WAIT, move || {
+                if let Some(task) = &shared.retention {
+                    task.stop();
+                }
                 let mut n = shared.inflight.lock();
                 while *n > 0 {
                     shared.idle.wait(&mut n);
@@ -557,19 +633,36 @@ fn open_with(
         if dir.is_empty() {
             return Err(BindError::invalid("dir", "must not be empty"));
         }
-        Ok((dir, config(optional(options, "options"))?))
-    };
-    call(&env, &pool::IO, hold, args, move |(), (dir, config)| {
-        let opened = open_target(&dir, config, access)?;
-        let store = Backend {
-            log: opened.log,
-            file: opened.file,
+        let (config, retention_arg) = config(optional(options, "options"))?;
+        let retention = match retention_arg {
+            Some(r) => Some(retention(&r, &dir, access)?),
+            None => None,
         };
-        let cause = opened.read_only_cause.map(BindError::from);
-        Ok(JsStore {
-            shared: Arc::new(Shared::new(dir, store, access == Access::Read, cause)),
-        })
-    })
+        Ok((dir, config, retention))
+    };
+    call(
+        &env,
+        &pool::IO,
+        hold,
+        args,
+        move |(), (dir, config, retention)| {
+            let opened = open_target(&dir, config, access)?;
+            let store = Backend {
+                log: opened.log,
+                file: opened.file,
+            };
+            let cause = opened.read_only_cause.map(BindError::from);
+            Ok(JsStore {
+                shared: Arc::new(Shared::new(
+                    dir,
+                    store,
+                    access == Access::Read,
+                    cause,
+                    retention,
+                )),
+            })
+        },
+    )
 }
 
 fn seq_or_zero(arg: Option<Arg<'_>>) -> Result<u64, BindError> {

@@ -29,13 +29,16 @@ pub struct Retention {
     pub archive_dir: PathBuf,
 }
 
-/// The running retention thread of a World; dropping it (or the World) stops it.
+/// The running retention thread of a World; [`RetentionTask::stop`], or dropping it (or the
+/// World), stops it.
 #[derive(Debug)]
 pub struct RetentionTask {
     stop: Arc<(Mutex<bool>, Condvar)>,
     passes: Arc<AtomicU64>,
     collected: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
+    /// Taken by the first [`RetentionTask::stop`]; behind a lock so that a shared task (the
+    /// Node binding's, read by `retentionStats()` while `close()` stops it) can be stopped.
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl RetentionTask {
@@ -48,15 +51,23 @@ impl RetentionTask {
     pub fn collected(&self) -> u64 {
         self.collected.load(Ordering::Acquire)
     }
+
+    /// Stops the thread and joins it: a pass under way ends first, and none starts after.
+    /// When it returns, [`RetentionTask::passes`] and [`RetentionTask::collected`] are final.
+    /// Idempotent (a later call returns at once; a concurrent one waits for the join).
+    pub fn stop(&self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        let mut thread = self.thread.lock();
+        if let Some(t) = thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Drop for RetentionTask {
     fn drop(&mut self) {
-        *self.stop.0.lock() = true;
-        self.stop.1.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop();
     }
 }
 
@@ -77,7 +88,7 @@ impl<B: RunLog + 'static> World<B> {
             stop,
             passes,
             collected,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
         })
     }
 }

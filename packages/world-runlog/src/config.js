@@ -16,6 +16,13 @@
 // |                        |                                                         | else `local`             |
 // | queueSchema            | WORKFLOW_RUNLOG_QUEUE_SCHEMA                            | runlog_queue             |
 // | queueConcurrency       | WORKFLOW_RUNLOG_QUEUE_CONCURRENCY                       | 25                       |
+// | retention              | –                                                       | off                      |
+//
+// `retention: { finishedOlderThan, intervalMs?, archiveDir? }` collects finished runs in the
+// background (the addon's `retention` option of Store.open, runlog_world's retention thread):
+// times are whole ms (at least 1); `archiveDir` defaults to `<dataDir>/archive`, as `runlog
+// gc` does, and is required on PostgreSQL; `intervalMs` is the addon's default
+// (`finishedOlderThan`, at most a minute) when omitted. Not with `readOnly: true`.
 //
 // With a PostgreSQL store the queue is in PostgreSQL too (src/queue-postgres.js,
 // graphile-worker's tables in `queueSchema` of the same database): any server of the app
@@ -39,7 +46,21 @@ import path from 'node:path';
 /** Default data directory, relative to the process's working directory. */
 export const DEFAULT_DATA_DIR = path.join('.workflow-data', 'runlog');
 
-const OPTION_KEYS = ['url', 'dataDir', 'recoverActiveRuns', 'readOnly', 'port', 'baseUrl', 'streamFlushIntervalMs', 'store', 'queue', 'queueSchema', 'queueConcurrency'];
+const OPTION_KEYS = [
+  'url',
+  'dataDir',
+  'recoverActiveRuns',
+  'readOnly',
+  'port',
+  'baseUrl',
+  'streamFlushIntervalMs',
+  'store',
+  'queue',
+  'queueSchema',
+  'queueConcurrency',
+  'retention',
+];
+const RETENTION_KEYS = ['finishedOlderThan', 'intervalMs', 'archiveDir'];
 
 function invalid(message) {
   const err = new TypeError(`world-runlog createWorld(): ${message}`);
@@ -82,7 +103,43 @@ function checkTypes(options) {
     throw invalid('`streamFlushIntervalMs` must be a non-negative number');
   }
   if (store !== undefined && (store === null || typeof store !== 'object')) throw invalid('`store` must be an object of Store.open options');
+  if (store?.retention !== undefined) throw invalid('give `retention` as an option of its own, not in `store`');
   checkQueue(options, 'queue', 'queueSchema', 'queueConcurrency');
+  if (options.retention !== undefined) checkRetention(options.retention);
+}
+
+/** `retention`'s shape: its keys, whole ms of at least 1, a non-empty `archiveDir`. */
+function checkRetention(retention) {
+  if (retention === null || typeof retention !== 'object' || Array.isArray(retention)) {
+    throw invalid('`retention` must be an object: { finishedOlderThan, intervalMs?, archiveDir? }');
+  }
+  for (const key of Object.keys(retention)) {
+    if (!RETENTION_KEYS.includes(key)) throw invalid(`unknown option \`retention.${key}\` (known: ${RETENTION_KEYS.join(', ')})`);
+  }
+  const { finishedOlderThan, intervalMs, archiveDir } = retention;
+  const ms = (v) => Number.isSafeInteger(v) && v >= 1;
+  if (!ms(finishedOlderThan)) throw invalid('`retention.finishedOlderThan` must be a whole number of ms, at least 1');
+  if (intervalMs !== undefined && !ms(intervalMs)) throw invalid('`retention.intervalMs` must be a whole number of ms, at least 1');
+  if (archiveDir !== undefined && (typeof archiveDir !== 'string' || archiveDir === '')) {
+    throw invalid('`retention.archiveDir` must be a non-empty string');
+  }
+}
+
+/**
+ * The addon's `retention` option (`{ finishedOlderThanMs, intervalMs?, archiveDir }`, the
+ * directory absolute), or undefined when off.
+ */
+function resolveRetention(retention, target, readOnly, cwd) {
+  if (retention === undefined) return undefined;
+  if (readOnly === true) throw invalid('`retention` needs a writable store, and `readOnly` is true');
+  if (target.backend === 'postgres' && retention.archiveDir === undefined) {
+    throw invalid('`retention.archiveDir` is required on a PostgreSQL store (it has no directory of its own)');
+  }
+  return {
+    finishedOlderThanMs: retention.finishedOlderThan,
+    ...(retention.intervalMs !== undefined && { intervalMs: retention.intervalMs }),
+    archiveDir: retention.archiveDir !== undefined ? path.resolve(cwd, retention.archiveDir) : path.join(target.dataDir, 'archive'),
+  };
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -143,7 +200,7 @@ function resolveTarget(defined, env) {
 /**
  * The resolved configuration: `{ backend: 'file', dataDir (absolute) }` or `{ backend:
  * 'postgres', url }`, then `target` (what Store.open is given: the directory or the URL),
- * `recoverActiveRuns, readOnly?, port?, baseUrl?, streamFlushIntervalMs?, store?`. `readOnly`:
+ * `recoverActiveRuns, readOnly?, port?, baseUrl?, streamFlushIntervalMs?, store?, retention?`. `readOnly`:
  * `true` opens the store read-only, `false` for writing only (a store this process cannot
  * write fails start()), undefined for writing when it can, else read-only. `env` and `cwd`
  * are parameters for tests.
@@ -163,6 +220,7 @@ export function resolveConfig(options = {}, env = process.env, cwd = process.cwd
     envFlag(env.WORKFLOW_LOCAL_RECOVER_ACTIVE_RUNS) ??
     true;
   const readOnly = defined.readOnly ?? envFlag(env.WORKFLOW_RUNLOG_READ_ONLY);
+  const retention = resolveRetention(defined.retention, target, readOnly, cwd);
   return {
     ...target,
     target: target.dataDir ?? target.url,
@@ -172,6 +230,7 @@ export function resolveConfig(options = {}, env = process.env, cwd = process.cwd
     baseUrl: defined.baseUrl,
     streamFlushIntervalMs: defined.streamFlushIntervalMs,
     store: defined.store,
+    retention,
     ...(target.backend === 'postgres' ? resolveQueue(defined, env) : fileQueue(defined)),
   };
 }

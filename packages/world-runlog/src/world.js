@@ -77,11 +77,16 @@ export function createWorld(options = {}) {
   // A failed open (an unreachable PostgreSQL server, say) is not kept: the next call tries
   // again, so a World created before its server came up recovers on its own.
   let opening;
+  // The store once opened (for `runlog.retentionStats()`, synchronous).
+  let opened;
   const openStore = () => {
-    opening ??= openConfigured(config).catch((err) => {
-      opening = undefined;
-      throw err;
-    });
+    opening ??= openConfigured(config).then(
+      (store) => (opened = store),
+      (err) => {
+        opening = undefined;
+        throw err;
+      },
+    );
     return opening;
   };
   let readOnly;
@@ -134,7 +139,7 @@ export function createWorld(options = {}) {
         // Recovery re-enqueues runs for writes that cannot happen here: skipped, said once.
         if (readOnly === undefined) {
           readOnly = { path: config.dataDir ?? 'postgres', requested: config.readOnly === true, cause: store.readOnlyCause };
-          console.warn(readOnlyWarning(readOnly));
+          console.warn(readOnlyWarning(readOnly, config.retention !== undefined));
         }
         recovery = { unrecovered: [], skipped: 'read-only' };
         return;
@@ -155,7 +160,10 @@ export function createWorld(options = {}) {
       }
     },
 
-    /** Closes the queue and the store; idempotent. */
+    /**
+     * Closes the queue and the store; idempotent. With `retention`, the retention thread is
+     * stopped and joined first (a pass under way ends; none starts after).
+     */
     async close() {
       if (closed) return;
       closed = true;
@@ -187,6 +195,12 @@ export function createWorld(options = {}) {
       get readOnly() {
         return readOnly;
       },
+      /**
+       * With `retention`: `{ passes, collected }` of the retention thread since the store
+       * was opened (it starts with the store: `start()` or the first storage call; final
+       * after `close()`); null when off, before the store is open, or on a read-only store.
+       */
+      retentionStats: () => opened?.retentionStats() ?? null,
       line: { name: line.name, source: line.source, worldVersion: line.worldVersion, worldLocalVersion: line.worldLocalVersion, specVersion: line.specVersion },
       store: openStore,
       world: openWorld,
@@ -219,9 +233,11 @@ export function createWorld(options = {}) {
  */
 async function openConfigured(config) {
   try {
-    if (config.readOnly === true) return await Store.openReadOnly(config.target, config.store);
-    if (config.backend === 'postgres') return await Store.open(config.target, config.store);
-    const store = await Store.openOrReadOnly(config.target, config.store);
+    // `retention` is the addon's option of the same name (src/config.js resolved it).
+    const options = config.retention ? { ...config.store, retention: config.retention } : config.store;
+    if (config.readOnly === true) return await Store.openReadOnly(config.target, options);
+    if (config.backend === 'postgres') return await Store.open(config.target, options);
+    const store = await Store.openOrReadOnly(config.target, options);
     if (config.readOnly === false && store.readOnly) {
       const cause = store.readOnlyCause;
       await store.close();
@@ -237,10 +253,10 @@ async function openConfigured(config) {
   }
 }
 
-function readOnlyWarning({ path, requested, cause }) {
+function readOnlyWarning({ path, requested, cause }, retention) {
   const why = requested ? 'readOnly: true' : `this process cannot write it: ${cause?.message}`;
   return (
     `[world-runlog] the store at ${path} is open read-only (${why}): every read works, every write ` +
-    'rejects with READ_ONLY (403), and active runs are not re-enqueued'
+    `rejects with READ_ONLY (403), and active runs are not re-enqueued${retention ? '; retention collects nothing' : ''}`
   );
 }

@@ -58,3 +58,13 @@ async function history(): Promise<number> {
   return at.seq + byTime.lastSeq + (at.run?.createdAt.getTime() ?? 0) + at.steps.length + at.waits.length;
 }
 void history;
+
+async function retention(): Promise<number> {
+  const w = createWorld({ dataDir: '/tmp/r', retention: { finishedOlderThan: 30 * 24 * 3600 * 1000, intervalMs: 60_000 } });
+  const archiveDir: string | undefined = w.runlog.config.retention?.archiveDir;
+  void archiveDir;
+  const store = await Store.open('/tmp/r2', { retention: { finishedOlderThanMs: 1000, archiveDir: '/tmp/r2-archive' } });
+  const stats = store.retentionStats();
+  return (stats?.passes ?? 0) + (w.runlog.retentionStats()?.collected ?? 0);
+}
+void retention;
