@@ -48,11 +48,14 @@ export interface RunlogWorldOptions {
  * createWorld's `retention`: every `intervalMs`, each run finished more than
  * `finishedOlderThan` ms ago (with no available hook, no waiting wait, no running step) is
  * archived into `archiveDir/<runId>.rla` and removed from the store, as `runlog gc` does
- * (`runlog restore RUN --archive DIR` puts it back). Whole ms, at least 1. Not with
- * `readOnly: true`; a store opened read-only collects nothing.
+ * (`runlog restore RUN --archive DIR` puts it back). `finishedOlderThan` is whole ms (at
+ * least 1) or a duration as `runlog gc` takes it (`'30d'`, `'12h'`, `'90m'`, `'45s'`,
+ * `'500ms'`); `intervalMs` whole ms. Without the option, WORKFLOW_RUNLOG_RETENTION (and
+ * WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR) give it. Not with `readOnly: true`; a store opened
+ * read-only collects nothing.
  */
 export interface RunlogRetentionOptions {
-  finishedOlderThan: number;
+  finishedOlderThan: number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
   /** Default `finishedOlderThan`, at most 60000 (a pass a minute). */
   intervalMs?: number;
   /** Default `<dataDir>/archive` (as `runlog gc`); required on PostgreSQL. */

@@ -16,11 +16,13 @@
 // |                        |                                                         | else `local`             |
 // | queueSchema            | WORKFLOW_RUNLOG_QUEUE_SCHEMA                            | runlog_queue             |
 // | queueConcurrency       | WORKFLOW_RUNLOG_QUEUE_CONCURRENCY                       | 25                       |
-// | retention              | –                                                       | off                      |
+// | retention              | WORKFLOW_RUNLOG_RETENTION (finishedOlderThan), with     | off                      |
+// |                        | WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR (archiveDir)      |                          |
 //
 // `retention: { finishedOlderThan, intervalMs?, archiveDir? }` collects finished runs in the
 // background (the addon's `retention` option of Store.open, runlog_world's retention thread):
-// times are whole ms (at least 1); `archiveDir` defaults to `<dataDir>/archive`, as `runlog
+// `finishedOlderThan` is whole ms (at least 1) or a duration as `runlog gc` takes it (`30d`,
+// `12h`, `90m`, `45s`, `500ms`), `intervalMs` whole ms; `archiveDir` defaults to `<dataDir>/archive`, as `runlog
 // gc` does, and is required on PostgreSQL; `intervalMs` is the addon's default
 // (`finishedOlderThan`, at most a minute) when omitted. Not with `readOnly: true`.
 //
@@ -118,11 +120,47 @@ function checkRetention(retention) {
   }
   const { finishedOlderThan, intervalMs, archiveDir } = retention;
   const ms = (v) => Number.isSafeInteger(v) && v >= 1;
-  if (!ms(finishedOlderThan)) throw invalid('`retention.finishedOlderThan` must be a whole number of ms, at least 1');
+  if (durationMs(finishedOlderThan) === undefined) {
+    throw invalid('`retention.finishedOlderThan` must be a whole number of ms (at least 1) or a duration: 30d, 12h, 90m, 45s, 500ms');
+  }
   if (intervalMs !== undefined && !ms(intervalMs)) throw invalid('`retention.intervalMs` must be a whole number of ms, at least 1');
   if (archiveDir !== undefined && (typeof archiveDir !== 'string' || archiveDir === '')) {
     throw invalid('`retention.archiveDir` must be a non-empty string');
   }
+}
+
+const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Whole ms of at least 1 from a number or a duration string (`30d`, `12h`, `90m`, `45s`,
+ * `500ms`, the units of `runlog gc --finished-before`); undefined for anything else.
+ */
+export function durationMs(value) {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 1 ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = /^([0-9]+)(ms|s|m|h|d)$/.exec(value);
+  if (!m) return undefined;
+  const n = Number(m[1]) * DURATION_UNIT_MS[m[2]];
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
+/**
+ * `retention` from WORKFLOW_RUNLOG_RETENTION (finishedOlderThan: a duration or whole ms) and
+ * WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR, for apps whose World the SDK creates with no options
+ * (WORKFLOW_TARGET_WORLD); undefined when the first is unset or empty.
+ */
+function retentionFromEnv(env) {
+  const text = env.WORKFLOW_RUNLOG_RETENTION?.trim();
+  const archiveDir = env.WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR?.trim() || undefined;
+  if (!text) {
+    if (archiveDir !== undefined) throw invalid('WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR is set without WORKFLOW_RUNLOG_RETENTION');
+    return undefined;
+  }
+  const finishedOlderThan = /^[0-9]+$/.test(text) ? Number(text) : text;
+  if (durationMs(finishedOlderThan) === undefined) {
+    throw invalid(`WORKFLOW_RUNLOG_RETENTION=${JSON.stringify(text)} must be whole ms (at least 1) or a duration: 30d, 12h, 90m, 45s, 500ms`);
+  }
+  return { finishedOlderThan, ...(archiveDir !== undefined && { archiveDir }) };
 }
 
 /**
@@ -133,10 +171,10 @@ function resolveRetention(retention, target, readOnly, cwd) {
   if (retention === undefined) return undefined;
   if (readOnly === true) throw invalid('`retention` needs a writable store, and `readOnly` is true');
   if (target.backend === 'postgres' && retention.archiveDir === undefined) {
-    throw invalid('`retention.archiveDir` is required on a PostgreSQL store (it has no directory of its own)');
+    throw invalid('`retention.archiveDir` (or WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR) is required on a PostgreSQL store (it has no directory of its own)');
   }
   return {
-    finishedOlderThanMs: retention.finishedOlderThan,
+    finishedOlderThanMs: durationMs(retention.finishedOlderThan),
     ...(retention.intervalMs !== undefined && { intervalMs: retention.intervalMs }),
     archiveDir: retention.archiveDir !== undefined ? path.resolve(cwd, retention.archiveDir) : path.join(target.dataDir, 'archive'),
   };
@@ -220,7 +258,7 @@ export function resolveConfig(options = {}, env = process.env, cwd = process.cwd
     envFlag(env.WORKFLOW_LOCAL_RECOVER_ACTIVE_RUNS) ??
     true;
   const readOnly = defined.readOnly ?? envFlag(env.WORKFLOW_RUNLOG_READ_ONLY);
-  const retention = resolveRetention(defined.retention, target, readOnly, cwd);
+  const retention = resolveRetention(defined.retention ?? retentionFromEnv(env), target, readOnly, cwd);
   return {
     ...target,
     target: target.dataDir ?? target.url,

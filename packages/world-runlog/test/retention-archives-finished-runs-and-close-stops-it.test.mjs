@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { describe, expect, test } from 'vitest';
 
-import { createWorld, Store } from '../index.js';
+import { createWorld, resolveConfig, Store } from '../index.js';
 import { rejection } from './helpers.mjs';
 import { worldsPerTest } from './worlds-per-test.mjs';
 
@@ -186,6 +186,57 @@ describe('the retention option', () => {
     expect(retentionThreads()).toEqual([]);
   });
 
+  test('finishedOlderThan takes the durations of runlog gc, and WORKFLOW_RUNLOG_RETENTION gives the option to a World created without it', async () => {
+    const cwd = t.dir;
+    const resolved = (retention, env = {}) => resolveConfig({ dataDir: 'd', ...(retention !== undefined && { retention }) }, env, cwd).retention;
+    const archive = path.join(cwd, 'd', 'archive');
+    for (const [given, ms] of [['500ms', 500], ['45s', 45_000], ['90m', 5_400_000], ['12h', 43_200_000], ['30d', 2_592_000_000], [7, 7]]) {
+      expect(resolved({ finishedOlderThan: given }), String(given)).toEqual({ finishedOlderThanMs: ms, archiveDir: archive });
+    }
+    expect(resolved(undefined, {})).toBeUndefined();
+    expect(resolved(undefined, { WORKFLOW_RUNLOG_RETENTION: ' ' })).toBeUndefined();
+    expect(resolved(undefined, { WORKFLOW_RUNLOG_RETENTION: '7d' })).toEqual({ finishedOlderThanMs: 604_800_000, archiveDir: archive });
+    expect(resolved(undefined, { WORKFLOW_RUNLOG_RETENTION: '2500' })).toEqual({ finishedOlderThanMs: 2500, archiveDir: archive });
+    expect(resolved(undefined, { WORKFLOW_RUNLOG_RETENTION: '1h', WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR: 'arch' })).toEqual({
+      finishedOlderThanMs: 3_600_000,
+      archiveDir: path.join(cwd, 'arch'),
+    });
+    // The option wins over the variable.
+    expect(resolved({ finishedOlderThan: '1s' }, { WORKFLOW_RUNLOG_RETENTION: '7d' })).toEqual({ finishedOlderThanMs: 1000, archiveDir: archive });
+    for (const [env, message] of [
+      [{ WORKFLOW_RUNLOG_RETENTION: 'week' }, 'WORKFLOW_RUNLOG_RETENTION="week" must be whole ms'],
+      [{ WORKFLOW_RUNLOG_RETENTION: '0' }, 'WORKFLOW_RUNLOG_RETENTION="0" must be whole ms'],
+      [{ WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR: 'arch' }, 'WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR is set without WORKFLOW_RUNLOG_RETENTION'],
+      [{ WORKFLOW_RUNLOG_RETENTION: '1d', WORKFLOW_RUNLOG_READ_ONLY: '1' }, '`retention` needs a writable store'],
+    ]) {
+      let thrown;
+      try {
+        resolved(undefined, env);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown?.code, JSON.stringify(env)).toBe('INVALID_INPUT');
+      expect(thrown.message).toContain(message);
+    }
+    expect(() => resolveConfig({ url: 'postgres://u@localhost/db' }, { WORKFLOW_RUNLOG_RETENTION: '1d' }, cwd)).toThrow(
+      'WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR) is required on a PostgreSQL store',
+    );
+
+    // A World created with no options (as WORKFLOW_TARGET_WORLD does) runs the thread.
+    const saved = process.env.WORKFLOW_RUNLOG_RETENTION;
+    process.env.WORKFLOW_RUNLOG_RETENTION = '1d';
+    let w;
+    try {
+      w = t.world();
+    } finally {
+      if (saved === undefined) delete process.env.WORKFLOW_RUNLOG_RETENTION;
+      else process.env.WORKFLOW_RUNLOG_RETENTION = saved;
+    }
+    expect(w.runlog.config.retention?.finishedOlderThanMs).toBe(86_400_000);
+    await w.start();
+    expect(w.runlog.retentionStats()).toMatchObject({ collected: 0 });
+  });
+
   test('bad options throw from createWorld with INVALID_INPUT, and the addon rejects them with INVALID_INPUT naming the field', async () => {
     const bad = [
       [null, '`retention` must be an object'],
@@ -195,7 +246,10 @@ describe('the retention option', () => {
       [{ finishedOlderThan: -1 }, '`retention.finishedOlderThan` must be a whole number of ms'],
       [{ finishedOlderThan: NaN }, '`retention.finishedOlderThan` must be a whole number of ms'],
       [{ finishedOlderThan: 1.5 }, '`retention.finishedOlderThan` must be a whole number of ms'],
-      [{ finishedOlderThan: '30d' }, '`retention.finishedOlderThan` must be a whole number of ms'],
+      [{ finishedOlderThan: '30 days' }, '`retention.finishedOlderThan` must be a whole number of ms'],
+      [{ finishedOlderThan: '0d' }, '`retention.finishedOlderThan` must be a whole number of ms'],
+      [{ finishedOlderThan: '1.5h' }, '`retention.finishedOlderThan` must be a whole number of ms'],
+      [{ finishedOlderThan: '30D' }, '`retention.finishedOlderThan` must be a whole number of ms'],
       [{ finishedOlderThan: 1000, intervalMs: 0 }, '`retention.intervalMs` must be a whole number of ms'],
       [{ finishedOlderThan: 1000, intervalMs: '1s' }, '`retention.intervalMs` must be a whole number of ms'],
       [{ finishedOlderThan: 1000, archiveDir: '' }, '`retention.archiveDir` must be a non-empty string'],
@@ -215,7 +269,7 @@ describe('the retention option', () => {
     }
     const conflicting = [
       [{ readOnly: true, retention: { finishedOlderThan: 1000 } }, '`retention` needs a writable store'],
-      [{ dataDir: undefined, url: 'postgres://u@localhost/db', retention: { finishedOlderThan: 1000 } }, '`retention.archiveDir` is required on a PostgreSQL store'],
+      [{ dataDir: undefined, url: 'postgres://u@localhost/db', retention: { finishedOlderThan: 1000 } }, '`retention.archiveDir` (or WORKFLOW_RUNLOG_RETENTION_ARCHIVE_DIR) is required on a PostgreSQL store'],
       [{ store: { retention: { finishedOlderThanMs: 1000 } } }, 'give `retention` as an option of its own'],
     ];
     for (const [options, message] of conflicting) {

@@ -63,6 +63,9 @@ async function retention(): Promise<number> {
   const w = createWorld({ dataDir: '/tmp/r', retention: { finishedOlderThan: 30 * 24 * 3600 * 1000, intervalMs: 60_000 } });
   const archiveDir: string | undefined = w.runlog.config.retention?.archiveDir;
   void archiveDir;
+  createWorld({ dataDir: '/tmp/r3', retention: { finishedOlderThan: '30d' } });
+  // @ts-expect-error not a duration
+  createWorld({ dataDir: '/tmp/r3', retention: { finishedOlderThan: '30 days' } });
   const store = await Store.open('/tmp/r2', { retention: { finishedOlderThanMs: 1000, archiveDir: '/tmp/r2-archive' } });
   const stats = store.retentionStats();
   return (stats?.passes ?? 0) + (w.runlog.retentionStats()?.collected ?? 0);
