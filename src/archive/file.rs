@@ -88,6 +88,72 @@ pub fn write_archive(
     Ok((path, bytes.len() as u64))
 }
 
+/// The name of the lock file of an archive directory ([`lock_archive_dir`]).
+pub const GC_LOCK_FILE: &str = ".gc.lock";
+
+/// The exclusive lock of an archive directory, held while a gc or a restore writes or
+/// deletes on the strength of its archives; released on drop (and by the kernel when the
+/// holder dies).
+#[derive(Debug)]
+pub struct ArchiveDirLock {
+    file: std::sync::Arc<dyn crate::io::FsFile>,
+}
+
+impl Drop for ArchiveDirLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Takes the exclusive lock of archive directory `dir` (created if missing): two
+/// collectors of one store must not gc the same run at once, or one may read a run's
+/// logs while the other deletes them and write an archive without them over the other's.
+///
+/// # Errors
+/// [`Error::Busy`] at once when another gc or restore holds it (its pid in the message);
+/// `Io` with the path.
+pub fn lock_archive_dir(fs: &dyn Fs, dir: &Path) -> Result<ArchiveDirLock> {
+    ensure_dir(fs, dir)?;
+    let path = dir.join(GC_LOCK_FILE);
+    let file = match fs.open(&path, OpenMode::ReadWrite) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs.open(&path, OpenMode::CreateNew),
+        other => other,
+    };
+    let file = match file {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            fs.open(&path, OpenMode::ReadWrite)
+        }
+        other => other,
+    }
+    .map_err(|e| Error::io("opening", &path, e))?;
+    if !file
+        .try_lock()
+        .map_err(|e| Error::io("locking", &path, e))?
+    {
+        let mut buf = [0u8; 32];
+        let n = file.read_at(&mut buf, 0).unwrap_or(0);
+        let holder = String::from_utf8_lossy(&buf[..n]).trim().to_string();
+        return Err(Error::Busy {
+            run: format!(
+                "{} (another gc or restore of this archive directory)",
+                path.display()
+            ),
+            holder: if holder.is_empty() {
+                "another process".into()
+            } else {
+                holder
+            },
+            waited_ms: 0,
+        });
+    }
+    // Who holds it, for the message of the next one (not synced: a hint only).
+    let pid = format!("pid {}", std::process::id());
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.write_all_at(pid.as_bytes(), 0));
+    Ok(ArchiveDirLock { file })
+}
+
 /// Creates `dir` if missing and makes its entry durable: the parent is synced also when
 /// `dir` already exists, because whoever created it may have failed to sync it (a failed
 /// `fsync`, a process killed in between). An archive in a directory a crash can take away

@@ -10,8 +10,8 @@ pub mod view;
 
 pub use codec::{Archive, ArchivedLog};
 pub use file::{
-    ARCHIVE_EXT, archive_path, gather_log, list_archives, read_archive, remove_archive,
-    remove_temp_files, write_archive,
+    ARCHIVE_EXT, ArchiveDirLock, GC_LOCK_FILE, archive_path, gather_log, list_archives,
+    lock_archive_dir, read_archive, remove_archive, remove_temp_files, write_archive,
 };
 pub use view::ArchiveView;
 

@@ -47,6 +47,11 @@ pub fn restore_run(
         error,
         rollback: None,
     };
+    // Read once before the lock, so a wrong `--archive` is `RunNotFound` and creates no
+    // directory; then again under the archive directory's lock (a gc of the same run may
+    // have rewritten it in between), held until the archive is removed.
+    archive::read_archive(fs, dir, run).map_err(source)?;
+    let _lock = archive::lock_archive_dir(fs, dir).map_err(source)?;
     let read = archive::read_archive(fs, dir, run).map_err(source)?;
     let mut order: Vec<RunId> = read.logs.iter().map(|l| l.run.clone()).collect();
     // The archive holds the run's own log first: restore it last.

@@ -141,6 +141,12 @@ impl<B: RunLog> World<B> {
         params: &GcParams,
         progress: &mut dyn FnMut(GcStep<'_>),
     ) -> Result<GcReport, WorldError> {
+        // One collector per archive directory at a time (`runlog::archive::lock_archive_dir`):
+        // held for the whole pass, `Busy` at once when another holds it.
+        let _lock = match params.dry_run {
+            true => None,
+            false => Some(runlog::archive::lock_archive_dir(fs, &params.archive_dir)?),
+        };
         let mut report = GcReport::default();
         for run in self.workflow_runs()? {
             report.scanned += 1;

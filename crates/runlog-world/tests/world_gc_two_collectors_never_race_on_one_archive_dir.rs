@@ -1,0 +1,157 @@
+//! Two collectors of one store (two Worlds, as two processes or a dev server's hot reload
+//! make them; a World's retention thread beside `runlog gc`) must not gc the same run at
+//! once: one could read a run's logs while the other deletes them, and write an archive
+//! without its stream logs over the other's. A gc pass holds the archive directory's lock
+//! (`runlog::archive::lock_archive_dir`): a second pass while one runs is `Busy` at once
+//! and changes nothing, and collectors racing in loops archive every run whole.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Barrier, mpsc};
+
+use common::*;
+use runlog::io::StdFs;
+use runlog::{Config, RunId, RunLog, Store};
+use runlog_world::{EventType, GcParams, GcStep, Streams, World, WorldConfig, WorldError};
+
+fn world(path: &Path) -> TestWorld {
+    World::new(
+        Arc::new(Store::open(path, Config::default()).expect("open store")),
+        WorldConfig::default(),
+    )
+}
+
+fn params(dir: &Path) -> GcParams {
+    GcParams {
+        finished_before_ms: u64::MAX,
+        archive_dir: dir.join("archive"),
+        dry_run: false,
+    }
+}
+
+/// A completed run with a closed stream of 2 chunks: 3 logs (run, stream index, chunks).
+fn finished(w: &TestWorld) -> String {
+    let run = running_run(w);
+    let id = RunId::new(&run).unwrap();
+    let streams = Streams::new(Arc::clone(w.backend()));
+    streams.write(&id, "out", &b"one"[..]).expect("write");
+    streams.write(&id, "out", &b"two"[..]).expect("write");
+    streams.close(&id, "out").expect("close");
+    terminal(w, &run, EventType::RunCompleted).expect("run_completed");
+    run
+}
+
+fn is_busy(e: &WorldError) -> bool {
+    matches!(e, WorldError::Storage(runlog::Error::Busy { .. }))
+}
+
+#[test]
+fn a_second_gc_while_one_runs_is_busy_at_once_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Arc::new(world(dir.path()));
+    let b = world(dir.path());
+    let runs: Vec<String> = (0..3).map(|_| finished(&a)).collect();
+    let logs_before = a.backend().list_runs(None, 1000).unwrap().runs.len();
+
+    // A stops inside its pass, after its first archive, until told to go on.
+    let (at_first, wait_first) = mpsc::channel();
+    let (go_on, wait_go) = mpsc::channel::<()>();
+    let path = dir.path().to_path_buf();
+    let first = {
+        let a = Arc::clone(&a);
+        std::thread::spawn(move || {
+            let mut paused = false;
+            a.collect_finished(&StdFs, &params(&path), &mut |step| {
+                if matches!(step, GcStep::Archived(_)) && !paused {
+                    paused = true;
+                    at_first.send(()).unwrap();
+                    wait_go.recv().unwrap();
+                }
+            })
+        })
+    };
+    wait_first.recv().unwrap();
+    let during = b
+        .collect_finished(&StdFs, &params(dir.path()), &mut |_| {})
+        .expect_err("a second pass while the first holds the archive directory");
+    assert!(is_busy(&during), "{during:?}");
+    assert!(during.to_string().contains(".gc.lock"), "{during}");
+    assert_eq!(
+        b.backend().list_runs(None, 1000).unwrap().runs.len(),
+        logs_before,
+        "the busy pass deleted nothing (the first is paused before its deletes)"
+    );
+    go_on.send(()).unwrap();
+    let report = first.join().unwrap().unwrap();
+    assert_eq!(report.collected.len(), 3, "{report:?}");
+
+    // Released: the next pass runs (and finds nothing left).
+    let after = b
+        .collect_finished(&StdFs, &params(dir.path()), &mut |_| {})
+        .unwrap();
+    assert_eq!((after.collected.len(), after.failed.len()), (0, 0));
+    for run in &runs {
+        let archive = runlog::archive::read_archive(
+            &StdFs,
+            &dir.path().join("archive"),
+            &RunId::new(run).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(archive.logs.len(), 3, "{run}");
+    }
+}
+
+#[test]
+fn collectors_racing_in_loops_archive_every_run_with_all_its_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = world(dir.path());
+    let runs: Vec<String> = (0..150).map(|_| finished(&seed)).collect();
+    drop(seed);
+    let start = Arc::new(Barrier::new(2));
+    let collectors: Vec<_> = (0..2)
+        .map(|_| {
+            let (path, start) = (dir.path().to_path_buf(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let w = world(&path);
+                start.wait();
+                let (mut collected, mut busy) = (0, 0);
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+                while std::time::Instant::now() < deadline {
+                    match w.collect_finished(&StdFs, &params(&path), &mut |_| {}) {
+                        Ok(r) => {
+                            assert!(r.failed.is_empty(), "{:?}", r.failed);
+                            collected += r.collected.len();
+                            if r.scanned == 0 {
+                                break;
+                            }
+                        }
+                        Err(e) if is_busy(&e) => {
+                            busy += 1;
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                (collected, busy)
+            })
+        })
+        .collect();
+    let counts: Vec<(usize, usize)> = collectors.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(
+        counts.iter().map(|c| c.0).sum::<usize>(),
+        runs.len(),
+        "each run collected once: {counts:?}"
+    );
+    let w = world(dir.path());
+    assert!(w.backend().list_runs(None, 1000).unwrap().runs.is_empty());
+    for run in &runs {
+        let archive = runlog::archive::read_archive(
+            &StdFs,
+            &dir.path().join("archive"),
+            &RunId::new(run).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(archive.logs.len(), 3, "{run}: its stream logs archived too");
+    }
+}
