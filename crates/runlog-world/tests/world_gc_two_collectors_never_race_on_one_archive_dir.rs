@@ -42,6 +42,15 @@ fn finished(w: &TestWorld) -> String {
     run
 }
 
+/// Every run of `runs` is in the archive dir of `dir` with its 3 logs (its streams too).
+fn assert_archived_whole(dir: &Path, runs: &[String]) {
+    for run in runs {
+        let id = RunId::new(run).unwrap();
+        let archive = runlog::archive::read_archive(&StdFs, &dir.join("archive"), &id).unwrap();
+        assert_eq!(archive.logs.len(), 3, "{run}: its stream logs archived too");
+    }
+}
+
 fn is_busy(e: &WorldError) -> bool {
     matches!(e, WorldError::Storage(runlog::Error::Busy { .. }))
 }
@@ -91,15 +100,7 @@ fn a_second_gc_while_one_runs_is_busy_at_once_and_changes_nothing() {
         .collect_finished(&StdFs, &params(dir.path()), &mut |_| {})
         .unwrap();
     assert_eq!((after.collected.len(), after.failed.len()), (0, 0));
-    for run in &runs {
-        let archive = runlog::archive::read_archive(
-            &StdFs,
-            &dir.path().join("archive"),
-            &RunId::new(run).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(archive.logs.len(), 3, "{run}");
-    }
+    assert_archived_whole(dir.path(), &runs);
 }
 
 #[test]
@@ -145,13 +146,5 @@ fn collectors_racing_in_loops_archive_every_run_with_all_its_logs() {
     );
     let w = world(dir.path());
     assert!(w.backend().list_runs(None, 1000).unwrap().runs.is_empty());
-    for run in &runs {
-        let archive = runlog::archive::read_archive(
-            &StdFs,
-            &dir.path().join("archive"),
-            &RunId::new(run).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(archive.logs.len(), 3, "{run}: its stream logs archived too");
-    }
+    assert_archived_whole(dir.path(), &runs);
 }
