@@ -79,7 +79,7 @@ pub(crate) fn record_holder(file: &Arc<dyn FsFile>) {
 
 /// Who holds the lock: the kernel's own record (`/proc/locks`, Linux) when available, else
 /// the pid the last writer recorded in the file. For messages only.
-fn holder(file: &dyn FsFile, path: &Path) -> String {
+pub(crate) fn holder(file: &dyn FsFile, path: &Path) -> String {
     kernel_holder(path).unwrap_or_else(|| read_holder(file))
 }
 

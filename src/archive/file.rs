@@ -93,16 +93,10 @@ pub const GC_LOCK_FILE: &str = ".gc.lock";
 
 /// The exclusive lock of an archive directory, held while a gc or a restore writes or
 /// deletes on the strength of its archives; released on drop (and by the kernel when the
-/// holder dies).
+/// holder dies). A run lock's mechanism (`crate::lock`) on another file.
 #[derive(Debug)]
 pub struct ArchiveDirLock {
-    file: std::sync::Arc<dyn crate::io::FsFile>,
-}
-
-impl Drop for ArchiveDirLock {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
+    _guard: crate::lock::LockGuard,
 }
 
 /// Takes the exclusive lock of archive directory `dir` (created if missing): two
@@ -115,43 +109,25 @@ impl Drop for ArchiveDirLock {
 pub fn lock_archive_dir(fs: &dyn Fs, dir: &Path) -> Result<ArchiveDirLock> {
     ensure_dir(fs, dir)?;
     let path = dir.join(GC_LOCK_FILE);
-    let file = match fs.open(&path, OpenMode::ReadWrite) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs.open(&path, OpenMode::CreateNew),
-        other => other,
-    };
-    let file = match file {
+    let file = match fs.open(&path, OpenMode::CreateNew) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             fs.open(&path, OpenMode::ReadWrite)
         }
         other => other,
     }
     .map_err(|e| Error::io("opening", &path, e))?;
-    if !file
-        .try_lock()
-        .map_err(|e| Error::io("locking", &path, e))?
-    {
-        let mut buf = [0u8; 32];
-        let n = file.read_at(&mut buf, 0).unwrap_or(0);
-        let holder = String::from_utf8_lossy(&buf[..n]).trim().to_string();
+    let Some(guard) = crate::lock::try_acquire(&file, &path)? else {
         return Err(Error::Busy {
             run: format!(
                 "{} (another gc or restore of this archive directory)",
                 path.display()
             ),
-            holder: if holder.is_empty() {
-                "another process".into()
-            } else {
-                holder
-            },
+            holder: crate::lock::holder(file.as_ref(), &path),
             waited_ms: 0,
         });
-    }
-    // Who holds it, for the message of the next one (not synced: a hint only).
-    let pid = format!("pid {}", std::process::id());
-    let _ = file
-        .set_len(0)
-        .and_then(|()| file.write_all_at(pid.as_bytes(), 0));
-    Ok(ArchiveDirLock { file })
+    };
+    crate::lock::record_holder(&file);
+    Ok(ArchiveDirLock { _guard: guard })
 }
 
 /// Creates `dir` if missing and makes its entry durable: the parent is synced also when
@@ -234,9 +210,8 @@ pub fn remove_archive(fs: &dyn Fs, dir: &Path, run: &RunId) -> Result<()> {
 /// (`.tmp-<run>-<ULID>`: a crash or kill between their creation and their rename; a write
 /// that fails removes its own), then syncs the directory if it removed any. Returns their
 /// paths, in name order. Nothing else is touched: another run's temporary files, archives,
-/// other names. `runlog gc` calls it for each run it is about to archive; a concurrent write
-/// of the same run's archive (a second gc of the same store at the same moment) then fails
-/// at its rename and leaves that run live, nothing lost.
+/// other names. `runlog gc` calls it for each run it is about to archive, holding the archive
+/// directory's lock ([`lock_archive_dir`]), so no other gc is writing one of them.
 ///
 /// # Errors
 /// `Io` with the path.

@@ -47,11 +47,13 @@ pub fn restore_run(
         error,
         rollback: None,
     };
-    // Read once before the lock, so a wrong `--archive` is `RunNotFound` and creates no
-    // directory; then again under the archive directory's lock (a gc of the same run may
-    // have rewritten it in between), held until the archive is removed.
-    archive::read_archive(fs, dir, run).map_err(source)?;
-    let _lock = archive::lock_archive_dir(fs, dir).map_err(source)?;
+    // Under the archive directory's lock, held until the archive is removed, so no gc
+    // rewrites it meanwhile; a directory that does not exist is not created (the read
+    // below is then `RunNotFound`).
+    let _lock = match fs.is_dir(dir) {
+        Ok(true) => Some(archive::lock_archive_dir(fs, dir).map_err(source)?),
+        _ => None,
+    };
     let read = archive::read_archive(fs, dir, run).map_err(source)?;
     let mut order: Vec<RunId> = read.logs.iter().map(|l| l.run.clone()).collect();
     // The archive holds the run's own log first: restore it last.
