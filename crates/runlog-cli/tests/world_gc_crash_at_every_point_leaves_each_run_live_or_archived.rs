@@ -291,6 +291,20 @@ fn assert_archive_whole(fx: &Fixture, run: &str, a: &Archive, when: &str) {
 }
 
 /// Every log not of a candidate is as it was; the hook-token log may have gained releases.
+/// Every log of the collectable runs is back byte-exact, and nothing else changed.
+fn assert_restored_whole(fx: &Fixture, now: &Logs, when: &str) {
+    for (id, log) in &fx.before {
+        if fx.owner(id).is_some() {
+            assert_eq!(
+                now.get(id),
+                Some(log),
+                "{when}: {id} not restored byte-exact"
+            );
+        }
+    }
+    assert_others_untouched(fx, now, when);
+}
+
 fn assert_others_untouched(fx: &Fixture, now: &Logs, when: &str) {
     for (id, log) in &fx.before {
         if fx.owner(id).is_some() {
@@ -437,16 +451,7 @@ fn assert_second_gc_and_restore(fx: &Fixture, fs: &SimFs, when: &str) -> usize {
         );
     }
     let now = snapshot(&store);
-    for (id, log) in &fx.before {
-        if fx.owner(id).is_some() {
-            assert_eq!(
-                now.get(id),
-                Some(log),
-                "{when}: {id} not restored byte-exact"
-            );
-        }
-    }
-    assert_others_untouched(fx, &now, when);
+    assert_restored_whole(fx, &now, when);
     for id in now.keys() {
         let report = store.verify_run(&RunId::new(id).unwrap()).unwrap();
         assert!(
@@ -647,16 +652,7 @@ fn assert_restore_resumable(fx: &Fixture, fs: &SimFs, when: &str) -> usize {
         }
     }
     let now = snapshot(&store);
-    for (id, log) in &fx.before {
-        if fx.owner(id).is_some() {
-            assert_eq!(
-                now.get(id),
-                Some(log),
-                "{when}: {id} not restored byte-exact"
-            );
-        }
-    }
-    assert_others_untouched(fx, &now, when);
+    assert_restored_whole(fx, &now, when);
     left
 }
 
