@@ -107,10 +107,13 @@ export declare class Store {
    */
   commitStats(): CommitStats
   /**
-   * `retentionStats() → {passes, collected} | null` (synchronous): the gc passes the
-   * World's retention thread (the `retention` option of `open`) completed and the runs it
-   * collected, since the store was opened; after `close()`, the final counts (the thread
-   * is stopped). `null` when retention is off: not asked for, or the store is read-only.
+   * `retentionStats() → {passes, collected, failures, lastError} | null` (synchronous):
+   * the gc passes the World's retention thread (the `retention` option of `open`)
+   * completed, the runs it collected, its failures (runs it could not judge or collect,
+   * passes that failed as a whole: each such run stays live and is tried again) and the
+   * last failure's message, since the store was opened; a new kind of failure is also
+   * written once to stderr. After `close()`, the final counts (the thread is stopped).
+   * `null` when retention is off: not asked for, or the store is read-only.
    */
   retentionStats(): RetentionStats | null
   /**
@@ -326,6 +329,14 @@ export interface RetentionStats {
   passes: number
   /** Runs collected (archived, then removed from the store). */
   collected: number
+  /**
+   * Runs that could not be judged or collected in a pass, and passes that failed as a
+   * whole (an archive directory that cannot be created or locked); each such run is
+   * still live and tried again at the next pass.
+   */
+  failures: number
+  /** The last failure's message, `null` while there was none. */
+  lastError: string | null
 }
 
 /** `runInfo`'s result, and each run of `listRuns`. */

@@ -30,7 +30,11 @@ and only then deleted from the store, its own log last. A crash at any point lea
 live or archived (or both: the next gc finishes it). --finished-before takes a duration back
 from now (30d, 12h, 90m, 45s, 500ms) or an ISO-8601 time. DIR defaults to <store>/archive
 (required on PostgreSQL). A line per collected run goes to stderr as it is done, and one
-per temporary file of an interrupted earlier gc of the run that it removed.
+per temporary file of an interrupted earlier gc of the run that it removed. Each archived
+run is recorded in the store (_world-collected-runs) before its logs are deleted, so a
+stream write to it is refused (GONE) rather than starting a log no run owns; a stream log
+of an archived run found in the store anyway (an older gc, a write racing this one) is
+merged into its archive and deleted (result swept).
 
 Exit: 0 done (or nothing to do); 5/6 when a run could not be collected (the first such run's
 code: corrupt or environment; 3 when a log grew after it was archived), the others are
@@ -203,7 +207,9 @@ fn print_gc(
     let mut failures = RunFailures::default();
     let mut table = Table::new(&["RUN", "RESULT", "LOGS", "EVENTS", "ARCHIVE"]);
     let result = if dry_run { "would-archive" } else { "archived" };
-    for r in &report.collected {
+    let swept = if dry_run { "would-sweep" } else { "swept" };
+    let rows = report.collected.iter().map(|r| (r, result));
+    for (r, result) in rows.chain(report.swept.iter().map(|r| (r, swept))) {
         let path = r.archive.display().to_string();
         match json {
             true => json_line(
@@ -240,6 +246,7 @@ fn print_gc(
         });
     }
     let events: u64 = report.collected.iter().map(|r| r.events).sum();
+    let swept_runs = report.swept.len();
     let summary = (
         report.scanned,
         report.collected.len(),
@@ -250,7 +257,8 @@ fn print_gc(
         json_line(
             out,
             &json!({"summary": {"scanned": summary.0, "collected": summary.1,
-            "events": events, "kept": summary.2, "failed": summary.3, "dry_run": dry_run}}),
+            "events": events, "swept": swept_runs, "kept": summary.2, "failed": summary.3,
+            "dry_run": dry_run}}),
         )?;
     } else {
         if !table.is_empty() {
@@ -261,6 +269,12 @@ fn print_gc(
             "gc: {} of {} workflow runs {result} ({events} events), {} kept, {} failed",
             summary.1, summary.0, summary.2, summary.3
         )?;
+        if swept_runs > 0 {
+            writeln!(
+                out,
+                "gc: {swept_runs} archived runs had stream logs left in the store: {swept} into their archives"
+            )?;
+        }
     }
     Ok(failures)
 }

@@ -10,7 +10,7 @@ mod cli_support;
 mod gc_support;
 
 use cli_support::{code, copy_corpus, import, json_lines, runlog, stdout};
-use gc_support::{add_world_runs, archived, snapshot};
+use gc_support::{add_world_runs, archived, collected_record, snapshot};
 
 const CUT: &str = "2999-01-01T00:00:00Z";
 
@@ -64,6 +64,12 @@ fn gc_then_restore_gives_back_every_field_of_every_event_of_every_log() {
         .map(|l| l["events"].as_u64().unwrap())
         .sum();
     assert_eq!(summary["events"].as_u64(), Some(events));
+
+    let mut recorded = collected_record(&store);
+    recorded.sort();
+    let mut want = collected.clone();
+    want.sort();
+    assert_eq!(recorded, want, "gc records each run it archived, once");
 
     let after_gc = snapshot(&store);
     for id in before.keys() {

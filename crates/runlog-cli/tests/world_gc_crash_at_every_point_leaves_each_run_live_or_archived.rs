@@ -33,8 +33,8 @@ use runlog::io::sim::{CrashPolicy, Fault, FaultKind, SimFs, Trigger};
 use runlog::{Config, Event, RunId, RunLog, Store};
 use runlog_cli::restore::restore_run;
 use runlog_world::{
-    Clock, CreateEventParams, EventRequest, EventType, GcParams, GcReport, HOOK_TOKENS_RUN, Kept,
-    Streams, World, WorldConfig, parse_iso_ms,
+    COLLECTED_RUNS_LOG, Clock, CreateEventParams, EventRequest, EventType, GcParams, GcReport,
+    HOOK_TOKENS_RUN, Kept, Streams, World, WorldConfig, parse_iso_ms,
 };
 
 const ROOT: &str = "/store";
@@ -76,12 +76,15 @@ fn open(fs: &SimFs) -> (Arc<Store>, SimWorld) {
     (store, world)
 }
 
+/// Every log of `store` but gc's record of the runs it archived (`COLLECTED_RUNS_LOG`: it
+/// only grows, and names only runs gc archived; [`assert_record_names_only_candidates`]).
 fn snapshot(store: &Store) -> Logs {
     let page = RunLog::list_runs(store, None, 10_000).expect("list");
     assert!(page.damaged.is_empty(), "damaged: {:?}", page.damaged);
     assert!(!page.has_more);
     page.runs
         .iter()
+        .filter(|info| info.run.as_str() != COLLECTED_RUNS_LOG)
         .map(|info| {
             let meta = RunLog::run_meta(store, &info.run).expect("meta");
             let mut events: Vec<Event> = Vec::new();
@@ -305,6 +308,28 @@ fn assert_restored_whole(fx: &Fixture, now: &Logs, when: &str) {
     assert_others_untouched(fx, now, when);
 }
 
+/// gc's record of archived runs names candidates only, each of them at most once.
+fn assert_record_names_only_candidates(fx: &Fixture, store: &Store, when: &str) {
+    let Ok(page) = store.read(&RunId::new(COLLECTED_RUNS_LOG).unwrap(), 0, 10_000) else {
+        return;
+    };
+    let keys: Vec<String> = page.events.into_iter().filter_map(|e| e.key).collect();
+    for key in &keys {
+        assert!(
+            fx.candidates.contains(key),
+            "{when}: {key} recorded as collected"
+        );
+    }
+    let mut unique = keys.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        keys.len(),
+        "{when}: a run recorded twice: {keys:?}"
+    );
+}
+
 fn assert_others_untouched(fx: &Fixture, now: &Logs, when: &str) {
     for (id, log) in &fx.before {
         if fx.owner(id).is_some() {
@@ -332,6 +357,7 @@ fn assert_others_untouched(fx: &Fixture, now: &Logs, when: &str) {
 fn assert_live_or_archived(fx: &Fixture, fs: &SimFs, when: &str) -> Outcome {
     let (store, _) = open(fs);
     let now = snapshot(&store);
+    assert_record_names_only_candidates(fx, &store, when);
     let mut outcome = Outcome::default();
     for run in &fx.candidates {
         let mine = fx.logs_of(run);

@@ -283,12 +283,18 @@ impl IntoJs for VerifyOut {
 }
 
 /// `retentionStats()`: what the World's retention thread did.
-#[napi(object)]
+#[napi(object, use_nullable = true)]
 pub struct RetentionStats {
     /// Gc passes completed.
     pub passes: f64,
     /// Runs collected (archived, then removed from the store).
     pub collected: f64,
+    /// Runs that could not be judged or collected in a pass, and passes that failed as a
+    /// whole (an archive directory that cannot be created or locked); each such run is
+    /// still live and tried again at the next pass.
+    pub failures: f64,
+    /// The last failure's message, `null` while there was none.
+    pub last_error: Option<String>,
 }
 
 impl RetentionStats {
@@ -296,6 +302,8 @@ impl RetentionStats {
         RetentionStats {
             passes: task.passes() as f64,
             collected: task.collected() as f64,
+            failures: task.failures() as f64,
+            last_error: task.last_error(),
         }
     }
 }

@@ -573,10 +573,13 @@ impl JsStore {
         Ok(Raw::new(stats.into_unknown(&env)?))
     }
 
-    /// `retentionStats() → {passes, collected} | null` (synchronous): the gc passes the
-    /// World's retention thread (the `retention` option of `open`) completed and the runs it
-    /// collected, since the store was opened; after `close()`, the final counts (the thread
-    /// is stopped). `null` when retention is off: not asked for, or the store is read-only.
+    /// `retentionStats() → {passes, collected, failures, lastError} | null` (synchronous):
+    /// the gc passes the World's retention thread (the `retention` option of `open`)
+    /// completed, the runs it collected, its failures (runs it could not judge or collect,
+    /// passes that failed as a whole: each such run stays live and is tried again) and the
+    /// last failure's message, since the store was opened; a new kind of failure is also
+    /// written once to stderr. After `close()`, the final counts (the thread is stopped).
+    /// `null` when retention is off: not asked for, or the store is read-only.
     #[napi(ts_return_type = "RetentionStats | null")]
     pub fn retention_stats(&self) -> Option<crate::out::RetentionStats> {
         self.shared

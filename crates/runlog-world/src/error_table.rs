@@ -259,7 +259,12 @@ impl Code {
                 false,
                 "World: the request conflicts with the run (a terminal run, an entity created twice, a repeated event id), or a stream's log belongs to another stream",
             ),
-            Code::Gone => ("GONE", 410, false, "World: the run ended"),
+            Code::Gone => (
+                "GONE",
+                410,
+                false,
+                "World: the run ended; streams: gc archived the run",
+            ),
             Code::PreconditionFailed => (
                 "PRECONDITION_FAILED",
                 412,
@@ -407,6 +412,7 @@ pub const ERROR_KINDS: &[ErrorKind] = &[
     kind(Surface::Streams, "Closed", Code::StreamClosed, WWE, "a write to a closed stream"),
     kind(Surface::Streams, "Contended", Code::Busy, WWE, "other writers won the stream's next index every time"),
     kind(Surface::Streams, "Collision", Code::Conflict, WWE, "the stream's log records another owner"),
+    kind(Surface::Streams, "RunCollected", Code::Gone, WWE, "a stream of a run gc archived (and nobody restored)"),
     kind(Surface::Streams, "Malformed", Code::Corrupt, WWE, "a stream log holds an event the streams never write"),
     kind(Surface::Binding, "InvalidInput", Code::InvalidInput, WWE, "an argument the binding cannot read"),
     kind(Surface::Binding, "Closed", Code::Closed, WWE, "a call after Store.close()"),
@@ -552,6 +558,7 @@ impl StreamError {
             StreamError::Closed { .. } => row!(Streams, "Closed"),
             StreamError::Contended { .. } => row!(Streams, "Contended"),
             StreamError::Collision { .. } => row!(Streams, "Collision"),
+            StreamError::RunCollected { .. } => row!(Streams, "RunCollected"),
             StreamError::Malformed { .. } => row!(Streams, "Malformed"),
             StreamError::Store(e) => store_kind(e),
         }

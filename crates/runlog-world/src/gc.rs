@@ -20,6 +20,14 @@
 //! longer, when one is a prefix of the other; otherwise the run is refused), rewrites the
 //! archive and deletes the rest.
 //!
+//! Stream logs of a run no longer live: the SDK may write a stream of a run while gc collects
+//! it (a writer that found the run live before gc deleted its logs), and a writer to a
+//! collected run is refused (`collected.rs`: each archived run is recorded before any log of
+//! it is deleted). A stream log that slipped in between, or one an earlier crash left, has
+//! an owner that is not live: when that owner's archive is in the archive directory, gc merges
+//! the log into it (the rules above) and deletes it ([`GcReport::swept`]); with no archive
+//! there, it is left alone and reported ([`Kept::RunNotLive`]).
+//!
 //! Hook token claims: a collected run's claims are dead by the claims' own rule (their run
 //! is gone, `tokens.rs`), so they never block a token; gc also appends their releases (a
 //! hint that keeps the claims log small). A restored run is terminal with no available
@@ -96,11 +104,15 @@ pub enum Kept {
     PendingWait,
     /// A step of it is running (its completion may still be appended).
     RunningStep,
+    /// Stream logs of it are live but the run is not, and the archive directory holds no
+    /// archive of it (a stream written before its run was created, or one of a run
+    /// archived elsewhere): left alone.
+    RunNotLive,
 }
 
 impl Kept {
     /// A short name: `not-finished`, `finished-after-cut`, `live-hook`, `pending-wait`,
-    /// `running-step`.
+    /// `running-step`, `run-not-live`.
     pub fn name(self) -> &'static str {
         match self {
             Kept::NotFinished => "not-finished",
@@ -108,6 +120,7 @@ impl Kept {
             Kept::LiveHook => "live-hook",
             Kept::PendingWait => "pending-wait",
             Kept::RunningStep => "running-step",
+            Kept::RunNotLive => "run-not-live",
         }
     }
 }
@@ -119,6 +132,9 @@ pub struct GcReport {
     pub scanned: u64,
     /// Runs collected (or that would be, with `dry_run`), in id order.
     pub collected: Vec<GcRun>,
+    /// Runs already archived (not live) whose stream logs still in the store were merged
+    /// into their archive and deleted (or would be, with `dry_run`), in id order.
+    pub swept: Vec<GcRun>,
     /// Runs kept live, with why.
     pub kept: Vec<(String, Kept)>,
     /// Runs that could not be judged or collected, with the error; each is still live (and
@@ -148,7 +164,8 @@ impl<B: RunLog> World<B> {
             false => Some(runlog::archive::lock_archive_dir(fs, &params.archive_dir)?),
         };
         let mut report = GcReport::default();
-        for run in self.workflow_runs()? {
+        let (runs, not_live) = self.workflow_runs()?;
+        for run in runs {
             report.scanned += 1;
             match self.gc_verdict(&run, params.finished_before_ms) {
                 Ok(Some(kept)) => report.kept.push((run.to_string(), kept)),
@@ -163,24 +180,48 @@ impl<B: RunLog> World<B> {
                 Err(e) => report.failed.push((run.to_string(), e)),
             }
         }
+        for run in not_live {
+            if !archive::archive_path(&params.archive_dir, &run).is_file() {
+                report.kept.push((run.to_string(), Kept::RunNotLive));
+                continue;
+            }
+            match self.collect_run(fs, &run, params, progress) {
+                Ok(done) if !done.logs.is_empty() => {
+                    progress(GcStep::Collected(&done));
+                    report.swept.push(done);
+                }
+                Ok(_) => {}
+                Err(e) => report.failed.push((run.to_string(), e)),
+            }
+        }
         Ok(report)
     }
 
-    /// Every `wrun_<ULID>` log of the store, in id order.
-    fn workflow_runs(&self) -> Result<Vec<RunId>, WorldError> {
-        let mut runs = Vec::new();
+    /// Every `wrun_<ULID>` log of the store, and every workflow run not live whose stream
+    /// logs are (named so by their ids; their metadata is checked before one is taken), each
+    /// in id order.
+    fn workflow_runs(&self) -> Result<(Vec<RunId>, Vec<RunId>), WorldError> {
+        let (mut runs, mut owners) = (Vec::new(), Vec::new());
         let mut after: Option<RunId> = None;
         loop {
             let page = self.backend.list_runs(after.as_ref(), LIST_PAGE_LEN)?;
             let ids = page.runs.iter().map(|i| &i.run);
-            let ids = ids.chain(page.damaged.iter().map(|d| &d.run));
-            runs.extend(ids.filter(|r| is_workflow_run(r)).cloned());
+            for id in ids.chain(page.damaged.iter().map(|d| &d.run)) {
+                match is_workflow_run(id) {
+                    true => runs.push(id.clone()),
+                    false => owners.extend(stream_id::owner_of_log_id(id.as_str())),
+                }
+            }
             if !page.has_more {
-                runs.sort();
-                return Ok(runs);
+                break;
             }
             after = page.next.or(after);
         }
+        runs.sort();
+        owners.retain(|o| is_workflow_run(o) && runs.binary_search(o).is_err());
+        owners.sort();
+        owners.dedup();
+        Ok((runs, owners))
     }
 
     /// `None` when `run` may be collected at a cut of `cut_ms`, else why it is kept.
@@ -217,7 +258,12 @@ impl<B: RunLog> World<B> {
             Err(runlog::Error::RunNotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
-        let mut logs = vec![archive::gather_log(&self.backend, run)?];
+        // The run's own log; absent for a run already archived whose stream logs are swept.
+        let mut logs = match archive::gather_log(&self.backend, run) {
+            Ok(own) => vec![own],
+            Err(runlog::Error::RunNotFound { .. }) if earlier.is_some() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
         for id in self.auxiliary_logs(run)? {
             match archive::gather_log(&self.backend, &id) {
                 Ok(log) => logs.push(log),
@@ -225,7 +271,21 @@ impl<B: RunLog> World<B> {
                 Err(e) => return Err(e.into()),
             }
         }
-        let live: Vec<RunId> = logs.iter().map(|l| l.run.clone()).collect();
+        // Each live log with the length it was gathered at: it is deleted only at that length.
+        let live: Vec<(RunId, u64)> = logs
+            .iter()
+            .map(|l| (l.run.clone(), l.events.len() as u64))
+            .collect();
+        if live.is_empty() {
+            return Ok(GcRun {
+                run_id: run.to_string(),
+                logs: Vec::new(),
+                events: 0,
+                archive: archive::archive_path(&params.archive_dir, run),
+                archive_bytes: 0,
+                removed_temp_files: Vec::new(),
+            });
+        }
         let logs = merge(earlier.map(|a| a.logs).unwrap_or_default(), logs, run)?;
         let bundle = Archive {
             archived_at_ms: self.now_ms(),
@@ -247,9 +307,12 @@ impl<B: RunLog> World<B> {
         let (_, len) = archive::write_archive(fs, &params.archive_dir, run, &bundle)?;
         done.archive_bytes = len;
         progress(GcStep::Archived(run));
+        // Before any log is deleted: from here a stream write to the run, once it is not
+        // live, is refused instead of starting a log no run owns.
+        crate::collected::mark(&self.backend, run)?;
         // The run's own log is first in `live`: delete it last.
-        for id in live.iter().rev() {
-            self.delete_archived(id, &bundle)?;
+        for (id, held) in live.iter().rev() {
+            self.delete_archived(id, *held)?;
             progress(GcStep::Deleted(run, id));
         }
         self.forget(run);
@@ -257,12 +320,12 @@ impl<B: RunLog> World<B> {
         Ok(done)
     }
 
-    /// Deletes log `id` if it still holds exactly what `bundle` archived of it: checked by
-    /// the store under the run's write lock ([`RunLog::delete_run_at`]), so an event a
-    /// writer appends after the archive was written (a stream chunk, a `runlog append`)
-    /// keeps the log live, `Fenced`, and the next gc archives it again; none is lost.
-    fn delete_archived(&self, id: &RunId, bundle: &Archive) -> Result<(), WorldError> {
-        let held = bundle.log(id.as_str()).map_or(0, |l| l.events.len() as u64);
+    /// Deletes log `id` if it still holds exactly the `held` events gathered from it into
+    /// the archive: checked by the store under the run's write lock
+    /// ([`RunLog::delete_run_at`]), so an event a writer appends after the archive was
+    /// written (a stream chunk, a `runlog append`) keeps the log live, `Fenced`, and the
+    /// next gc archives it again; none is lost.
+    fn delete_archived(&self, id: &RunId, held: u64) -> Result<(), WorldError> {
         match self.backend.delete_run_at(id, held) {
             Ok(()) | Err(runlog::Error::RunNotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
@@ -319,6 +382,24 @@ impl<B: RunLog> World<B> {
     }
 }
 
+/// `archived` followed by the events of `live` whose key it does not hold, at the seqs after
+/// its own.
+fn union_by_key(mut archived: ArchivedLog, live: &ArchivedLog) -> ArchivedLog {
+    let held: std::collections::HashSet<Option<String>> =
+        archived.events.iter().map(|e| e.key.clone()).collect();
+    let extra: Vec<_> = live
+        .events
+        .iter()
+        .filter(|e| !held.contains(&e.key))
+        .cloned()
+        .collect();
+    for mut e in extra {
+        e.seq = archived.events.len() as u64 + 1;
+        archived.events.push(e);
+    }
+    archived
+}
+
 /// Whether `id` is a workflow run's own log (`wrun_<ULID>`).
 fn is_workflow_run(id: &RunId) -> bool {
     log_kind(id.as_str()) == LogKind::Run && crate::ids::parse_run_id(id.as_str()).is_ok()
@@ -329,7 +410,10 @@ fn rand_salt() -> u32 {
 }
 
 /// The logs of an earlier archive of `run` merged with the live ones: a log in only one
-/// is taken from there; a log in both, the longer, when the other is a prefix of it.
+/// is taken from there; a log in both, the longer, when the other is a prefix of it. A
+/// stream index log in both (facts keyed by the stream's log id, which a late stream of
+/// the run may have started again from seq 1) is the archived one followed by the live
+/// entries whose key it lacks.
 ///
 /// # Errors
 /// A log whose archived and live events disagree (neither a prefix of the other).
@@ -345,6 +429,10 @@ fn merge(
             continue;
         };
         let now = &out[i];
+        if old.meta == now.meta && log_kind(old.run.as_str()) == LogKind::StreamIndex {
+            out[i] = union_by_key(old, now);
+            continue;
+        }
         let (short, long) = match old.events.len() <= now.events.len() {
             true => (&old, now),
             false => (now, &old),

@@ -15,6 +15,7 @@ mod attrs;
 mod batch;
 mod cancel;
 mod clock;
+mod collected;
 mod cursor;
 mod data;
 mod error;
@@ -42,6 +43,7 @@ pub use attrs::{
 pub use batch::BATCH_EVENTS_MAX;
 pub use cancel::{BULK_CANCEL_RUN_IDS_MAX, CancelOutcome};
 pub use clock::Clock;
+pub use collected::COLLECTED_RUNS_LOG;
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};

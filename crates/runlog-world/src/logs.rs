@@ -9,6 +9,7 @@
 //! | `stream-<R>-i`              | [`LogKind::StreamIndex`] ([`crate::streams`]) |
 //! | `stream-<R>-n…`, `-h…`      | [`LogKind::StreamChunks`]              |
 //! | [`HOOK_TOKENS_RUN`]         | [`LogKind::HookTokens`]                |
+//! | [`COLLECTED_RUNS_LOG`]      | [`LogKind::CollectedRuns`] (`collected.rs`) |
 //! | `attrs-wrun_<ULID>`         | [`LogKind::Attributes`] ([`crate::World::set_run_attributes`]) |
 //! | anything else               | [`LogKind::Run`]                       |
 //!
@@ -17,6 +18,7 @@
 //! store's run that merely starts with `attrs-` stays a run. Every other id is a run: the SDK's `wrun_…`, and the runs of a
 //! plain runlog store, which a storage view must not hide.
 
+use crate::collected::COLLECTED_RUNS_LOG;
 use crate::ids::parse_run_id;
 use crate::streams::LOG_ID_PREFIX;
 use crate::tokens::HOOK_TOKENS_RUN;
@@ -40,6 +42,8 @@ pub enum LogKind {
     StreamOwner,
     /// The hook token claims ([`HOOK_TOKENS_RUN`]).
     HookTokens,
+    /// The runs gc archived ([`COLLECTED_RUNS_LOG`]).
+    CollectedRuns,
     /// A workflow run's attribute log (`attrs-wrun_<ULID>`): the changes of
     /// `runs.experimentalSetAttributes`, kept out of the run's own log.
     Attributes,
@@ -52,7 +56,7 @@ impl LogKind {
     }
 
     /// A short lowercase name: `run`, `stream`, `stream-index`, `stream-owner`,
-    /// `token-claims`, `attributes`.
+    /// `token-claims`, `collected-runs`, `attributes`.
     pub fn name(self) -> &'static str {
         match self {
             LogKind::Run => "run",
@@ -60,6 +64,7 @@ impl LogKind {
             LogKind::StreamIndex => "stream-index",
             LogKind::StreamOwner => "stream-owner",
             LogKind::HookTokens => "token-claims",
+            LogKind::CollectedRuns => "collected-runs",
             LogKind::Attributes => "attributes",
         }
     }
@@ -69,6 +74,9 @@ impl LogKind {
 pub fn log_kind(id: &str) -> LogKind {
     if id == HOOK_TOKENS_RUN {
         return LogKind::HookTokens;
+    }
+    if id == COLLECTED_RUNS_LOG {
+        return LogKind::CollectedRuns;
     }
     if id.starts_with(STREAM_OWNER_PREFIX) {
         return LogKind::StreamOwner;
@@ -105,6 +113,8 @@ mod tests {
         assert_eq!(log_kind(index.as_str()), LogKind::StreamIndex);
         assert_eq!(log_kind("stream-owner-nout"), LogKind::StreamOwner);
         assert_eq!(log_kind(HOOK_TOKENS_RUN), LogKind::HookTokens);
+        assert_eq!(log_kind(COLLECTED_RUNS_LOG), LogKind::CollectedRuns);
+        assert!(LogKind::CollectedRuns.is_internal());
         assert_eq!(log_kind(run.as_str()), LogKind::Run);
         assert_eq!(log_kind("r1"), LogKind::Run);
         let attrs = crate::attr_log::attr_log_id(&run);

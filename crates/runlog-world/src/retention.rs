@@ -34,22 +34,33 @@ pub struct Retention {
 #[derive(Debug)]
 pub struct RetentionTask {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    passes: Arc<AtomicU64>,
-    collected: Arc<AtomicU64>,
+    counters: Arc<Counters>,
     /// Taken by the first [`RetentionTask::stop`]; behind a lock so that a shared task (the
     /// Node binding's, read by `retentionStats()` while `close()` stops it) can be stopped.
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl RetentionTask {
-    /// Gc passes completed so far.
+    /// Gc passes completed so far (a pass that failed as a whole included).
     pub fn passes(&self) -> u64 {
-        self.passes.load(Ordering::Acquire)
+        self.counters.passes.load(Ordering::Acquire)
     }
 
     /// Runs collected so far.
     pub fn collected(&self) -> u64 {
-        self.collected.load(Ordering::Acquire)
+        self.counters.collected.load(Ordering::Acquire)
+    }
+
+    /// Failures so far: each run that could not be judged or collected in a pass, and each
+    /// pass that failed as a whole (the archive directory cannot be created or locked, the
+    /// store cannot be listed), counted once per pass. Each failed run is still live.
+    pub fn failures(&self) -> u64 {
+        self.counters.failures.load(Ordering::Acquire)
+    }
+
+    /// The last failure's message (with the run it concerns), `None` while there was none.
+    pub fn last_error(&self) -> Option<String> {
+        self.counters.last_error.lock().clone()
     }
 
     /// Stops the thread and joins it: a pass under way ends first, and none starts after.
@@ -77,17 +88,16 @@ impl<B: RunLog + 'static> World<B> {
     pub fn start_retention(self: &Arc<Self>) -> Option<RetentionTask> {
         let retention = self.config.retention.clone()?;
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let (passes, collected) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let counters = Arc::new(Counters::default());
         let world = Arc::downgrade(self);
-        let (s, p, c) = (stop.clone(), passes.clone(), collected.clone());
+        let (s, c) = (stop.clone(), counters.clone());
         let thread = std::thread::Builder::new()
             .name("runlog-retention".into())
-            .spawn(move || retention_loop(world, &retention, &s, &p, &c))
+            .spawn(move || retention_loop(world, &retention, &s, &c))
             .ok()?;
         Some(RetentionTask {
             stop,
-            passes,
-            collected,
+            counters,
             thread: Mutex::new(Some(thread)),
         })
     }
@@ -97,8 +107,7 @@ fn retention_loop<B: RunLog>(
     world: Weak<World<B>>,
     retention: &Retention,
     stop: &(Mutex<bool>, Condvar),
-    passes: &AtomicU64,
-    collected: &AtomicU64,
+    counters: &Counters,
 ) {
     let interval = Duration::from_millis(retention.interval_ms.max(1));
     loop {
@@ -122,10 +131,40 @@ fn retention_loop<B: RunLog>(
             dry_run: false,
         };
         // A failed pass (or run) is tried again at the next interval: each run is live or
-        // archived whatever happened.
-        if let Ok(report) = world.collect_finished(&StdFs, &params, &mut |_| {}) {
-            collected.fetch_add(report.collected.len() as u64, Ordering::AcqRel);
+        // archived whatever happened. Failures are counted and the last one kept; a
+        // development server sees a new kind of failure once on stderr, not every pass.
+        match world.collect_finished(&StdFs, &params, &mut |_| {}) {
+            Ok(report) => {
+                counters
+                    .collected
+                    .fetch_add(report.collected.len() as u64, Ordering::AcqRel);
+                for (run, e) in &report.failed {
+                    counters.failed(&format!("run {run}: {e}"));
+                }
+            }
+            Err(e) => counters.failed(&format!("pass: {e}")),
         }
-        passes.fetch_add(1, Ordering::AcqRel);
+        counters.passes.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// What the retention thread did, shared with its [`RetentionTask`].
+#[derive(Debug, Default)]
+struct Counters {
+    passes: AtomicU64,
+    collected: AtomicU64,
+    failures: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Counters {
+    /// Counts a failure; its message goes to stderr when it differs from the last one.
+    fn failed(&self, message: &str) {
+        self.failures.fetch_add(1, Ordering::AcqRel);
+        let mut last = self.last_error.lock();
+        if last.as_deref() != Some(message) {
+            eprintln!("runlog retention: {message} (tried again at the next pass)");
+            *last = Some(message.to_owned());
+        }
     }
 }

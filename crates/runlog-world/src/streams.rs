@@ -456,12 +456,28 @@ impl<B: RunLog> Streams<B> {
     /// between leaves a listed stream that reads as empty and open (as one never written
     /// does), never a stream that `list` misses.
     fn create(&self, log: &RunId, run: &RunId, name: &str) -> Result<()> {
+        self.refuse_collected(run, name)?;
         let index = id::index_log(run);
         self.create_log(&index, &id::index_meta(run), || run.to_string())?;
         let entry =
             NewEvent::new(NAME_KIND, Bytes::copy_from_slice(name.as_bytes())).key(log.as_str());
         self.log.append_facts(&index, vec![entry])?;
         self.create_log(log, &id::stream_meta(run, name), || owner(run, name))
+    }
+
+    /// [`StreamError::RunCollected`] when `run` is a workflow run gc archived and it is not
+    /// live (`collected.rs`); asked only where the stream's log is missing, so a stream that
+    /// exists pays nothing.
+    fn refuse_collected(&self, run: &RunId, name: &str) -> Result<()> {
+        if crate::ids::parse_run_id(run.as_str()).is_ok()
+            && crate::collected::is_collected(&self.log, run)?
+        {
+            return Err(StreamError::RunCollected {
+                run: run.to_string(),
+                name: clip(name),
+            });
+        }
+        Ok(())
     }
 
     /// Creates run `id` with `meta`; an existing one is fine when it records the same owner.
@@ -526,6 +542,7 @@ impl<B: RunLog> Streams<B> {
     fn page(&self, log: &RunId, run: &RunId, name: &str, start: u64, limit: usize) -> Result<Page> {
         match self.check_meta(log, &id::stream_meta(run, name), || owner(run, name)) {
             Err(StreamError::Store(runlog::Error::RunNotFound { .. })) => {
+                self.refuse_collected(run, name)?;
                 return Ok(Page::default());
             }
             other => other?,

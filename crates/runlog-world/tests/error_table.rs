@@ -193,6 +193,10 @@ fn stream_samples() -> Vec<StreamError> {
             wanted: "a/b".into(),
             found: "c/d".into(),
         },
+        StreamError::RunCollected {
+            run: "wrun_1".into(),
+            name: "s".into(),
+        },
         StreamError::Malformed {
             log: "stream-x".into(),
             seq: 1,

@@ -249,3 +249,36 @@ fn wait_for(done: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// A retention thread whose archive directory cannot be created (a regular file is in its
+/// way) fails every pass: each failure is counted with its message, and the run stays live
+/// with every log; once a directory is there the next pass collects it.
+#[test]
+fn a_retention_pass_that_cannot_archive_counts_the_failure_and_keeps_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"a file where the archive directory should be").unwrap();
+    let now = Arc::new(AtomicU64::new(Clock::system().now_ms()));
+    let retention = Retention {
+        finished_older_than_ms: DAY_MS,
+        interval_ms: 5,
+        archive_dir: blocker.join("archive"),
+    };
+    let w = Arc::new(world_at(&dir.path().join("store"), &now, Some(retention)));
+    let run = finished_with_logs(&w);
+    let before = log_ids(&w);
+    now.fetch_add(2 * DAY_MS, Ordering::SeqCst);
+    let task = w.start_retention().expect("retention is on");
+    assert_eq!((task.failures(), task.last_error()), (0, None));
+    wait_for(|| task.failures() >= 2);
+    assert_eq!(task.collected(), 0);
+    let message = task.last_error().expect("the failure's message is kept");
+    assert!(message.contains("not-a-dir"), "names the path: {message}");
+    assert_eq!(log_ids(&w), before, "nothing left the store");
+
+    std::fs::remove_file(&blocker).unwrap();
+    std::fs::create_dir(&blocker).unwrap();
+    wait_for(|| task.collected() == 1);
+    assert!(!log_ids(&w).contains(&run));
+    assert!(blocker.join("archive").join(format!("{run}.rla")).is_file());
+}

@@ -22,7 +22,7 @@ export const ERROR_CODES = Object.freeze({
   UNKNOWN: "a store error this binding does not know yet",
   UNSUPPORTED: "the call does not exist on this backend (op): commitStats on a PostgreSQL store",
   CONFLICT: "World: the request conflicts with the run (a terminal run, an entity created twice, a repeated event id), or a stream's log belongs to another stream",
-  GONE: "World: the run ended",
+  GONE: "World: the run ended; streams: gc archived the run",
   PRECONDITION_FAILED: "World: an event newer than stateUpdatedAt",
   TOO_EARLY: "World: the step may not start before its retryAfter (retryAfter, in seconds)",
   STREAM_CLOSED: "World streams: a write to a closed stream (runId, name); nothing was written",

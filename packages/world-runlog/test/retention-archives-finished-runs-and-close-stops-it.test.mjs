@@ -6,11 +6,11 @@
 // thread left in this process, no pass after); retention is off by default; bad options
 // throw or reject with INVALID_INPUT.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { WorkflowRunNotFoundError } from '@workflow/errors';
+import { WorkflowRunNotFoundError, WorkflowWorldError } from '@workflow/errors';
 import { describe, expect, test } from 'vitest';
 
 import { createWorld, resolveConfig, Store } from '../index.js';
@@ -147,6 +147,15 @@ describe('the retention option', () => {
     expect(WorkflowRunNotFoundError.is(await rejection(w.runs.get(finished)))).toBe(true);
     expect(existsSync(path.join(dir, 'archive', `${finished}.rla`))).toBe(true);
     expect((await w.hooks.getByToken('tok-kept')).runId).toBe(hooked);
+    // Its stream is in the archive: a write or read now is GONE (410) and creates nothing.
+    for (const call of [() => w.streams.write(finished, STREAM, 'late'), () => w.streams.write(finished, 'another', 'x')]) {
+      const err = await rejection(call());
+      expect([err.constructor, err.status, err.cause?.code]).toEqual([WorkflowWorldError, 410, 'GONE']);
+      expect(err.message).toContain('runlog restore');
+    }
+    const read = await rejection(w.streams.getChunks(finished, STREAM, { limit: 10 }));
+    expect([read.status, read.cause?.code]).toEqual([410, 'GONE']);
+    expect(existsSync(path.join(dir, 'runs', `stream-31-${finished}-i`))).toBe(false);
 
     // A run that finishes while the thread runs is collected too; requests go on meanwhile.
     const later = await runningRun(w);
@@ -159,7 +168,7 @@ describe('the retention option', () => {
     // leaves /proc; a thread still running (close() without stopping it) never does.
     await until(() => retentionThreads().length === 0, 'the retention thread to be gone', 2000);
     const final = w.runlog.retentionStats();
-    expect(final.collected).toBe(2);
+    expect(final).toMatchObject({ collected: 2, failures: 0, lastError: null });
     // A run finished in the store after close() stays: nothing collects any more.
     const after = t.world();
     const untouched = await runningRun(after);
@@ -174,6 +183,25 @@ describe('the retention option', () => {
     expect(restored.status, restored.stderr).toBe(0);
     expect(existsSync(path.join(dir, 'archive', `${finished}.rla`))).toBe(false);
     expect(await logsOf(dir, finished)).toEqual(original);
+  });
+
+  test('a pass that cannot archive (a file where archiveDir should be) counts each failure with its message and keeps the run', async () => {
+    const dir = dataDir(t.dir);
+    const before = t.world();
+    const finished = await finishedRun(before);
+    await before.close();
+    const blocker = path.join(t.dir, 'not-a-dir');
+    writeFileSync(blocker, 'in the way');
+    const w = t.world({ retention: { finishedOlderThan: 1, intervalMs: INTERVAL_MS, archiveDir: path.join(blocker, 'archive') } });
+    await w.start();
+    await until(() => w.runlog.retentionStats().failures >= 2, 'two failed passes');
+    const stats = w.runlog.retentionStats();
+    expect(stats.collected).toBe(0);
+    expect(stats.lastError).toContain('not-a-dir');
+    expect(await runIds(w)).toEqual([finished]);
+    expect((await w.streams.getChunks(finished, STREAM, { limit: 10 })).data.length).toBe(2);
+    await w.close();
+    expect(Object.keys(await logsOf(dir, finished)).length).toBe(3);
   });
 
   test('is off by default: retentionStats() is null and no retention thread runs', async () => {
@@ -299,7 +327,7 @@ describe('the retention option', () => {
     // Nothing was opened, no thread started, and the store still opens.
     expect(retentionThreads()).toEqual([]);
     const store = await Store.open(dir, { retention: { finishedOlderThanMs: DAY_MS } });
-    expect(store.retentionStats()).toEqual({ passes: 0, collected: 0 });
+    expect(store.retentionStats()).toEqual({ passes: 0, collected: 0, failures: 0, lastError: null });
     await store.close();
   });
 });

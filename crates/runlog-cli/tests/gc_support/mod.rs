@@ -10,7 +10,9 @@ use std::sync::Arc;
 use runlog::archive::{self, Archive};
 use runlog::io::StdFs;
 use runlog::{Config, Event, RunId, RunLog, Store};
-use runlog_world::{CreateEventParams, EventRequest, EventType, Streams, World, WorldConfig};
+use runlog_world::{
+    COLLECTED_RUNS_LOG, CreateEventParams, EventRequest, EventType, Streams, World, WorldConfig,
+};
 
 /// Every log of a store: id → (metadata, events).
 pub type Logs = BTreeMap<String, (Vec<u8>, Vec<Event>)>;
@@ -21,18 +23,31 @@ pub fn snapshot(dir: &Path) -> Logs {
     snapshot_of(&store)
 }
 
-/// Every log of `store` (any backend).
+/// Every log of `store` (any backend) but gc's own record of the runs it archived
+/// ([`COLLECTED_RUNS_LOG`], read by [`collected_record`]).
 pub fn snapshot_of(store: &dyn RunLog) -> Logs {
     let page = store.list_runs(None, 10_000).expect("list");
     assert!(page.damaged.is_empty(), "{:?}", page.damaged);
     page.runs
         .iter()
+        .filter(|info| info.run.as_str() != COLLECTED_RUNS_LOG)
         .map(|info| {
             let meta = store.run_meta(&info.run).expect("meta");
             let events = store.read(&info.run, 0, 100_000).expect("read").events;
             (info.run.to_string(), (meta, events))
         })
         .collect()
+}
+
+/// The runs gc recorded as archived in the store at `dir` (the keys of
+/// [`COLLECTED_RUNS_LOG`]), in record order; none when the record does not exist.
+pub fn collected_record(dir: &Path) -> Vec<String> {
+    let store = Store::open_read_only(dir, Config::default()).expect("open read-only");
+    match store.read(&RunId::new(COLLECTED_RUNS_LOG).unwrap(), 0, 100_000) {
+        Ok(page) => page.events.into_iter().filter_map(|e| e.key).collect(),
+        Err(runlog::Error::RunNotFound { .. }) => Vec::new(),
+        Err(e) => panic!("the record of collected runs: {e}"),
+    }
 }
 
 /// The archive of `run` in `dir`, if there is one.

@@ -65,6 +65,20 @@ pub enum StreamError {
         found: String,
     },
 
+    /// A stream of a workflow run that gc archived and that is not live (not restored):
+    /// its logs are in its archive (`runlog restore` puts them back), so a write there
+    /// would start a second copy no run owns, and a read would wait for chunks that never
+    /// come. Nothing was written.
+    #[error(
+        "run {run} was collected by gc into its archive (runlog restore puts it back): stream {name:?} is not in the store"
+    )]
+    RunCollected {
+        /// The workflow run.
+        run: String,
+        /// The stream.
+        name: String,
+    },
+
     /// A stream or index log holds an event this API never writes there (an unknown kind, an
     /// event after the close marker, a name that is not UTF-8).
     #[error("stream log {log} is malformed at seq {seq}: {detail}")]

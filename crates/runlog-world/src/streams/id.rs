@@ -150,6 +150,17 @@ pub(crate) fn run_logs_prefix(run: &RunId) -> String {
 }
 
 /// The workflow run a chunk log's or an index log's metadata names as its owner.
+/// The workflow run a stream or index log's id names (`stream-<len>-<run>-…`); `None` for
+/// any other id and for a hashed run part (a run id above 80 bytes, never `wrun_<ULID>`).
+/// Only a hint: the log's metadata ([`owner_of_meta`]) is what says.
+pub(crate) fn owner_of_log_id(log: &str) -> Option<RunId> {
+    let rest = log.strip_prefix(LOG_ID_PREFIX)?;
+    let (len, rest) = rest.split_once('-')?;
+    let len: usize = len.parse().ok()?;
+    let run = rest.get(..len)?;
+    rest[len..].starts_with('-').then(|| RunId::new(run).ok())?
+}
+
 pub(crate) fn owner_of_meta(meta: &[u8]) -> Option<RunId> {
     if let Some(rest) = meta.strip_prefix(INDEX_META_MAGIC.as_slice()) {
         return RunId::new(std::str::from_utf8(rest).ok()?).ok();
@@ -163,6 +174,29 @@ mod tests {
 
     fn run(id: &str) -> RunId {
         RunId::new(id).unwrap()
+    }
+
+    #[test]
+    fn the_owner_is_read_back_from_every_log_id_of_a_short_run() {
+        let owner = run("wrun_01J9ZKZ8T5X6Q0N3F4G7H8J9KM");
+        for log in [
+            chunk_log(&owner, "strm_x_user"),
+            chunk_log(&owner, &"n".repeat(300)),
+            index_log(&owner),
+        ] {
+            assert_eq!(owner_of_log_id(log.as_str()), Some(owner.clone()), "{log}");
+        }
+        let long = run(&"r".repeat(100));
+        assert_eq!(owner_of_log_id(index_log(&long).as_str()), None);
+        for other in [
+            "stream-owner-nout",
+            "stream-30-short",
+            "stream-x-",
+            "wrun_1",
+            "stream-2-ab",
+        ] {
+            assert_eq!(owner_of_log_id(other), None, "{other}");
+        }
     }
 
     #[test]

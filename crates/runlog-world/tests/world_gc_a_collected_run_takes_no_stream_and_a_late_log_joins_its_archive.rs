@@ -1,0 +1,197 @@
+//! After gc archived a workflow run, a stream write or read of it is refused with
+//! `RunCollected` (GONE, 410) instead of starting a stream log no run owns (which `runlog
+//! restore` would then meet as a conflict, and gc would never take); streams of runs that
+//! are not created yet (the SDK writes a `start()` argument's stream before `run_created`
+//! commits) and of the SDK's health-check ids (`wrun_hc_…`) are taken as before, and a
+//! restored run takes streams again. A stream log of a run no longer live that is in the
+//! store anyway (a store collected before runs were recorded, a write that raced the gc) is
+//! merged into the run's archive by the next gc and deleted; with no archive of its run in
+//! the archive directory it is left alone and reported.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::*;
+use runlog::io::StdFs;
+use runlog::{RunId, RunLog};
+use runlog_world::error_table::Code;
+use runlog_world::{COLLECTED_RUNS_LOG, EventType, GcParams, GcReport, Kept, StreamError, Streams};
+
+const STREAM: &str = "strm_01ARZ3NDEKTSV4RRFFQ69G5FAV_user";
+
+fn gc(w: &TestWorld, archive: &Path) -> GcReport {
+    let params = GcParams {
+        finished_before_ms: u64::MAX,
+        archive_dir: archive.to_path_buf(),
+        dry_run: false,
+    };
+    w.collect_finished(&StdFs, &params, &mut |_| {})
+        .expect("gc")
+}
+
+fn log_ids(w: &TestWorld) -> Vec<String> {
+    let page = w.backend().list_runs(None, 10_000).expect("list");
+    page.runs.iter().map(|r| r.run.to_string()).collect()
+}
+
+/// A completed run with stream `STREAM` holding `chunk-1` (open).
+fn finished_with_stream(w: &TestWorld, streams: &Streams<Arc<runlog::Store>>) -> RunId {
+    let run = running_run(w);
+    let id = RunId::new(&run).unwrap();
+    streams.write(&id, STREAM, &b"chunk-1"[..]).expect("write");
+    terminal(w, &run, EventType::RunCompleted).expect("run_completed");
+    id
+}
+
+fn chunks_in_archive(archive: &Path, run: &RunId) -> Vec<Vec<u8>> {
+    let a = runlog::archive::read_archive(&StdFs, archive, run).expect("archive");
+    let log = Streams::<Arc<runlog::Store>>::chunk_log_id(run, STREAM).unwrap();
+    let stream = a.log(log.as_str()).expect("the stream's log is archived");
+    stream.events.iter().map(|e| e.payload.to_vec()).collect()
+}
+
+#[test]
+fn a_collected_run_refuses_stream_writes_and_reads_but_uncreated_and_health_check_runs_take_them() {
+    let (dir, w) = world();
+    let archive = dir.path().join("archive");
+    let streams = Streams::new(Arc::clone(w.backend()));
+    let run = finished_with_stream(&w, &streams);
+    let report = gc(&w, &archive);
+    assert_eq!(report.collected.len(), 1, "{report:?}");
+    let before = log_ids(&w);
+    assert!(
+        !before.iter().any(|id| id.contains(&run.as_str()[5..])),
+        "{before:?}"
+    );
+
+    let write = streams.write(&run, STREAM, &b"late"[..]).unwrap_err();
+    assert!(
+        matches!(&write, StreamError::RunCollected { run: r, name } if r == run.as_str() && name == STREAM),
+        "{write:?}"
+    );
+    assert_eq!((write.code(), write.status()), (Code::Gone, 410));
+    assert!(write.to_string().contains("runlog restore"), "{write}");
+    let other = streams.write(&run, "another", &b"x"[..]).unwrap_err();
+    assert!(
+        matches!(other, StreamError::RunCollected { .. }),
+        "{other:?}"
+    );
+    let close = streams.close(&run, STREAM).unwrap_err();
+    assert!(
+        matches!(close, StreamError::RunCollected { .. }),
+        "{close:?}"
+    );
+    let read = streams.read(&run, STREAM, 0, 10).unwrap_err();
+    assert!(matches!(read, StreamError::RunCollected { .. }), "{read:?}");
+    let mut now = log_ids(&w);
+    now.retain(|id| id != COLLECTED_RUNS_LOG);
+    let mut was = before.clone();
+    was.retain(|id| id != COLLECTED_RUNS_LOG);
+    assert_eq!(now, was, "nothing was created for the collected run");
+    assert_eq!(chunks_in_archive(&archive, &run), [b"chunk-1".to_vec()]);
+
+    // A run not created yet (a start() argument's stream) and a health check's id.
+    let uncreated = RunId::new("wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+    assert_eq!(streams.write(&uncreated, STREAM, &b"arg"[..]).unwrap(), 0);
+    let health = RunId::new("wrun_hc_01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+    assert_eq!(streams.write(&health, "hc", &b"{}"[..]).unwrap(), 0);
+    streams.close(&health, "hc").unwrap();
+    assert_eq!(
+        streams
+            .read(&uncreated, STREAM, 0, 10)
+            .unwrap()
+            .chunks
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_restored_run_takes_streams_again() {
+    let (dir, w) = world();
+    let archive = dir.path().join("archive");
+    let streams = Streams::new(Arc::clone(w.backend()));
+    let run = finished_with_stream(&w, &streams);
+    assert_eq!(gc(&w, &archive).collected.len(), 1);
+    let a = runlog::archive::read_archive(&StdFs, &archive, &run).unwrap();
+    for log in &a.logs {
+        w.backend().create_run(&log.run, &log.meta).unwrap();
+        let events = log.events.iter().map(|e| {
+            let mut n = runlog::NewEvent::new(e.kind.clone(), e.payload.clone());
+            n.event_id = Some(e.event_id);
+            n
+        });
+        w.backend()
+            .append_facts(&log.run, events.collect())
+            .unwrap();
+    }
+    assert_eq!(
+        streams.write(&run, STREAM, &b"after restore"[..]).unwrap(),
+        1
+    );
+    assert_eq!(streams.write(&run, "new", &b"x"[..]).unwrap(), 0);
+}
+
+#[test]
+fn a_stream_log_of_a_collected_run_joins_its_archive_at_the_next_gc_and_one_of_no_archive_stays() {
+    let (dir, w) = world();
+    let archive = dir.path().join("archive");
+    let streams = Streams::new(Arc::clone(w.backend()));
+    let run = finished_with_stream(&w, &streams);
+    assert_eq!(gc(&w, &archive).collected.len(), 1);
+    // As in a store collected before gc recorded the runs it archived: the late write lands.
+    w.backend()
+        .delete_run(&RunId::new(COLLECTED_RUNS_LOG).unwrap())
+        .unwrap();
+    streams.write(&run, "late", &b"late-1"[..]).unwrap();
+    streams.close(&run, "late").unwrap();
+    let late_log = Streams::<Arc<runlog::Store>>::chunk_log_id(&run, "late").unwrap();
+    assert!(log_ids(&w).contains(&late_log.to_string()));
+    // And a stream of a run never created, whose archive is nowhere.
+    let uncreated = RunId::new("wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+    streams.write(&uncreated, STREAM, &b"arg"[..]).unwrap();
+
+    let report = gc(&w, &archive);
+    assert!(report.collected.is_empty(), "{report:?}");
+    assert!(report.failed.is_empty(), "{report:?}");
+    assert_eq!(report.swept.len(), 1, "{report:?}");
+    assert_eq!(report.swept[0].run_id, run.as_str());
+    assert_eq!(
+        report.kept,
+        [(uncreated.to_string(), Kept::RunNotLive)],
+        "the uncreated run's stream stays"
+    );
+    let left = log_ids(&w);
+    assert!(
+        !left.iter().any(|id| id.contains(&run.as_str()[5..])),
+        "{left:?}"
+    );
+    assert!(
+        left.iter().any(|id| id.contains(&uncreated.as_str()[5..])),
+        "{left:?}"
+    );
+
+    let a = runlog::archive::read_archive(&StdFs, &archive, &run).unwrap();
+    assert_eq!(a.logs[0].run, run, "the run's own log stays first");
+    let late = a
+        .log(late_log.as_str())
+        .expect("the late stream joined the archive");
+    let kinds: Vec<&str> = late.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds.len(), 2, "the chunk and the close: {kinds:?}");
+    assert_eq!(&late.events[0].payload[..], b"late-1");
+    assert_eq!(chunks_in_archive(&archive, &run), [b"chunk-1".to_vec()]);
+    // The run is recorded again: a write now is refused.
+    let again = streams.write(&run, "late", &b"x"[..]).unwrap_err();
+    assert!(
+        matches!(again, StreamError::RunCollected { .. }),
+        "{again:?}"
+    );
+    // A third gc finds nothing to do.
+    let third = gc(&w, &archive);
+    assert!(
+        third.swept.is_empty() && third.collected.is_empty(),
+        "{third:?}"
+    );
+}
