@@ -93,6 +93,37 @@ pub trait RunLog: Send + Sync {
     /// Checks every stored byte of a run (checksums, density, counters); problems are in the
     /// report, not errors.
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport>;
+
+    /// Takes the store's collector lock, at once: one collector (a `runlog gc` pass, a
+    /// World's retention thread) of this store at a time, in any process and whatever
+    /// archive directory each writes to. Two collectors of one run could otherwise both
+    /// archive it, one of the copies without the logs the other had already deleted. Held
+    /// until the returned guard drops; the system releases it when the holder dies.
+    ///
+    /// # Errors
+    /// `Busy` when another collector holds it (naming the holder where the backend knows
+    /// it); `ReadOnly`; `Io`.
+    fn lock_collector(&self) -> Result<CollectorLock>;
+}
+
+/// A held collector lock ([`RunLog::lock_collector`]); released on drop.
+pub struct CollectorLock {
+    _held: Box<dyn Send>,
+}
+
+impl CollectorLock {
+    /// A lock held by `held` (a lock file's guard, a database session) until it drops.
+    pub fn new(held: impl Send + 'static) -> CollectorLock {
+        CollectorLock {
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl std::fmt::Debug for CollectorLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CollectorLock")
+    }
 }
 
 /// A shared backend (the World layer and the Node binding hold one behind an `Arc`).
@@ -146,5 +177,8 @@ impl<T: RunLog + ?Sized> RunLog for std::sync::Arc<T> {
     }
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         (**self).verify_run(run)
+    }
+    fn lock_collector(&self) -> Result<CollectorLock> {
+        (**self).lock_collector()
     }
 }

@@ -85,7 +85,7 @@ pub mod verify;
 
 pub mod replay;
 
-pub use backend::RunLog;
+pub use backend::{CollectorLock, RunLog};
 pub use backup::{BackupReport, RunBackup, RunBackupResult};
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};

@@ -70,6 +70,32 @@ pub(crate) fn try_acquire(file: &Arc<dyn FsFile>, path: &Path) -> Result<Option<
     Ok(got.then(|| LockGuard { file: file.clone() }))
 }
 
+/// Takes the exclusive lock of the lock file at `path` (created if missing) at once, and
+/// records this process as its holder: the lock of one kind of work (`what`, for the
+/// message) that a second taker must not start, e.g. a gc pass.
+///
+/// # Errors
+/// [`Error::Busy`] at once when another holds it (the holder's pid in the message, from
+/// [`holder`]); `Io` with the path.
+pub(crate) fn lock_file_now(fs: &dyn Fs, path: &Path, what: &str) -> Result<LockGuard> {
+    let file = match fs.open(path, OpenMode::CreateNew) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            fs.open(path, OpenMode::ReadWrite)
+        }
+        other => other,
+    }
+    .map_err(|e| Error::io("opening", path, e))?;
+    let Some(guard) = try_acquire(&file, path)? else {
+        return Err(Error::Busy {
+            run: format!("{} ({what})", path.display()),
+            holder: holder(file.as_ref(), path),
+            waited_ms: 0,
+        });
+    };
+    record_holder(&file);
+    Ok(guard)
+}
+
 /// Writes `pid N` padded to a fixed width, so no stale digits survive a shorter pid. Best
 /// effort: the content is diagnostic only.
 pub(crate) fn record_holder(file: &Arc<dyn FsFile>) {

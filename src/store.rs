@@ -33,6 +33,10 @@ const OPEN_RETRIES: u32 = 5;
 pub const REPAIR_DIR: &str = "repair";
 /// Directory holding one directory per run.
 pub const RUNS_DIR: &str = "runs";
+
+/// The store's collector lock file ([`RunLog::lock_collector`]: one gc of the store at a
+/// time), created by the first gc.
+pub const COLLECTOR_LOCK_FILE: &str = "gc.lock";
 const FORMAT_PREFIX: &str = "runlog-store format ";
 
 /// An embedded runlog store. Cheap to clone; `Send + Sync`; share it across threads.
@@ -955,5 +959,12 @@ impl RunLog for Store {
     }
     fn verify_run(&self, run: &RunId) -> Result<crate::verify::VerifyReport> {
         Store::verify_run(self, run)
+    }
+    fn lock_collector(&self) -> Result<crate::CollectorLock> {
+        self.check_writable(|| "collect runs".to_string())?;
+        let path = self.inner.root.join(COLLECTOR_LOCK_FILE);
+        let what = "another gc of this store";
+        let guard = crate::lock::lock_file_now(self.inner.fs.as_ref(), &path, what)?;
+        Ok(crate::CollectorLock::new(guard))
     }
 }

@@ -108,25 +108,8 @@ pub struct ArchiveDirLock {
 /// `Io` with the path.
 pub fn lock_archive_dir(fs: &dyn Fs, dir: &Path) -> Result<ArchiveDirLock> {
     ensure_dir(fs, dir)?;
-    let path = dir.join(GC_LOCK_FILE);
-    let file = match fs.open(&path, OpenMode::CreateNew) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            fs.open(&path, OpenMode::ReadWrite)
-        }
-        other => other,
-    }
-    .map_err(|e| Error::io("opening", &path, e))?;
-    let Some(guard) = crate::lock::try_acquire(&file, &path)? else {
-        return Err(Error::Busy {
-            run: format!(
-                "{} (another gc or restore of this archive directory)",
-                path.display()
-            ),
-            holder: crate::lock::holder(file.as_ref(), &path),
-            waited_ms: 0,
-        });
-    };
-    crate::lock::record_holder(&file);
+    let what = "another gc or restore of this archive directory";
+    let guard = crate::lock::lock_file_now(fs, &dir.join(GC_LOCK_FILE), what)?;
     Ok(ArchiveDirLock { _guard: guard })
 }
 

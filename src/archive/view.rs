@@ -132,6 +132,12 @@ impl RunLog for ArchiveView {
     fn delete_run_at(&self, run: &RunId, _expected_last_seq: Seq) -> Result<()> {
         self.refuse("delete run", run)
     }
+    fn lock_collector(&self) -> Result<crate::CollectorLock> {
+        Err(Error::ReadOnly {
+            op: "collect runs (an archive is read-only)".to_string(),
+            path: self.path.clone(),
+        })
+    }
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         let log = self.log(run)?;
         // Every checksum and the density were checked when the archive was decoded.

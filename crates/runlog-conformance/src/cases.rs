@@ -599,3 +599,29 @@ pub fn verify_is_clean_after_a_workload<L: RunLog>(f: Fixture<L>) {
     assert_eq!(log.last_seq(&id).unwrap(), 27);
     assert_eq!(report.events, 27);
 }
+
+/// The collector lock (`RunLog::lock_collector`): one holder at a time (a second taker is
+/// `Busy` at once, and writes go on meanwhile), free again once the guard drops.
+pub fn collector_lock_is_one_holder_at_a_time<L: RunLog>(f: Fixture<L>) {
+    let log = &f.log;
+    let held = log.lock_collector().expect("the first collector");
+    let start = std::time::Instant::now();
+    let second = log
+        .lock_collector()
+        .expect_err("a second collector while one holds it");
+    assert!(
+        matches!(second, runlog::Error::Busy { waited_ms: 0, .. }),
+        "{second:?}"
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(10),
+        "Busy at once, not after a wait"
+    );
+    let id = created(log, "collector");
+    log.append_facts(&id, vec![ev("f")]).expect("appends go on");
+    drop(held);
+    let again = log
+        .lock_collector()
+        .expect("free once the holder dropped its guard");
+    drop(again);
+}

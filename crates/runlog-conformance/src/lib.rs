@@ -83,6 +83,7 @@ macro_rules! conformance_tests {
             run_info_meta_and_delete,
             bad_input_gives_typed_errors_and_changes_nothing,
             verify_is_clean_after_a_workload,
+            collector_lock_is_one_holder_at_a_time,
         );
     };
     (@cases $fresh:path, $ready:path, $attrs:tt; $($case:ident),* $(,)?) => {

@@ -171,3 +171,50 @@ pub(crate) fn schema_name_problem(name: &str) -> Option<String> {
     }
     None
 }
+
+/// The first key of the collector lock (`pg_try_advisory_lock(key, hashtext(schema))`): one
+/// collector per schema of a database, on a session of its own held by the guard, so the
+/// server releases it when the holder's connection ends (a killed process included).
+const COLLECTOR_LOCK_KEY: i32 = 1_919_380_332;
+
+/// [`runlog::RunLog::lock_collector`] on PostgreSQL: a session-level advisory lock on a
+/// connection of its own (not the pool's), kept open by the returned guard.
+pub(crate) fn lock_collector(inner: &Inner) -> Result<runlog::CollectorLock> {
+    if inner.options.read_only {
+        return Err(runlog::Error::ReadOnly {
+            op: "collect runs".to_string(),
+            path: "postgres".into(),
+        });
+    }
+    let schema = inner.options.schema.as_deref().unwrap_or("public");
+    let mut client = inner.connect_one()?;
+    let got: bool = client
+        .query_one(
+            "SELECT pg_try_advisory_lock($1, hashtext($2))",
+            &[&COLLECTOR_LOCK_KEY, &schema],
+        )
+        .map_err(|e| pg_err("locking the collector on", e))?
+        .get(0);
+    if got {
+        return Ok(runlog::CollectorLock::new(client));
+    }
+    // For the message only: the server's backend pid of the holder's session.
+    let holder = client
+        .query_opt(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+             AND classid = $1::bigint::oid AND objid = (hashtext($2)::bigint & 4294967295)::oid \
+             AND objsubid = 2 LIMIT 1",
+            &[&i64::from(COLLECTOR_LOCK_KEY), &schema],
+        )
+        .ok()
+        .flatten()
+        .map_or_else(
+            || "another session".to_string(),
+            |row| format!("server backend pid {}", row.get::<_, i32>(0)),
+        );
+    Err(runlog::Error::Busy {
+        run: format!("collector of schema {schema} (another gc of this PostgreSQL store)"),
+        holder,
+        waited_ms: 0,
+    })
+}

@@ -251,4 +251,7 @@ impl RunLog for PgLog {
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         verify::verify_run(self, run)
     }
+    fn lock_collector(&self) -> Result<runlog::CollectorLock> {
+        connect::lock_collector(&self.inner)
+    }
 }

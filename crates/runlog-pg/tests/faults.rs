@@ -470,3 +470,57 @@ fn statement_timeout_behind_a_held_row_lock_fails_whole_and_the_next_append_work
     let seqs: Vec<(Seq, bool)> = next.iter().map(|a| (a.seq, a.duplicate)).collect();
     assert_eq!(seqs, [(3, false), (4, false)]);
 }
+
+/// The collector lock is per schema and held by a session of its own: a second handle (as
+/// another process) is Busy naming the holder's server backend pid, a store in another schema
+/// takes its own lock meanwhile, and a holder whose session the server terminates (a killed
+/// process) leaves the lock free.
+#[test]
+#[cfg_attr(
+    runlog_no_pg_server,
+    ignore = "needs a PostgreSQL server (RUNLOG_PG_URL)"
+)]
+fn the_collector_lock_is_per_schema_and_ends_with_its_session() {
+    if !common::ready() {
+        return;
+    }
+    let (log, _drop) = common::fresh_schema();
+    let (other, _drop_other) = common::fresh_schema();
+    let held = log.lock_collector().expect("the first collector");
+    let busy = common::second_handle(&log)
+        .lock_collector()
+        .expect_err("another handle of the schema");
+    let text = busy.to_string();
+    assert!(matches!(busy, Error::Busy { .. }), "{busy:?}");
+    assert!(text.contains("server backend pid"), "{text}");
+    let elsewhere = other
+        .lock_collector()
+        .expect("another schema has its own lock");
+    drop(elsewhere);
+
+    // Terminate the holder's session from outside, as if its process were killed.
+    let pid: i32 = text
+        .split("server backend pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("a pid in {text}"));
+    let url = std::env::var("RUNLOG_PG_URL").unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let ended: bool = admin
+        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+        .unwrap()
+        .get(0);
+    assert!(ended);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match common::second_handle(&log).lock_collector() {
+            Ok(lock) => break drop(lock),
+            Err(Error::Busy { .. }) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("the lock outlived its session: {e}"),
+        }
+    }
+    drop(held);
+}

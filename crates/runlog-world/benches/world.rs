@@ -202,6 +202,9 @@ impl RunLog for Timed {
     fn verify_run(&self, run: &RunId) -> runlog::Result<runlog::VerifyReport> {
         self.inner.verify_run(run)
     }
+    fn lock_collector(&self) -> runlog::Result<runlog::CollectorLock> {
+        self.inner.lock_collector()
+    }
 }
 
 /// `create_event` minus the time its fenced append spent in the store.

@@ -157,11 +157,16 @@ impl<B: RunLog> World<B> {
         params: &GcParams,
         progress: &mut dyn FnMut(GcStep<'_>),
     ) -> Result<GcReport, WorldError> {
-        // One collector per archive directory at a time (`runlog::archive::lock_archive_dir`):
-        // held for the whole pass, `Busy` at once when another holds it.
-        let _lock = match params.dry_run {
+        // One collector of the store ([`RunLog::lock_collector`], whatever its archive
+        // directory) and one user of the archive directory (a `runlog restore` from it,
+        // `runlog::archive::lock_archive_dir`) at a time: held for the whole pass, `Busy` at
+        // once when another holds either.
+        let _locks = match params.dry_run {
             true => None,
-            false => Some(runlog::archive::lock_archive_dir(fs, &params.archive_dir)?),
+            false => Some((
+                self.backend.lock_collector()?,
+                runlog::archive::lock_archive_dir(fs, &params.archive_dir)?,
+            )),
         };
         let mut report = GcReport::default();
         let (runs, not_live) = self.workflow_runs()?;

@@ -121,4 +121,7 @@ impl<L: RunLog, H: Interposer> RunLog for Interposed<L, H> {
     fn verify_run(&self, run: &RunId) -> Result<VerifyReport> {
         self.inner.verify_run(run)
     }
+    fn lock_collector(&self) -> Result<runlog::CollectorLock> {
+        self.inner.lock_collector()
+    }
 }
