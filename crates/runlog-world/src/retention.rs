@@ -29,8 +29,8 @@ pub struct Retention {
     pub archive_dir: PathBuf,
 }
 
-/// The running retention thread of a World; [`RetentionTask::stop`], or dropping it (or the
-/// World), stops it.
+/// The running retention thread of a World; [`RetentionTask::stop`] stops it and waits,
+/// dropping it (or the World) stops it without waiting.
 #[derive(Debug)]
 pub struct RetentionTask {
     stop: Arc<(Mutex<bool>, Condvar)>,
@@ -77,8 +77,15 @@ impl RetentionTask {
 }
 
 impl Drop for RetentionTask {
+    /// Tells the thread to stop without waiting for it: a drop may run where blocking is
+    /// wrong (a JavaScript finalizer on the event loop's thread, for a `Store` collected
+    /// without `close()`), and a pass under way may take long. The thread ends after that
+    /// pass (holding the World only while a pass runs); each run it touches is live or
+    /// archived at any moment, so a process that exits meanwhile loses nothing.
+    /// [`RetentionTask::stop`] waits.
     fn drop(&mut self) {
-        self.stop();
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
     }
 }
 

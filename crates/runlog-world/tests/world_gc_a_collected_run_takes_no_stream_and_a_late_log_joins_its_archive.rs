@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::*;
@@ -43,6 +43,23 @@ fn finished_with_stream(w: &TestWorld, streams: &Streams<Arc<runlog::Store>>) ->
     streams.write(&id, STREAM, &b"chunk-1"[..]).expect("write");
     terminal(w, &run, EventType::RunCompleted).expect("run_completed");
     id
+}
+
+/// A store whose one run (a completed run with stream `STREAM` holding `chunk-1`) gc
+/// collected into the returned archive dir.
+fn collected() -> (
+    tempfile::TempDir,
+    TestWorld,
+    PathBuf,
+    Streams<Arc<runlog::Store>>,
+    RunId,
+) {
+    let (dir, w) = world();
+    let archive = dir.path().join("archive");
+    let streams = Streams::new(Arc::clone(w.backend()));
+    let run = finished_with_stream(&w, &streams);
+    assert_eq!(gc(&w, &archive).collected.len(), 1);
+    (dir, w, archive, streams, run)
 }
 
 fn chunks_in_archive(archive: &Path, run: &RunId) -> Vec<Vec<u8>> {
@@ -110,11 +127,7 @@ fn a_collected_run_refuses_stream_writes_and_reads_but_uncreated_and_health_chec
 
 #[test]
 fn a_restored_run_takes_streams_again() {
-    let (dir, w) = world();
-    let archive = dir.path().join("archive");
-    let streams = Streams::new(Arc::clone(w.backend()));
-    let run = finished_with_stream(&w, &streams);
-    assert_eq!(gc(&w, &archive).collected.len(), 1);
+    let (_dir, w, archive, streams, run) = collected();
     let a = runlog::archive::read_archive(&StdFs, &archive, &run).unwrap();
     for log in &a.logs {
         w.backend().create_run(&log.run, &log.meta).unwrap();
@@ -136,11 +149,7 @@ fn a_restored_run_takes_streams_again() {
 
 #[test]
 fn a_stream_log_of_a_collected_run_joins_its_archive_at_the_next_gc_and_one_of_no_archive_stays() {
-    let (dir, w) = world();
-    let archive = dir.path().join("archive");
-    let streams = Streams::new(Arc::clone(w.backend()));
-    let run = finished_with_stream(&w, &streams);
-    assert_eq!(gc(&w, &archive).collected.len(), 1);
+    let (_dir, w, archive, streams, run) = collected();
     // As in a store collected before gc recorded the runs it archived: the late write lands.
     w.backend()
         .delete_run(&RunId::new(COLLECTED_RUNS_LOG).unwrap())
