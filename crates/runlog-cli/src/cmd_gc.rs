@@ -163,30 +163,44 @@ pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
     failures.finish(report.scanned as usize, false)
 }
 
-/// `RUNLOG_GC_KILL_AT_STEP=N` (for the kill -9 tests, `tests/gc_kill9_live_or_archived.rs`):
-/// the process kills itself with SIGKILL at the N-th step of a gc or restore (each archive
-/// written, each log deleted, each run collected; each log restored), as a crash there would.
-struct KillAt(Option<u64>);
+/// Test hooks at the steps of a gc or restore (each archive written, each log deleted, each
+/// run collected; each log restored), counted from 1:
+/// - `RUNLOG_GC_KILL_AT_STEP=N` (the kill -9 tests, `tests/gc_kill9_live_or_archived.rs`):
+///   the process kills itself with SIGKILL at step N, as a crash there would;
+/// - `RUNLOG_GC_PAUSE_AT_STEP=N` with `RUNLOG_GC_PAUSE_FILE=P` (a writer racing the gc,
+///   `tests/cli_gc_exit_3_when_a_log_grows_after_its_archive.rs`): at step N it creates
+///   `P.paused` and waits until `P` exists (at most 60 s).
+struct KillAt {
+    kill: Option<u64>,
+    pause: Option<(u64, PathBuf)>,
+    steps: u64,
+}
 
 fn kill_at_step() -> KillAt {
-    KillAt(
-        std::env::var("RUNLOG_GC_KILL_AT_STEP")
-            .ok()
-            .and_then(|v| v.parse().ok()),
-    )
+    let step = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    let file = std::env::var_os("RUNLOG_GC_PAUSE_FILE").map(PathBuf::from);
+    KillAt {
+        kill: step("RUNLOG_GC_KILL_AT_STEP"),
+        pause: step("RUNLOG_GC_PAUSE_AT_STEP").zip(file),
+        steps: 0,
+    }
 }
 
 impl KillAt {
     fn step(&mut self) {
-        match self.0 {
-            Some(1) => {
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", &std::process::id().to_string()])
-                    .status();
-                std::process::abort();
+        self.steps += 1;
+        if self.kill == Some(self.steps) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &std::process::id().to_string()])
+                .status();
+            std::process::abort();
+        }
+        if let Some((_, file)) = self.pause.as_ref().filter(|(at, _)| *at == self.steps) {
+            let _ = std::fs::write(format!("{}.paused", file.display()), b"");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !file.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            Some(n) => self.0 = Some(n - 1),
-            None => {}
         }
     }
 }
