@@ -8,11 +8,16 @@
 //! and that `runlog restore` would meet as a conflict.
 //!
 //! A restored run is live again, and the rule asks for both, so it takes streams as before.
-//! The log is read only when a stream log is missing for a workflow run that is not live, a
-//! path the SDK's own writers take once per stream of a run not yet created.
+//! The log is asked only when a stream log is missing for a workflow run that is not live (a
+//! path the SDK's writers take once per stream of a run not yet created, and a reader polling
+//! such a stream at each poll), and each handle reads only what was appended since it last
+//! looked ([`CollectedRuns`]).
+
+use std::collections::HashSet;
 
 use bytes::Bytes;
-use runlog::{NewEvent, RunId, RunLog};
+use parking_lot::Mutex;
+use runlog::{NewEvent, RunId, RunLog, Seq};
 
 /// The id of the log of collected runs (a name no SDK run id can take: those are
 /// `wrun_<ULID>`).
@@ -39,26 +44,52 @@ pub(crate) fn mark<B: RunLog + ?Sized>(log: &B, run: &RunId) -> runlog::Result<(
     log.append_facts(&id, vec![fact]).map(|_| ())
 }
 
-/// Whether gc archived `run` and it is not live now (not restored since).
-pub(crate) fn is_collected<B: RunLog + ?Sized>(log: &B, run: &RunId) -> runlog::Result<bool> {
-    match log.last_seq(run) {
-        Ok(_) => return Ok(false),
-        Err(runlog::Error::RunNotFound { .. }) => {}
-        Err(e) => return Err(e),
-    }
-    let id = collected_runs_log();
-    let mut after = 0;
-    loop {
-        let mut found = false;
-        let read = log.read_each(&id, after, READ_PAGE_LEN, &mut |e| {
-            found |= e.key == Some(run.as_str());
-        });
-        match read {
-            Err(runlog::Error::RunNotFound { .. }) => return Ok(false),
+/// The runs [`COLLECTED_RUNS_LOG`] names, as far as this handle has read it: each lookup
+/// first reads what was appended since (by any process), so it is as current as a read of
+/// the whole log, at the cost of one `last_seq` when nothing was.
+#[derive(Debug, Default)]
+pub(crate) struct CollectedRuns {
+    /// The seq read up to and the run ids up to it.
+    seen: Mutex<(Seq, HashSet<String>)>,
+}
+
+impl CollectedRuns {
+    /// Whether gc archived `run` and it is not live now (not restored since).
+    pub(crate) fn holds_dead<B: RunLog + ?Sized>(
+        &self,
+        log: &B,
+        run: &RunId,
+    ) -> runlog::Result<bool> {
+        match log.last_seq(run) {
+            Ok(_) => return Ok(false),
+            Err(runlog::Error::RunNotFound { .. }) => {}
             Err(e) => return Err(e),
-            Ok(_) if found => return Ok(true),
-            Ok((next, true)) => after = next,
-            Ok((_, false)) => return Ok(false),
         }
+        let id = collected_runs_log();
+        let mut seen = self.seen.lock();
+        let last = match log.last_seq(&id) {
+            Ok(last) => last,
+            Err(runlog::Error::RunNotFound { .. }) => {
+                *seen = Default::default();
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        };
+        if last < seen.0 {
+            // Deleted and made again since (by hand): read it afresh.
+            *seen = Default::default();
+        }
+        while seen.0 < last {
+            let mut keys = Vec::new();
+            let (next, _) = log.read_each(&id, seen.0, READ_PAGE_LEN, &mut |e| {
+                keys.extend(e.key.map(str::to_owned));
+            })?;
+            if next == seen.0 {
+                break;
+            }
+            seen.1.extend(keys);
+            seen.0 = next;
+        }
+        Ok(seen.1.contains(run.as_str()))
     }
 }

@@ -141,11 +141,15 @@ pub struct StreamInfo {
 }
 
 /// The streams of every workflow run, over one backend (`B` is typically `runlog::Store` or
-/// `Arc<Store>`). Cheap to share by reference across threads; holds no state of its own, so
+/// `Arc<Store>`). Cheap to share by reference across threads; holds no state of its own
+/// (only a cache of the store's record of collected runs, brought up to date at each use), so
 /// any number of handles in any number of processes see the same streams.
 #[derive(Debug)]
 pub struct Streams<B> {
     log: B,
+    /// What this handle has read of the runs gc collected (`collected.rs`), refreshed at each
+    /// lookup: a cache of the store, never a state of its own.
+    collected: crate::collected::CollectedRuns,
 }
 
 /// A stream log's last seq and whether that event is the close marker.
@@ -185,7 +189,10 @@ struct Page {
 impl<B: RunLog> Streams<B> {
     /// Streams stored in `log`.
     pub fn new(log: B) -> Streams<B> {
-        Streams { log }
+        Streams {
+            log,
+            collected: Default::default(),
+        }
     }
 
     /// The backend.
@@ -470,7 +477,7 @@ impl<B: RunLog> Streams<B> {
     /// exists pays nothing.
     fn refuse_collected(&self, run: &RunId, name: &str) -> Result<()> {
         if crate::ids::parse_run_id(run.as_str()).is_ok()
-            && crate::collected::is_collected(&self.log, run)?
+            && self.collected.holds_dead(&self.log, run)?
         {
             return Err(StreamError::RunCollected {
                 run: run.to_string(),
