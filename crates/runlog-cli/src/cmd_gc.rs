@@ -17,7 +17,7 @@ use runlog_world::{GcParams, GcReport, GcStep, World, WorldConfig, WorldError, p
 use serde_json::json;
 
 use crate::output::{Table, error_text, escape_text, json_line};
-use crate::support::{Backend, CliError, RunFailures, open_for_reading, open_store};
+use crate::support::{Backend, CliError, RunFailures, open_existing, open_for_reading};
 
 /// Extra `--help` text of `gc`.
 pub const GC_HELP: &str = "\
@@ -126,13 +126,12 @@ pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
     };
     let store = match args.dry_run {
         true => open_for_reading(store_dir)?,
-        false => open_store(store_dir)?,
+        false => open_existing(store_dir)?,
     };
     let world = World::new(store.log(), WorldConfig::default());
-    let verb = if args.dry_run {
-        "would archive"
-    } else {
-        "archived"
+    let (verb, swept) = match args.dry_run {
+        true => ("would archive", "would sweep"),
+        false => ("archived", "swept"),
     };
     let mut kill_at = kill_at_step();
     let report = world
@@ -144,15 +143,16 @@ pub fn gc(store_dir: &Path, args: GcArgs) -> Result<bool, CliError> {
                         tmp.display(),
                         r.run_id
                     );
-                    eprintln!("{}", escape_text(&line));
+                    progress_line(&line);
                 }
+                let verb = if r.swept { swept } else { verb };
                 let line = format!(
                     "gc: {verb} {} ({} logs, {} events)",
                     r.run_id,
                     r.logs.len(),
                     r.events
                 );
-                eprintln!("{}", escape_text(&line));
+                progress_line(&line);
             }
             kill_at.step();
         })
@@ -203,6 +203,12 @@ impl KillAt {
             }
         }
     }
+}
+
+/// A progress line on stderr; one that cannot be written (a closed pipe, a full disk) is
+/// dropped, not a reason to stop a gc or restore half way (`eprintln!` would panic).
+fn progress_line(line: &str) {
+    let _ = writeln!(io::stderr().lock(), "{}", escape_text(line));
 }
 
 fn world_error(e: WorldError) -> CliError {
@@ -267,12 +273,16 @@ fn print_gc(
         report.kept.len(),
         report.failed.len(),
     );
+    let mut kept_by = std::collections::BTreeMap::<&str, u64>::new();
+    for (_, why) in &report.kept {
+        *kept_by.entry(why.name()).or_default() += 1;
+    }
     if json {
         json_line(
             out,
             &json!({"summary": {"scanned": summary.0, "collected": summary.1,
-            "events": events, "swept": swept_runs, "kept": summary.2, "failed": summary.3,
-            "dry_run": dry_run}}),
+            "events": events, "swept": swept_runs, "kept": summary.2, "kept_by": kept_by,
+            "failed": summary.3, "dry_run": dry_run}}),
         )?;
     } else {
         if !table.is_empty() {
@@ -280,8 +290,22 @@ fn print_gc(
         }
         writeln!(
             out,
-            "gc: {} of {} workflow runs {result} ({events} events), {} kept, {} failed",
-            summary.1, summary.0, summary.2, summary.3
+            "gc: {} of {} workflow runs {result} ({events} events), {} kept{}, {} failed",
+            summary.1,
+            summary.0,
+            summary.2,
+            match kept_by.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " ({})",
+                    kept_by
+                        .iter()
+                        .map(|(why, n)| format!("{why} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+            summary.3
         )?;
         if swept_runs > 0 {
             writeln!(
@@ -296,10 +320,10 @@ fn print_gc(
 /// `runlog restore RUN`.
 pub fn restore(store_dir: &Path, args: RestoreArgs) -> Result<bool, CliError> {
     let dir = archive_dir(store_dir, args.archive.as_deref())?;
-    let store = open_store(store_dir)?;
+    let store = open_existing(store_dir)?;
     let mut kill_at = kill_at_step();
     let mut progress = |d: &RestoredLog| {
-        eprintln!("restore: {} {}", d.log, d.copy.result.name());
+        progress_line(&format!("restore: {} {}", d.log, d.copy.result.name()));
         kill_at.step();
     };
     let done = match restore_run(&StdFs, &dir, &args.run, &*store, &mut progress) {

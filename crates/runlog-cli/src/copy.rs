@@ -137,10 +137,35 @@ pub fn copy_run(
     limits: BatchLimits,
     verify: bool,
 ) -> Result<RunCopy, CopyError> {
+    copy_run_to(src, dst, run, limits, verify, Longer::Conflict)
+}
+
+/// What a destination run holding the whole source and more is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Longer {
+    /// A conflict (`runlog copy`: the two have parted).
+    Conflict,
+    /// Done, `unchanged` (`runlog restore`: a log restored earlier that a writer has
+    /// appended to since holds every archived event).
+    Holds,
+}
+
+/// [`copy_run`], with `longer` saying what a destination run that holds every event of the
+/// source and more is.
+pub fn copy_run_to(
+    src: &dyn RunLog,
+    dst: &dyn RunLog,
+    run: &RunId,
+    limits: BatchLimits,
+    verify: bool,
+    longer: Longer,
+) -> Result<RunCopy, CopyError> {
     let meta = src.run_meta(run).map_err(source)?;
     let src_last = src.last_seq(run).map_err(source)?;
     let present = match dst.run_meta(run) {
-        Ok(dst_meta) => Some(check_existing(src, dst, run, &meta, &dst_meta, src_last)?),
+        Ok(dst_meta) => Some(check_existing(
+            src, dst, run, &meta, &dst_meta, src_last, longer,
+        )?),
         Err(Error::RunNotFound { .. }) => None,
         Err(e) => return Err(destination(e)),
     };
@@ -159,7 +184,7 @@ pub fn copy_run(
         Err(e) => return Err(e),
     };
     if verify {
-        verify_copy(src, dst, run, &meta, last)?;
+        verify_copy(src, dst, run, &meta, last, longer)?;
     }
     let result = match present {
         None => CopyResult::Created,
@@ -183,8 +208,31 @@ fn roll_back(dst: &dyn RunLog, run: &RunId, e: CopyError) -> CopyError {
     }
 }
 
-/// How many events of the source an existing destination run already holds: its last seq,
-/// when its metadata is the source's and its events are the source's first ones.
+/// Checks, writing nothing, that [`copy_run_to`] of `run` would meet no conflict in `dst`
+/// (a restore checks every log of an archive before it writes any).
+///
+/// # Errors
+/// As [`copy_run_to`]'s, but never a write's.
+pub fn check_copy(
+    src: &dyn RunLog,
+    dst: &dyn RunLog,
+    run: &RunId,
+    longer: Longer,
+) -> Result<(), CopyError> {
+    let meta = src.run_meta(run).map_err(source)?;
+    let src_last = src.last_seq(run).map_err(source)?;
+    match dst.run_meta(run) {
+        Ok(dst_meta) => {
+            check_existing(src, dst, run, &meta, &dst_meta, src_last, longer).map(|_| ())
+        }
+        Err(Error::RunNotFound { .. }) => Ok(()),
+        Err(e) => Err(destination(e)),
+    }
+}
+
+/// How many events of the source an existing destination run already holds: its last seq
+/// (or, with [`Longer::Holds`], the source's, when it holds more), when its metadata is the
+/// source's and its events are the source's first ones.
 fn check_existing(
     src: &dyn RunLog,
     dst: &dyn RunLog,
@@ -192,6 +240,7 @@ fn check_existing(
     meta: &[u8],
     dst_meta: &[u8],
     src_last: Seq,
+    longer: Longer,
 ) -> Result<Seq, CopyError> {
     if dst_meta != meta {
         return Err(CopyError::Conflict(format!(
@@ -201,14 +250,15 @@ fn check_existing(
         )));
     }
     let dst_last = dst.last_seq(run).map_err(destination)?;
-    if dst_last > src_last {
+    if dst_last > src_last && longer == Longer::Conflict {
         return Err(CopyError::Conflict(format!(
             "the destination's run has {dst_last} events, the source's {src_last}"
         )));
     }
-    match first_difference(src, dst, run, dst_last)? {
+    let held = dst_last.min(src_last);
+    match first_difference(src, dst, run, held)? {
         Some(d) => Err(CopyError::Conflict(format!("the destination's run {d}"))),
-        None => Ok(dst_last),
+        None => Ok(held),
     }
 }
 
@@ -270,12 +320,13 @@ fn verify_copy(
     run: &RunId,
     meta: &[u8],
     src_last: Seq,
+    longer: Longer,
 ) -> Result<(), CopyError> {
     if dst.run_meta(run).map_err(destination)? != meta {
         return Err(CopyError::Mismatch("the metadata differs".into()));
     }
     let dst_last = dst.last_seq(run).map_err(destination)?;
-    if dst_last != src_last {
+    if dst_last != src_last && !(dst_last > src_last && longer == Longer::Holds) {
         return Err(CopyError::Mismatch(format!(
             "the destination's last seq is {dst_last}, the source's {src_last}"
         )));

@@ -7,7 +7,12 @@
 //! every log is in the store whole; a restore interrupted before that left each log absent,
 //! a prefix, or whole, and running it again extends each (`extended`, `unchanged`) and then
 //! removes the archive. The auxiliary logs go first and the run's own log last, as `gc`
-//! deletes them in the other order.
+//! deletes them in the other order. Before anything is written every log is checked
+//! against the store, so a conflict writes nothing; a log the store holds with more events
+//! than its archive (one restored by an interrupted restore and written since) holds every
+//! archived event and is done. Once every log is back the run is recorded as restored
+//! (`runlog_world::record_restored`): its streams and attributes take writes again, and gc
+//! keeps it until that record is older than its cut.
 
 use std::path::Path;
 
@@ -15,7 +20,7 @@ use runlog::archive::{self, ArchiveView};
 use runlog::io::Fs;
 use runlog::{RunId, RunLog};
 
-use crate::copy::{CopyError, RunCopy, copy_run};
+use crate::copy::{CopyError, Longer, RunCopy, check_copy, copy_run_to};
 use crate::import::BatchLimits;
 
 /// What [`restore_run`] did to one log.
@@ -59,21 +64,34 @@ pub fn restore_run(
     // The archive holds the run's own log first: restore it last.
     order.rotate_left(1);
     let view = ArchiveView::new(read, archive::archive_path(dir, run));
+    fn named(log: &RunId) -> impl Fn(CopyError) -> CopyError + '_ {
+        move |e| match e {
+            CopyError::Conflict(m) => CopyError::Conflict(format!("log {log}: {m}")),
+            CopyError::Mismatch(m) => CopyError::Mismatch(format!("log {log}: {m}")),
+            other => other,
+        }
+    }
+    // Every log checked before any is written: a conflict in one leaves the store as it was.
+    // A log the store holds longer than its archive (restored earlier, written since) holds
+    // every archived event: it is done.
+    for log in &order {
+        check_copy(&view, dst, log, Longer::Holds).map_err(named(log))?;
+    }
     let mut done = Vec::with_capacity(order.len());
     for log in order {
+        let limits = BatchLimits::default();
         let copy =
-            copy_run(&view, dst, &log, BatchLimits::default(), true).map_err(|e| match e {
-                CopyError::Conflict(m) => CopyError::Conflict(format!("log {log}: {m}")),
-                CopyError::Mismatch(m) => CopyError::Mismatch(format!("log {log}: {m}")),
-                other => other,
-            })?;
+            copy_run_to(&view, dst, &log, limits, true, Longer::Holds).map_err(named(&log))?;
         let restored = RestoredLog { log, copy };
         progress(&restored);
         done.push(restored);
     }
-    archive::remove_archive(fs, dir, run).map_err(|error| CopyError::Destination {
+    let destination = |error| CopyError::Destination {
         error,
         rollback: None,
-    })?;
+    };
+    // The run takes logs again, and gc keeps it until this is older than its cut.
+    runlog_world::record_restored(dst, run).map_err(destination)?;
+    archive::remove_archive(fs, dir, run).map_err(destination)?;
     Ok(done)
 }

@@ -166,6 +166,16 @@ impl<B: RunLog> World<B> {
             let pairs = changes.iter().map(|(k, v)| (k.as_str(), v.as_deref()));
             attrs::validate(pairs, &current.attributes, allow_reserved)?;
             if attrs.seq == 0 {
+                // No attribute log (yet, or any more): not one started again at seq 1 for a
+                // run gc collected, which neither its archive nor a restore could take.
+                if self.collected.is_collected(&self.backend, &run) {
+                    return Err(WorldError::RunExpired {
+                        run_id: run.to_string(),
+                        message: format!(
+                            "run {run} was collected by gc into its archive (runlog restore puts it back); its attributes take no changes"
+                        ),
+                    });
+                }
                 self.ensure_attr_log(&run, &log)?;
             }
             let event = NewEvent::new(CHANGES_KIND, payload.clone()).created_at_ms(now_ms());

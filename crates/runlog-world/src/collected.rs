@@ -1,19 +1,29 @@
-//! The runs gc collected: one World log, [`COLLECTED_RUNS_LOG`], with a fact per workflow run
-//! whose archive was written (`gc.rs`), keyed by the run id (so a second gc of the run appends
-//! nothing). It is what lets the streams tell a run that never existed (yet) from one that
-//! was archived: the SDK writes stream chunks before the run's `run_created` commits (a
-//! `ReadableStream` argument of `start()`) and to runs that never exist (`wrun_hc_…`, the
-//! health check), so "no such run" cannot refuse a stream; "collected and not live" does
-//! ([`crate::StreamError::RunCollected`]), instead of leaving a stream log that no run owns
-//! and that `runlog restore` would meet as a conflict.
+//! The runs gc collected and the runs restored since: one World log, [`COLLECTED_RUNS_LOG`],
+//! of facts `collected` (appended by gc once a run's archive is durable, before any of its
+//! logs is deleted, `gc.rs`) and `restored` (appended by `runlog restore` once every log of
+//! the archive is back, before the archive is removed), each naming its run in the
+//! correlation id. A run's latest record says whether it is collected now.
 //!
-//! A restored run is live again, and the rule asks for both, so it takes streams as before.
-//! The log is asked only when a stream log is missing for a workflow run that is not live (a
-//! path the SDK's writers take once per stream of a run not yet created, and a reader polling
-//! such a stream at each poll), and each handle reads only what was appended since it last
-//! looked ([`CollectedRuns`]).
+//! It is what lets the streams and the attribute log tell a run that never existed (yet)
+//! from one whose logs are in an archive: the SDK writes stream chunks before the run's
+//! `run_created` commits (a `ReadableStream` argument of `start()`) and to runs that never
+//! exist (`wrun_hc_…`, the health check), so "no such run" cannot refuse a stream; "collected"
+//! does ([`crate::StreamError::RunCollected`], `RunExpired` for attributes), from the moment
+//! gc recorded it, so that no log of the run is started again at seq 1 while gc deletes the
+//! others, after a gc killed in between, or after it: such a log could neither be merged into
+//! the archive nor restored. Only the *creation* of a log is refused; a log that still exists
+//! (gc has not reached it, or its delete was fenced) takes writes, and the next gc archives
+//! what it holds (a live log that extends its archived copy).
+//!
+//! A restored run takes logs again; gc collects it only once its restore is older than the
+//! cut (`gc.rs`), so a run put back is not taken away at the next pass.
+//!
+//! Each handle reads the log incrementally ([`CollectedRuns`]): a lookup costs one `last_seq`
+//! when nothing was appended since. A log that cannot be read refuses nothing (the streams
+//! and attributes of a run not yet created must not fail store-wide on it; `runlog verify`
+//! reports it), so a log created meanwhile is at worst one the next gc sweeps.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -23,73 +33,110 @@ use runlog::{NewEvent, RunId, RunLog, Seq};
 /// `wrun_<ULID>`).
 pub const COLLECTED_RUNS_LOG: &str = "_world-collected-runs";
 
-/// The event kind of one collected run.
+/// The event kind recording that a run was archived.
 const COLLECTED_KIND: &str = "collected";
 
-/// Events read per call when looking a run up.
+/// The event kind recording that an archived run was put back.
+const RESTORED_KIND: &str = "restored";
+
+/// Events read per call.
 const READ_PAGE_LEN: usize = 4096;
 
 pub(crate) fn collected_runs_log() -> RunId {
     RunId::new(COLLECTED_RUNS_LOG).unwrap_or_else(|_| unreachable!())
 }
 
-/// Records that `run` was archived (idempotent); the log is created on first use.
-pub(crate) fn mark<B: RunLog + ?Sized>(log: &B, run: &RunId) -> runlog::Result<()> {
+/// Records that `run` was archived (durably, before this returns).
+pub(crate) fn mark_collected<B: RunLog + ?Sized>(log: &B, run: &RunId) -> runlog::Result<()> {
+    append(log, run, COLLECTED_KIND)
+}
+
+/// Records that archived run `run` was put back into `log` (`runlog restore`, after every log
+/// of its archive is back and before the archive is removed): its logs take writes again,
+/// and gc collects it only once this record is older than the cut.
+///
+/// # Errors
+/// The store's.
+pub fn record_restored<B: RunLog + ?Sized>(log: &B, run: &RunId) -> runlog::Result<()> {
+    append(log, run, RESTORED_KIND)
+}
+
+fn append<B: RunLog + ?Sized>(log: &B, run: &RunId, kind: &str) -> runlog::Result<()> {
     let id = collected_runs_log();
     match log.create_run(&id, b"") {
         Ok(()) | Err(runlog::Error::RunExists { .. }) => {}
         Err(e) => return Err(e),
     }
-    let fact = NewEvent::new(COLLECTED_KIND, Bytes::new()).key(run.as_str());
+    let fact = NewEvent::new(kind, Bytes::new()).correlation_id(run.as_str());
     log.append_facts(&id, vec![fact]).map(|_| ())
 }
 
-/// The runs [`COLLECTED_RUNS_LOG`] names, as far as this handle has read it: each lookup
-/// first reads what was appended since (by any process), so it is as current as a read of
-/// the whole log, at the cost of one `last_seq` when nothing was.
+/// A run's latest record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// Collected (else restored).
+    pub collected: bool,
+    /// When it was recorded, ms since the Unix epoch.
+    pub at_ms: u64,
+}
+
+/// [`COLLECTED_RUNS_LOG`] as far as this handle has read it: each lookup first reads what
+/// was appended since (by any process), so it is as current as a read of the whole log.
 #[derive(Debug, Default)]
 pub(crate) struct CollectedRuns {
-    /// The seq read up to and the run ids up to it.
-    seen: Mutex<(Seq, HashSet<String>)>,
+    /// The seq read up to, and each run's latest record up to it.
+    seen: Mutex<(Seq, HashMap<String, Record>)>,
 }
 
 impl CollectedRuns {
-    /// Whether gc archived `run` and it is not live now (not restored since).
-    pub(crate) fn holds_dead<B: RunLog + ?Sized>(
-        &self,
-        log: &B,
-        run: &RunId,
-    ) -> runlog::Result<bool> {
-        match log.last_seq(run) {
-            Ok(_) => return Ok(false),
-            Err(runlog::Error::RunNotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-        let id = collected_runs_log();
+    /// `run`'s latest record; `None` when there is none, or when the log cannot be read
+    /// (the module's rule).
+    pub(crate) fn latest<B: RunLog + ?Sized>(&self, log: &B, run: &RunId) -> Option<Record> {
         let mut seen = self.seen.lock();
-        let last = match log.last_seq(&id) {
-            Ok(last) => last,
-            Err(runlog::Error::RunNotFound { .. }) => {
-                *seen = Default::default();
-                return Ok(false);
-            }
-            Err(e) => return Err(e),
-        };
-        if last < seen.0 {
-            // Deleted and made again since (by hand): read it afresh.
-            *seen = Default::default();
+        match refresh(log, &mut seen) {
+            Ok(()) => seen.1.get(run.as_str()).copied(),
+            Err(_) => None,
         }
-        while seen.0 < last {
-            let mut keys = Vec::new();
-            let (next, _) = log.read_each(&id, seen.0, READ_PAGE_LEN, &mut |e| {
-                keys.extend(e.key.map(str::to_owned));
-            })?;
-            if next == seen.0 {
-                break;
-            }
-            seen.1.extend(keys);
-            seen.0 = next;
-        }
-        Ok(seen.1.contains(run.as_str()))
     }
+
+    /// Whether `run` is collected now: its latest record says so.
+    pub(crate) fn is_collected<B: RunLog + ?Sized>(&self, log: &B, run: &RunId) -> bool {
+        self.latest(log, run).is_some_and(|r| r.collected)
+    }
+}
+
+fn refresh<B: RunLog + ?Sized>(
+    log: &B,
+    seen: &mut (Seq, HashMap<String, Record>),
+) -> runlog::Result<()> {
+    let id = collected_runs_log();
+    let last = match log.last_seq(&id) {
+        Ok(last) => last,
+        Err(runlog::Error::RunNotFound { .. }) => {
+            *seen = Default::default();
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    if last < seen.0 {
+        // Deleted and made again since (by hand): read it afresh.
+        *seen = Default::default();
+    }
+    while seen.0 < last {
+        let mut records = Vec::new();
+        let (next, _) = log.read_each(&id, seen.0, READ_PAGE_LEN, &mut |e| {
+            // The run in the correlation id (an earlier build of this module used the key).
+            if let Some(run) = e.correlation_id.or(e.key) {
+                let collected = e.kind != RESTORED_KIND;
+                let at_ms = e.created_at_ms;
+                records.push((run.to_owned(), Record { collected, at_ms }));
+            }
+        })?;
+        if next == seen.0 {
+            break;
+        }
+        seen.1.extend(records);
+        seen.0 = next;
+    }
+    Ok(())
 }

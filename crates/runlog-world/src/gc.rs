@@ -77,6 +77,9 @@ pub struct GcRun {
     /// (`.tmp-<run>-<ULID>` in the archive directory) that this gc removed
     /// ([`runlog::archive::remove_temp_files`]; none for a dry run).
     pub removed_temp_files: Vec<PathBuf>,
+    /// The run's own log was not live: only its stream or attribute logs were left in the
+    /// store, now merged into its archive ([`GcReport::swept`]).
+    pub swept: bool,
 }
 
 /// A step of [`World::collect_finished`], reported as it is done (progress lines; the
@@ -108,11 +111,14 @@ pub enum Kept {
     /// archive of it (a stream written before its run was created, or one of a run
     /// archived elsewhere): left alone.
     RunNotLive,
+    /// It was restored (`runlog restore`) after the cut: a run put back stays until its
+    /// restore is older than the cut.
+    RestoredAfterCut,
 }
 
 impl Kept {
     /// A short name: `not-finished`, `finished-after-cut`, `live-hook`, `pending-wait`,
-    /// `running-step`, `run-not-live`.
+    /// `running-step`, `run-not-live`, `restored-after-cut`.
     pub fn name(self) -> &'static str {
         match self {
             Kept::NotFinished => "not-finished",
@@ -121,6 +127,7 @@ impl Kept {
             Kept::PendingWait => "pending-wait",
             Kept::RunningStep => "running-step",
             Kept::RunNotLive => "run-not-live",
+            Kept::RestoredAfterCut => "restored-after-cut",
         }
     }
 }
@@ -128,7 +135,8 @@ impl Kept {
 /// What [`World::collect_finished`] did.
 #[derive(Debug, Default)]
 pub struct GcReport {
-    /// Workflow runs looked at.
+    /// Workflow runs looked at: those whose own log is live, and those with only stream or
+    /// attribute logs left in the store.
     pub scanned: u64,
     /// Runs collected (or that would be, with `dry_run`), in id order.
     pub collected: Vec<GcRun>,
@@ -186,6 +194,7 @@ impl<B: RunLog> World<B> {
             }
         }
         for run in not_live {
+            report.scanned += 1;
             if !archive::archive_path(&params.archive_dir, &run).is_file() {
                 report.kept.push((run.to_string(), Kept::RunNotLive));
                 continue;
@@ -214,7 +223,7 @@ impl<B: RunLog> World<B> {
             for id in ids.chain(page.damaged.iter().map(|d| &d.run)) {
                 match is_workflow_run(id) {
                     true => runs.push(id.clone()),
-                    false => owners.extend(stream_id::owner_of_log_id(id.as_str())),
+                    false => owners.extend(auxiliary_owner(id)),
                 }
             }
             if !page.has_more {
@@ -247,6 +256,10 @@ impl<B: RunLog> World<B> {
         if state.steps().any(|(_, s)| s.status == RunStatus::Running) {
             return Ok(Some(Kept::RunningStep));
         }
+        let restored = self.collected.latest(&self.backend, run);
+        if restored.is_some_and(|r| !r.collected && r.at_ms >= cut_ms) {
+            return Ok(Some(Kept::RestoredAfterCut));
+        }
         Ok(None)
     }
 
@@ -269,6 +282,7 @@ impl<B: RunLog> World<B> {
             Err(runlog::Error::RunNotFound { .. }) if earlier.is_some() => Vec::new(),
             Err(e) => return Err(e.into()),
         };
+        let own_live = !logs.is_empty();
         for id in self.auxiliary_logs(run)? {
             match archive::gather_log(&self.backend, &id) {
                 Ok(log) => logs.push(log),
@@ -289,6 +303,7 @@ impl<B: RunLog> World<B> {
                 archive: archive::archive_path(&params.archive_dir, run),
                 archive_bytes: 0,
                 removed_temp_files: Vec::new(),
+                swept: true,
             });
         }
         let logs = merge(earlier.map(|a| a.logs).unwrap_or_default(), logs, run)?;
@@ -304,6 +319,7 @@ impl<B: RunLog> World<B> {
             archive: archive::archive_path(&params.archive_dir, run),
             archive_bytes: 0,
             removed_temp_files: Vec::new(),
+            swept: !own_live,
         };
         if params.dry_run {
             return Ok(done);
@@ -314,7 +330,7 @@ impl<B: RunLog> World<B> {
         progress(GcStep::Archived(run));
         // Before any log is deleted: from here a stream write to the run, once it is not
         // live, is refused instead of starting a log no run owns.
-        crate::collected::mark(&self.backend, run)?;
+        crate::collected::mark_collected(&self.backend, run)?;
         // The run's own log is first in `live`: delete it last.
         for (id, held) in live.iter().rev() {
             self.delete_archived(id, *held)?;
@@ -403,6 +419,15 @@ fn union_by_key(mut archived: ArchivedLog, live: &ArchivedLog) -> ArchivedLog {
         archived.events.push(e);
     }
     archived
+}
+
+/// The workflow run an auxiliary log's id names: a stream or stream index log's, or an
+/// attribute log's. Only a hint (the metadata of a stream log is checked before it is taken).
+fn auxiliary_owner(id: &RunId) -> Option<RunId> {
+    if let Some(run) = id.as_str().strip_prefix(crate::logs::ATTRIBUTE_LOG_PREFIX) {
+        return RunId::new(run).ok();
+    }
+    stream_id::owner_of_log_id(id.as_str())
 }
 
 /// Whether `id` is a workflow run's own log (`wrun_<ULID>`).

@@ -43,7 +43,7 @@ pub use attrs::{
 pub use batch::BATCH_EVENTS_MAX;
 pub use cancel::{BULK_CANCEL_RUN_IDS_MAX, CancelOutcome};
 pub use clock::Clock;
-pub use collected::COLLECTED_RUNS_LOG;
+pub use collected::{COLLECTED_RUNS_LOG, record_restored};
 pub use data::{CANCEL_REASON_LEN_MAX, HOOK_TOKEN_LEN_MAX};
 pub use error::WorldError;
 pub use fold::{HookIdentity, RunState};

@@ -146,14 +146,20 @@ fn retention_loop<B: RunLog>(
                     .collected
                     .fetch_add(report.collected.len() as u64, Ordering::AcqRel);
                 for (run, e) in &report.failed {
-                    counters.failed(&format!("run {run}: {e}"));
+                    counters.failed(
+                        format!("run {run} {}", e.kind().name),
+                        &format!("run {run}: {e}"),
+                    );
                 }
             }
-            Err(e) => counters.failed(&format!("pass: {e}")),
+            Err(e) => counters.failed(format!("pass {}", e.kind().name), &format!("pass: {e}")),
         }
         counters.passes.fetch_add(1, Ordering::AcqRel);
     }
 }
+
+/// Distinct failures remembered as written to stderr (then forgotten all at once).
+const REPORTED_MAX: usize = 4096;
 
 /// What the retention thread did, shared with its [`RetentionTask`].
 #[derive(Debug, Default)]
@@ -162,16 +168,27 @@ struct Counters {
     collected: AtomicU64,
     failures: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// What was written to stderr already: a run (or the pass) and the kind of its failure
+    /// (the error table's row), so that a failure repeated at every pass, also with other
+    /// numbers in its message, is written once.
+    reported: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Counters {
-    /// Counts a failure; its message goes to stderr when it differs from the last one.
-    fn failed(&self, message: &str) {
+    /// Counts a failure and keeps its message; it goes to stderr the first time its `what`
+    /// (the run or pass and the kind of failure) fails.
+    fn failed(&self, what: String, message: &str) {
         self.failures.fetch_add(1, Ordering::AcqRel);
-        let mut last = self.last_error.lock();
-        if last.as_deref() != Some(message) {
-            eprintln!("runlog retention: {message} (tried again at the next pass)");
-            *last = Some(message.to_owned());
+        *self.last_error.lock() = Some(message.to_owned());
+        let mut reported = self.reported.lock();
+        if reported.len() >= REPORTED_MAX {
+            reported.clear();
+        }
+        if reported.insert(what) {
+            use std::io::Write;
+            let line =
+                format!("runlog retention: {message} (tried again at each pass; written once)");
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
     }
 }

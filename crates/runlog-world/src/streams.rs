@@ -252,15 +252,22 @@ impl<B: RunLog> Streams<B> {
     /// [`StreamError::InvalidName`]; [`StreamError::Collision`]; backend errors.
     pub fn close(&self, run: &RunId, name: &str) -> Result<()> {
         let log = locate(run, name)?;
-        match self.tail(&log, run, name)? {
-            Some(tail) if tail.closed => return Ok(()),
-            Some(_) => {}
-            None => self.create(&log, run, name)?,
+        // A second round when the log was deleted between the look and the append (gc
+        // collecting its run): the missing log then decides, as for a write.
+        for round in 0..2 {
+            match self.tail(&log, run, name)? {
+                Some(tail) if tail.closed => return Ok(()),
+                Some(_) => {}
+                None => self.create(&log, run, name)?,
+            }
+            // A fact, idempotent by its key: of racing closes one appends, the others find
+            // it. A write fenced at the seq before it is rejected and then sees the marker.
+            let marker = NewEvent::new(CLOSE_KIND, Bytes::new()).key(CLOSE_KEY);
+            match self.log.append_facts(&log, vec![marker]) {
+                Err(runlog::Error::RunNotFound { .. }) if round == 0 => continue,
+                other => return other.map(|_| ()).map_err(Into::into),
+            }
         }
-        // A fact, idempotent by its key: of racing closes one appends, the others find it.
-        // A write fenced at the seq before it is rejected and then sees the marker.
-        let marker = NewEvent::new(CLOSE_KIND, Bytes::new()).key(CLOSE_KEY);
-        self.log.append_facts(&log, vec![marker])?;
         Ok(())
     }
 
@@ -328,7 +335,10 @@ impl<B: RunLog> Streams<B> {
                     Ok(_) | Err(runlog::Error::RunNotFound { .. }) => {}
                     Err(e) => return Err(e.into()),
                 },
-                None => std::thread::sleep(remaining.min(MISSING_LOG_POLL)),
+                None => {
+                    self.refuse_collected(run, name)?;
+                    std::thread::sleep(remaining.min(MISSING_LOG_POLL));
+                }
             }
         }
     }
@@ -372,7 +382,11 @@ impl<B: RunLog> Streams<B> {
     /// [`StreamError::Malformed`]; backend read errors.
     pub fn info(&self, run: &RunId, name: &str) -> Result<StreamInfo> {
         let log = locate(run, name)?;
-        Ok(Tail::info(self.tail(&log, run, name)?))
+        let tail = self.tail(&log, run, name)?;
+        if tail.is_none() {
+            self.refuse_collected(run, name)?;
+        }
+        Ok(Tail::info(tail))
     }
 
     /// The names of workflow run `run`'s streams, in the order they were first written or
@@ -383,7 +397,10 @@ impl<B: RunLog> Streams<B> {
     pub fn list(&self, run: &RunId) -> Result<Vec<String>> {
         let index = id::index_log(run);
         match self.check_meta(&index, &id::index_meta(run), || run.to_string()) {
-            Err(StreamError::Store(runlog::Error::RunNotFound { .. })) => return Ok(vec![]),
+            Err(StreamError::Store(runlog::Error::RunNotFound { .. })) => {
+                self.refuse_collected(run, "(any)")?;
+                return Ok(vec![]);
+            }
             other => other?,
         }
         let (mut names, mut after) = (Vec::new(), 0);
@@ -472,12 +489,12 @@ impl<B: RunLog> Streams<B> {
         self.create_log(log, &id::stream_meta(run, name), || owner(run, name))
     }
 
-    /// [`StreamError::RunCollected`] when `run` is a workflow run gc archived and it is not
-    /// live (`collected.rs`); asked only where the stream's log is missing, so a stream that
-    /// exists pays nothing.
+    /// [`StreamError::RunCollected`] when `run` is a workflow run gc collected and nobody
+    /// restored since (`collected.rs`); asked only where the stream's log is missing, so a
+    /// stream that exists pays nothing.
     fn refuse_collected(&self, run: &RunId, name: &str) -> Result<()> {
         if crate::ids::parse_run_id(run.as_str()).is_ok()
-            && self.collected.holds_dead(&self.log, run)?
+            && self.collected.is_collected(&self.log, run)
         {
             return Err(StreamError::RunCollected {
                 run: run.to_string(),
@@ -577,7 +594,11 @@ impl<B: RunLog> Streams<B> {
         });
         match read {
             Ok(_) => {}
-            Err(runlog::Error::RunNotFound { .. }) => return Ok(Page::default()),
+            Err(runlog::Error::RunNotFound { .. }) => {
+                // Deleted since the look above (gc collecting its run).
+                self.refuse_collected(run, name)?;
+                return Ok(Page::default());
+            }
             Err(e) => return Err(e.into()),
         }
         if let Some(e) = bad {

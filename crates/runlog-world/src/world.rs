@@ -159,6 +159,8 @@ pub struct World<B: RunLog> {
     pub(crate) claims: Mutex<Claims>,
     /// Folds of runs at earlier seqs, for [`World::run_at`] (`src/snapshots.rs`).
     pub(crate) fold_snapshots: Mutex<crate::snapshots::FoldSnapshots>,
+    /// What this World has read of the runs gc collected and restored (`collected.rs`).
+    pub(crate) collected: crate::collected::CollectedRuns,
     /// The core's backoff settings for the fenced retries (`world/fenced.rs`).
     backoff: runlog::replay::ReplayConfig,
 }
@@ -177,6 +179,7 @@ impl<B: RunLog> World<B> {
             runs: Mutex::new(RunCache::default()),
             claims: Mutex::new(Claims::default()),
             fold_snapshots: Mutex::new(crate::snapshots::FoldSnapshots::default()),
+            collected: Default::default(),
         }
     }
 

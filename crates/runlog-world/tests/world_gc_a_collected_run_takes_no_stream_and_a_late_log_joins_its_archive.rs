@@ -140,6 +140,14 @@ fn a_restored_run_takes_streams_again() {
             .append_facts(&log.run, events.collect())
             .unwrap();
     }
+    // Every log back but not yet recorded as restored (a restore killed there): a new
+    // stream is still refused, an existing one takes writes.
+    let refused = streams.write(&run, "new", &b"x"[..]).unwrap_err();
+    assert!(
+        matches!(refused, StreamError::RunCollected { .. }),
+        "{refused:?}"
+    );
+    runlog_world::record_restored(w.backend(), &run).unwrap();
     assert_eq!(
         streams.write(&run, STREAM, &b"after restore"[..]).unwrap(),
         1
@@ -203,4 +211,108 @@ fn a_stream_log_of_a_collected_run_joins_its_archive_at_the_next_gc_and_one_of_n
         third.swept.is_empty() && third.collected.is_empty(),
         "{third:?}"
     );
+}
+
+/// Fails the fenced delete of one log (as a gc killed there, or one whose delete lost to a
+/// writer, leaves it): every delete before it happened.
+struct FailDeleteOf(String);
+
+impl Interposer for FailDeleteOf {
+    fn delete_run_at(&self, inner: &dyn RunLog, run: &RunId, expected: u64) -> runlog::Result<()> {
+        if run.as_str() == self.0 {
+            return Err(runlog::Error::Io {
+                op: "deleting (injected)",
+                path: run.as_str().into(),
+                source: std::io::Error::other("injected"),
+            });
+        }
+        inner.delete_run_at(run, expected)
+    }
+}
+
+/// A gc that stopped after deleting a run's stream logs and before its own log: the run is
+/// live but recorded as collected, and a stream or attribute log of it is not started again
+/// (at seq 1, which neither the archive nor a restore could take): writes, closes and reads
+/// of its streams are GONE, an attribute change is RunExpired (410); the next gc finishes,
+/// with the archive as the first one wrote it.
+#[test]
+fn a_run_half_collected_takes_no_new_stream_or_attribute_log_and_the_next_gc_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let plain = open(dir.path());
+    let streams = Streams::new(Arc::clone(plain.backend()));
+    let run = finished_with_stream(&plain, &streams);
+    streams.write(&run, "second", &b"two"[..]).unwrap();
+    let attrs = [("team".to_string(), Some("core".to_string()))];
+    plain
+        .set_run_attributes(run.as_str(), &attrs, false)
+        .unwrap();
+    let before = log_ids(&plain);
+
+    let store = runlog::Store::open(dir.path(), runlog::Config::default()).unwrap();
+    let failing = runlog_world::World::new(
+        Interposed::new(Arc::new(store), FailDeleteOf(run.to_string())),
+        runlog_world::WorldConfig::default(),
+    );
+    let params = GcParams {
+        finished_before_ms: u64::MAX,
+        archive_dir: archive.clone(),
+        dry_run: false,
+    };
+    let report = failing
+        .collect_finished(&StdFs, &params, &mut |_| {})
+        .unwrap();
+    assert_eq!(report.failed.len(), 1, "{report:?}");
+    let left = log_ids(&plain);
+    assert!(left.contains(&run.to_string()), "its own log is live");
+    assert!(
+        !left
+            .iter()
+            .any(|id| id.starts_with("stream-") && id.contains(&run.as_str()[5..])),
+        "its stream logs are deleted: {left:?}"
+    );
+
+    for name in [STREAM, "second", "new"] {
+        let write = streams.write(&run, name, &b"late"[..]).unwrap_err();
+        assert!(
+            matches!(write, StreamError::RunCollected { .. }),
+            "{name}: {write:?}"
+        );
+        let close = streams.close(&run, name).unwrap_err();
+        assert!(
+            matches!(close, StreamError::RunCollected { .. }),
+            "{name}: {close:?}"
+        );
+        let read = streams.read(&run, name, 0, 10).unwrap_err();
+        assert!(
+            matches!(read, StreamError::RunCollected { .. }),
+            "{name}: {read:?}"
+        );
+        let info = streams.info(&run, name).unwrap_err();
+        assert!(
+            matches!(info, StreamError::RunCollected { .. }),
+            "{name}: {info:?}"
+        );
+    }
+    let list = streams.list(&run).unwrap_err();
+    assert!(matches!(list, StreamError::RunCollected { .. }), "{list:?}");
+    let attr = plain
+        .set_run_attributes(run.as_str(), &attrs, false)
+        .unwrap_err();
+    assert_eq!(attr.status(), 410, "{attr:?}");
+    assert_eq!(log_ids(&plain), left, "nothing was created");
+
+    let second = gc(&plain, &archive);
+    assert_eq!(second.collected.len(), 1, "{second:?}");
+    assert!(second.failed.is_empty(), "{second:?}");
+    let a = runlog::archive::read_archive(&StdFs, &archive, &run).unwrap();
+    let mut archived: Vec<String> = a.logs.iter().map(|l| l.run.to_string()).collect();
+    archived.sort();
+    let mut mine: Vec<String> = before
+        .into_iter()
+        .filter(|id| id.contains(&run.as_str()[5..]))
+        .collect();
+    mine.sort();
+    assert_eq!(archived, mine, "every log of the run, once");
+    assert_eq!(chunks_in_archive(&archive, &run), [b"chunk-1".to_vec()]);
 }

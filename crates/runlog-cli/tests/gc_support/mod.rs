@@ -39,12 +39,17 @@ pub fn snapshot_of(store: &dyn RunLog) -> Logs {
         .collect()
 }
 
-/// The runs gc recorded as archived in the store at `dir` (the keys of
+/// The runs gc recorded as archived in the store at `dir` (the `collected` events of
 /// [`COLLECTED_RUNS_LOG`]), in record order; none when the record does not exist.
 pub fn collected_record(dir: &Path) -> Vec<String> {
     let store = Store::open_read_only(dir, Config::default()).expect("open read-only");
     match store.read(&RunId::new(COLLECTED_RUNS_LOG).unwrap(), 0, 100_000) {
-        Ok(page) => page.events.into_iter().filter_map(|e| e.key).collect(),
+        Ok(page) => page
+            .events
+            .into_iter()
+            .filter(|e| e.kind == "collected")
+            .filter_map(|e| e.correlation_id)
+            .collect(),
         Err(runlog::Error::RunNotFound { .. }) => Vec::new(),
         Err(e) => panic!("the record of collected runs: {e}"),
     }
