@@ -107,9 +107,10 @@ export declare class Store {
    */
   commitStats(): CommitStats
   /**
-   * `retentionStats() → {passes, collected, failures, lastError} | null` (synchronous):
-   * the gc passes the World's retention thread (the `retention` option of `open`)
-   * completed, the runs it collected, its failures (runs it could not judge or collect,
+   * `retentionStats() → {passes, collected, swept, failures, lastError} | null`
+   * (synchronous): the gc passes the World's retention thread (the `retention` option of
+   * `open`) completed, the runs it collected, the archived runs whose leftover logs it
+   * swept into their archives, its failures (runs it could not judge or collect,
    * passes that failed as a whole: each such run stays live and is tried again) and the
    * last failure's message, since the store was opened; a new kind of failure is also
    * written once to stderr. After `close()`, the final counts (the thread is stopped).
@@ -329,6 +330,11 @@ export interface RetentionStats {
   passes: number
   /** Runs collected (archived, then removed from the store). */
   collected: number
+  /**
+   * Runs already archived whose leftover stream or attribute logs were merged into their
+   * archive (and removed from the store).
+   */
+  swept: number
   /**
    * Runs that could not be judged or collected in a pass, and passes that failed as a
    * whole (an archive directory that cannot be created or locked); each such run is

@@ -289,6 +289,9 @@ pub struct RetentionStats {
     pub passes: f64,
     /// Runs collected (archived, then removed from the store).
     pub collected: f64,
+    /// Runs already archived whose leftover stream or attribute logs were merged into their
+    /// archive (and removed from the store).
+    pub swept: f64,
     /// Runs that could not be judged or collected in a pass, and passes that failed as a
     /// whole (an archive directory that cannot be created or locked); each such run is
     /// still live and tried again at the next pass.
@@ -302,6 +305,7 @@ impl RetentionStats {
         RetentionStats {
             passes: task.passes() as f64,
             collected: task.collected() as f64,
+            swept: task.swept() as f64,
             failures: task.failures() as f64,
             last_error: task.last_error(),
         }

@@ -573,9 +573,10 @@ impl JsStore {
         Ok(Raw::new(stats.into_unknown(&env)?))
     }
 
-    /// `retentionStats() → {passes, collected, failures, lastError} | null` (synchronous):
-    /// the gc passes the World's retention thread (the `retention` option of `open`)
-    /// completed, the runs it collected, its failures (runs it could not judge or collect,
+    /// `retentionStats() → {passes, collected, swept, failures, lastError} | null`
+    /// (synchronous): the gc passes the World's retention thread (the `retention` option of
+    /// `open`) completed, the runs it collected, the archived runs whose leftover logs it
+    /// swept into their archives, its failures (runs it could not judge or collect,
     /// passes that failed as a whole: each such run stays live and is tried again) and the
     /// last failure's message, since the store was opened; a new kind of failure is also
     /// written once to stderr. After `close()`, the final counts (the thread is stopped).

@@ -51,6 +51,12 @@ impl RetentionTask {
         self.counters.collected.load(Ordering::Acquire)
     }
 
+    /// Runs already archived whose leftover stream or attribute logs were swept into their
+    /// archive so far ([`crate::GcReport::swept`]).
+    pub fn swept(&self) -> u64 {
+        self.counters.swept.load(Ordering::Acquire)
+    }
+
     /// Failures so far: each run that could not be judged or collected in a pass, and each
     /// pass that failed as a whole (the archive directory cannot be created or locked, the
     /// store cannot be listed), counted once per pass. Each failed run is still live.
@@ -145,6 +151,9 @@ fn retention_loop<B: RunLog>(
                 counters
                     .collected
                     .fetch_add(report.collected.len() as u64, Ordering::AcqRel);
+                counters
+                    .swept
+                    .fetch_add(report.swept.len() as u64, Ordering::AcqRel);
                 for (run, e) in &report.failed {
                     counters.failed(
                         format!("run {run} {}", e.kind().name),
@@ -166,6 +175,7 @@ const REPORTED_MAX: usize = 4096;
 struct Counters {
     passes: AtomicU64,
     collected: AtomicU64,
+    swept: AtomicU64,
     failures: AtomicU64,
     last_error: Mutex<Option<String>>,
     /// What was written to stderr already: a run (or the pass) and the kind of its failure

@@ -168,7 +168,7 @@ describe('the retention option', () => {
     // leaves /proc; a thread still running (close() without stopping it) never does.
     await until(() => retentionThreads().length === 0, 'the retention thread to be gone', 2000);
     const final = w.runlog.retentionStats();
-    expect(final).toMatchObject({ collected: 2, failures: 0, lastError: null });
+    expect(final).toMatchObject({ collected: 2, swept: 0, failures: 0, lastError: null });
     // A run finished in the store after close() stays: nothing collects any more.
     const after = t.world();
     const untouched = await runningRun(after);
@@ -327,7 +327,7 @@ describe('the retention option', () => {
     // Nothing was opened, no thread started, and the store still opens.
     expect(retentionThreads()).toEqual([]);
     const store = await Store.open(dir, { retention: { finishedOlderThanMs: DAY_MS } });
-    expect(store.retentionStats()).toEqual({ passes: 0, collected: 0, failures: 0, lastError: null });
+    expect(store.retentionStats()).toEqual({ passes: 0, collected: 0, swept: 0, failures: 0, lastError: null });
     await store.close();
   });
 });
