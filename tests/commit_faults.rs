@@ -57,6 +57,9 @@ impl FsFile for PanicOnWriteFile {
     fn is_unlinked(&self) -> std::io::Result<bool> {
         self.inner.is_unlinked()
     }
+    fn is_at(&self, path: &std::path::Path) -> std::io::Result<bool> {
+        self.inner.is_at(path)
+    }
 }
 
 impl Fs for PanicOnWriteFs {

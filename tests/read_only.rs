@@ -128,6 +128,9 @@ impl FsFile for GuardFile {
     fn is_unlinked(&self) -> io::Result<bool> {
         self.file.is_unlinked()
     }
+    fn is_at(&self, path: &std::path::Path) -> io::Result<bool> {
+        self.file.is_at(path)
+    }
 }
 
 /// One entry of a store snapshot: kind, mode, mtime, and a file's bytes.

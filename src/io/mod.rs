@@ -81,6 +81,10 @@ pub trait FsFile: Send + Sync + fmt::Debug {
     fn map(&self, len: u64) -> io::Result<Bytes>;
     /// Whether the file has been unlinked from every directory (its run was deleted).
     fn is_unlinked(&self) -> io::Result<bool>;
+    /// Whether `path` names this open file now (the same inode): `false` once the file was
+    /// renamed away with its directory (a run's delete renames its directory first), unlinked,
+    /// or replaced by another file of that name.
+    fn is_at(&self, path: &Path) -> io::Result<bool>;
 }
 
 /// Reads exactly `buf.len()` bytes at `offset`; `UnexpectedEof` if the file is shorter.

@@ -1190,6 +1190,16 @@ impl FsFile for SimFile {
     fn is_unlinked(&self) -> io::Result<bool> {
         self.with(Call::Read, |f| Ok(f.nlink == 0))
     }
+
+    fn is_at(&self, path: &Path) -> io::Result<bool> {
+        self.with(Call::Read, |_| Ok(()))?;
+        let st = self.state.lock();
+        match st.lookup(path) {
+            Ok(ino) => Ok(ino == self.ino),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 impl Drop for SimFile {

@@ -16,8 +16,9 @@ use super::{Fs, FsFile, OpenMode};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StdFs;
 
+/// An open file, and its (device, inode) once asked ([`FsFile::is_at`]).
 #[derive(Debug)]
-struct StdFile(File);
+struct StdFile(File, std::sync::OnceLock<(u64, u64)>);
 
 impl Fs for StdFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
@@ -28,7 +29,7 @@ impl Fs for StdFs {
             OpenMode::CreateNew => o.read(true).write(true).create_new(true),
             OpenMode::CreateTruncate => o.read(true).write(true).create(true).truncate(true),
         };
-        Ok(Arc::new(StdFile(o.open(path)?)))
+        Ok(Arc::new(StdFile(o.open(path)?, std::sync::OnceLock::new())))
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
@@ -125,5 +126,20 @@ impl FsFile for StdFile {
 
     fn is_unlinked(&self) -> io::Result<bool> {
         Ok(self.0.metadata()?.nlink() == 0)
+    }
+
+    fn is_at(&self, path: &Path) -> io::Result<bool> {
+        let mine = match self.1.get() {
+            Some(id) => *id,
+            None => {
+                let m = self.0.metadata()?;
+                *self.1.get_or_init(|| (m.dev(), m.ino()))
+            }
+        };
+        match std::fs::metadata(path) {
+            Ok(m) => Ok((m.dev(), m.ino()) == mine),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }

@@ -546,10 +546,13 @@ fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, got: Seq) -
     Err(Error::corrupt(run, &seg.name, offset, detail))
 }
 
-/// Whether the run whose files these are was deleted. A writable run asks its lock file
-/// (deletion unlinks it last, under the lock). A read-only run may have no lock file, so it
-/// also asks segment 1 (deletion unlinks segments before the lock file; nothing else ever
-/// unlinks a segment).
+/// Whether the run whose files these are was deleted. A writable run asks whether its lock
+/// file is still at `lock_path`: a delete renames the run's directory away first (under the
+/// lock, synced: the delete's commit point), so a delete whose process died right after is
+/// seen too, before the lock file is unlinked (checking only for the unlink, a writer that
+/// held the run open appended on, acknowledged, into the renamed-away directory). A
+/// read-only run may have no lock file, so it also asks segment 1 (deletion unlinks segments
+/// before the lock file; nothing else ever unlinks a segment).
 fn files_unlinked(
     access: Access,
     lock: Option<&dyn FsFile>,
@@ -557,8 +560,8 @@ fn files_unlinked(
     lock_path: &Path,
 ) -> Result<bool> {
     if let Some(lock) = lock {
-        let gone = lock
-            .is_unlinked()
+        let gone = !lock
+            .is_at(lock_path)
             .map_err(|e| Error::io("checking", lock_path, e))?;
         if gone || access == Access::Write {
             return Ok(gone);
