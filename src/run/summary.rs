@@ -146,7 +146,8 @@ impl Run {
         }
         let target = {
             let st = self.state.read();
-            if st.damage.is_some() {
+            // A view that never read its last segment has nothing to add to the summary.
+            if st.damage.is_some() || st.unscanned.is_some() {
                 return;
             }
             st.last_seq
