@@ -229,3 +229,42 @@ fn last_seq_of_segment(fs: &SimFs, index: u32) -> u64 {
         .map(|s| s.2)
         .expect("segment is sealed")
 }
+
+/// Dedupe maps are built by a writer's first group with a key or a caller-supplied id, not
+/// before: keyless appends first, then keys held before them, by them (minted ids presented
+/// again) and after them are all found — in one handle and in the next process.
+#[test]
+fn keys_and_ids_are_found_when_the_first_keyed_group_follows_keyless_ones() {
+    let fs = SimFs::new(5);
+    let config = small_segments();
+    let run = RunId::new("r").unwrap();
+    let first = open(&fs, &config);
+    first.create_run(&run).unwrap();
+    let keyed = |k: &str| vec![NewEvent::new("k", "p").key(k.to_string())];
+    assert_eq!(first.append_facts(&run, keyed("held")).unwrap()[0].seq, 1);
+    drop(first);
+    for round in 0..2 {
+        let store = open(&fs, &config);
+        let before = store.last_seq(&run).unwrap();
+        for i in 0..3 {
+            assert_eq!(
+                append(&store, &format!("keyless {round} {i}")),
+                before + 1 + i
+            );
+        }
+        let minted = store.read(&run, before, 1).unwrap().events[0].event_id;
+        let again = NewEvent::new("k", "p").event_id(minted);
+        let out = store.append_facts(&run, vec![again]).unwrap();
+        assert!(
+            out[0].duplicate && out[0].seq == before + 1,
+            "{round}: {out:?}"
+        );
+        let out = store.append_facts(&run, keyed("held")).unwrap();
+        assert!(out[0].duplicate && out[0].seq == 1, "{round}: {out:?}");
+        let fresh = format!("new {round}");
+        let seq = store.append_facts(&run, keyed(&fresh)).unwrap()[0].seq;
+        assert_eq!(seq, before + 4, "{round}");
+        let out = store.append_facts(&run, keyed(&fresh)).unwrap();
+        assert!(out[0].duplicate && out[0].seq == seq, "{round}: {out:?}");
+    }
+}

@@ -149,8 +149,20 @@ impl Run {
             Ok(g) => g,
             Err(e) => return fail_all(e),
         };
-        if let Err(e) = self.prepare(&mut w) {
+        // Only keys and caller-supplied ids are looked up: a group without either needs no
+        // dedupe maps, and a writer that never sees one never builds them.
+        let dedupe = group
+            .iter()
+            .flat_map(|a| a.events.iter())
+            .any(|e| e.key.is_some() || e.event_id.is_some());
+        if let Err(e) = self.prepare(&mut w, dedupe) {
             return fail_all(e);
+        }
+        if dedupe && !self.state.read().maps_ready {
+            // A read, not a write: a failure here fails this group and poisons nothing.
+            if let Err(e) = self.state.write().build_dedupe_maps(self.run_str()) {
+                return fail_all(e);
+            }
         }
         let now = now_ms();
         let (plan, ids) = {
@@ -245,8 +257,9 @@ impl Run {
 
     /// Under the run lock: catch up with other processes and recover the tail (I/O failures
     /// poison the run), then make the directory entries durable. Skipped when nothing can
-    /// have happened since this writer's last commit (`unchanged_since_commit`).
-    fn prepare(&self, w: &mut Writer) -> Result<()> {
+    /// have happened since this writer's last commit (`unchanged_since_commit`). `dedupe`:
+    /// the group looks keys or ids up (its catch-up may then build the dedupe maps).
+    fn prepare(&self, w: &mut Writer, dedupe: bool) -> Result<()> {
         if self.is_deleted()? {
             return Err(Error::RunNotFound {
                 run: self.id.to_string(),
@@ -262,16 +275,16 @@ impl Run {
         let mut st = self.state.write();
         st.known_slots = None;
         // A view that applied nothing of the unindexed segments builds the dedupe maps as
-        // its catch-up reads them (once), else below (their batches read again).
-        st.start_dedupe_maps();
+        // its catch-up reads them (once), else after it (their batches read again).
+        if dedupe {
+            st.start_dedupe_maps();
+        }
         self.recover_locked(&mut st, !w.tail_checked)
             .map_err(|e| self.poison_on_io(w, e))?;
         w.tail_checked = true;
         if let Some(d) = &st.damage {
             return Err(d.error(self.run_str()));
         }
-        // A read, not a write: a failure here fails this group and poisons nothing.
-        st.build_dedupe_maps(self.run_str())?;
         let seg = st.last().seg.clone();
         drop(st);
         self.make_entries_durable(w, &seg)?;

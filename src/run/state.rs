@@ -157,11 +157,15 @@ impl RunState {
         if a.loc.first_seq <= self.last_seq {
             return;
         }
-        for (k, seq) in a.keys {
-            self.keys.insert(k, seq);
-        }
-        for (id, seq) in a.ids {
-            self.ids.entry(id).or_insert(seq);
+        // Until a writer builds the maps (its first group with a key or a caller id), they
+        // hold nothing: `build_dedupe_maps` reads every unindexed batch then.
+        if self.maps_ready {
+            for (k, seq) in a.keys {
+                self.keys.insert(k, seq);
+            }
+            for (id, seq) in a.ids {
+                self.ids.entry(id).or_insert(seq);
+            }
         }
         self.last_event_id = self.last_event_id.max(a.max_id);
         self.last_seq = a.loc.last_seq();
@@ -510,7 +514,8 @@ impl RunState {
     }
 
     /// Builds the dedupe maps of the unindexed segments (their batches read again, with every
-    /// check), once: a writer calls it under the run lock before its first write.
+    /// check), once: a writer calls it under the run lock before it plans its first group
+    /// with a key or a caller-supplied event id (a group without either looks nothing up).
     ///
     /// # Errors
     /// [`Error::Corrupt`] for a batch that fails its checks; [`Error::Io`].
