@@ -374,8 +374,9 @@ impl RunState {
     }
 
     /// Decodes the batch at `rel` of `view` (bytes of segment position `segment` from
-    /// `offset - rel`; its length bounded by `len_max`) with every check of [`decode_batch`], without building events, and
-    /// applies it (with its keys and ids once the dedupe maps are built). Returns its length.
+    /// `offset - rel`; its length bounded by `len_max`) with every check of [`decode_batch`],
+    /// without building events, and applies it (with its keys and ids once the dedupe maps
+    /// are built). Returns its length.
     fn apply_batch(
         &mut self,
         view: &bytes::Bytes,
