@@ -14,9 +14,15 @@
 //!   peer, in the same sitting, alternating), and with a key the run already holds (a dedupe
 //!   hit on a random earlier event: a lookup, nothing written), and a decision with a new key
 //!   rejected by its fence (the key looked up in every segment, nothing written).
+//! - `random_appends`: on 1,000 runs × 1,000 events (the listing's store), appends of one fact
+//!   (no key) to a random run through a `Store` with the default open-run cache
+//!   (`open_runs_max` 256, so most appends reopen their run), against appends to one warm run
+//!   through a second `Store` on the same directory (a run of its own, always open),
+//!   interleaved, medians.
 //!
 //! `cargo bench --bench scale_cost` (sizes: RUNLOG_SCALE_RUNS, RUNLOG_SCALE_BIG; defaults
-//! 1,000 / 1,000,000).
+//! 1,000 / 1,000,000). `RUNLOG_SCALE_ONLY=deep`: only the 1M-event run's figures;
+//! `RUNLOG_SCALE_ONLY=random`: only `random_appends`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -203,6 +209,36 @@ fn rss_per_open_run(dir: &Path, ids: &[RunId], shape: &str) {
     );
 }
 
+/// Appends of one fact to a random run of `ids` through a `Store` with the default cache,
+/// interleaved with appends to a warm run through a `Store` of its own (same directory).
+fn random_appends(dir: &Path, ids: &[RunId]) {
+    let cold = Store::open(dir, Config::default()).unwrap();
+    let warm_store = Store::open(dir, config()).unwrap();
+    let warm = RunId::new("warm").unwrap();
+    fill(&warm_store, &warm, 1000);
+    let fact = || vec![NewEvent::new("step_completed", "{\"random\":1}")];
+    // A fixed LCG: the same sequence of runs in every sitting.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let [random, one] = interleaved_medians([
+        &mut |_| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let run = &ids[((x >> 33) % ids.len() as u64) as usize];
+            cold.append_facts(run, fact()).unwrap();
+        },
+        &mut |_| {
+            warm_store.append_facts(&warm, fact()).unwrap();
+        },
+    ]);
+    println!(
+        "{{\"bench\":\"random_appends\",\"shape\":\"{} runs x 1000 events\",\"open_runs_max\":{},\"random_us\":{random:.0},\"warm_us\":{one:.0},\"random_vs_warm\":{:.2}}}",
+        ids.len(),
+        Config::default().open_runs_max,
+        random / one
+    );
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -214,11 +250,18 @@ fn main() {
         .filter_map(|(l, v)| std::env::var_os(v).map(|p| (l, PathBuf::from(p))))
         .collect();
     // `RUNLOG_SCALE_ONLY=deep`: only the 1M-event run's figures (no listing, no wide store).
-    let only_deep = std::env::var("RUNLOG_SCALE_ONLY").is_ok_and(|v| v == "deep");
+    let only = std::env::var("RUNLOG_SCALE_ONLY").unwrap_or_default();
+    let only_deep = only == "deep";
     let root = tempfile::tempdir_in(".").unwrap();
     let small = root.path().join("small");
     let wide = root.path().join("wide");
     let deep = root.path().join("deep");
+    let spread = root.path().join("spread");
+    if only == "random" {
+        let ids = build(&spread, runs, 1000);
+        random_appends(&spread, &ids);
+        return;
+    }
     let deep_ids = build(&deep, 1, big);
     if only_deep {
         rss_per_open_run(&deep, &deep_ids, &format!("1 run x {big} events"));
@@ -242,4 +285,5 @@ fn main() {
     rss_per_open_run(&deep, &deep_ids, &format!("1 run x {big} events"));
     fresh_first_op(&deep, &deep_ids[0], big);
     warm_keyed_append(&deep, &deep_ids[0], big);
+    random_appends(&wide, &wide_ids);
 }

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    CounterSlot, FORMAT_VERSION, FORMAT_VERSION_MIN, FormatError, HEADER_LEN, IndexBinding,
-    SLOT_LEN, SLOT_OFFSETS, SegmentHeader, pick_slot,
+    CounterSlot, ENTRIES_OFFSET, EntriesRecord, FORMAT_VERSION, FORMAT_VERSION_MIN, FormatError,
+    HEADER_LEN, IndexBinding, SLOT_LEN, SLOT_OFFSETS, SegmentHeader, pick_slot,
 };
 use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile, OpenMode, read_exact_at, read_up_to};
@@ -343,6 +343,25 @@ impl Segment {
         slot: &CounterSlot,
     ) -> io::Result<()> {
         lock.write_all_at(&slot.encode(self.header.salt), slot.offset())
+    }
+
+    /// Whether the run's lock file holds this segment's entries record (SPEC §3): a writer
+    /// fsync'd `runs/` and the run directory after this segment was created. A read failure
+    /// or a short file is "no": the caller then syncs.
+    pub(crate) fn entries_recorded(&self, lock: &dyn FsFile) -> bool {
+        let mut b = [0u8; SLOT_LEN];
+        read_exact_at(lock, &mut b, ENTRIES_OFFSET).is_ok()
+            && EntriesRecord::decode(&b, self.header.salt)
+                .is_some_and(|r| r.segment_index == self.header.segment_index)
+    }
+
+    /// Writes this segment's entries record into the run's lock file (never synced; only
+    /// after the syncs it records succeeded).
+    pub(crate) fn record_entries(&self, lock: &dyn FsFile) -> io::Result<()> {
+        let record = EntriesRecord {
+            segment_index: self.header.segment_index,
+        };
+        lock.write_all_at(&record.encode(self.header.salt), ENTRIES_OFFSET)
     }
 
     /// A view of bytes `[0, len)` of the file, mapping anew when the cached view is shorter.

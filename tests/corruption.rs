@@ -50,6 +50,9 @@ enum Expect {
     OlderSlot,
     /// Padding covered by nothing: no effect.
     Uncovered,
+    /// The lock file's entries record (SPEC §3): a damaged one is ignored (the next writer
+    /// syncs the directories again), no effect on what is read.
+    EntriesRecord,
     /// Preallocated zeros past the last batch (SPEC §5): a flip there is indistinguishable
     /// from a torn tail: verify notes it, the next open truncates it, reads are unaffected.
     Preallocated,
@@ -65,6 +68,7 @@ impl Expect {
             Expect::NewestSlot { .. } => "newest slot",
             Expect::OlderSlot => "older slot",
             Expect::Uncovered => "uncovered padding",
+            Expect::EntriesRecord => "entries record",
             Expect::Preallocated => "preallocated zeros",
         }
     }
@@ -107,6 +111,7 @@ fn lock_expectations(lock: &[u8], header_generation: u64) -> Vec<Expect> {
                 older_committed_len,
             },
             _ if (512..576).contains(&i) || (1024..1088).contains(&i) => Expect::OlderSlot,
+            _ if (1536..1600).contains(&i) => Expect::EntriesRecord,
             _ => Expect::Uncovered,
         })
         .collect()
@@ -310,7 +315,11 @@ fn every_byte_of_the_lock_file_flipped_is_harmless_or_falls_back_to_the_older_co
     let header_generation = generation_at(&header, 512).max(generation_at(&header, 1024));
     let lock = lock_path(copy_dir.path(), &run);
     let original = std::fs::read(&lock).unwrap();
-    assert_eq!(original.len(), 1088, "pid record, then two commit slots");
+    assert_eq!(
+        original.len(),
+        1600,
+        "pid record, two commit slots, the entries record"
+    );
     let plan = lock_expectations(&original, header_generation);
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, &expect) in plan.iter().enumerate() {
@@ -326,7 +335,8 @@ fn every_byte_of_the_lock_file_flipped_is_harmless_or_falls_back_to_the_older_co
     let want: BTreeMap<&str, usize> = [
         ("newest slot", 64),
         ("older slot", 64),
-        ("uncovered padding", 1088 - 128),
+        ("entries record", 64),
+        ("uncovered padding", 1600 - 192),
     ]
     .into_iter()
     .collect();
@@ -358,7 +368,7 @@ fn check_flip(i: usize, expect: Expect, out: &Outcome, image: &[u8], events: &[E
             );
             check_reads_right(&ctx, out, events);
         }
-        Expect::OlderSlot | Expect::Uncovered => {
+        Expect::OlderSlot | Expect::Uncovered | Expect::EntriesRecord => {
             assert!(
                 out.verify.problems.is_empty() && out.verify.notes.is_empty(),
                 "{ctx}: {:?}",

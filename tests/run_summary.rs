@@ -249,3 +249,35 @@ fn deleting_a_run_removes_its_summary_with_the_directory() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// A writer rewrites the summary in place (the same file, no rename: SPEC §10), and a summary
+/// caught half overwritten — the new bytes over the start of the old ones, as a reader racing
+/// the write or a crash can find it — fails its checksum and is ignored: the listing still
+/// equals a full scan.
+#[test]
+fn the_summary_is_rewritten_in_place_and_a_half_overwritten_one_is_ignored() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("inplace").unwrap();
+    {
+        let store = Store::open(dir.path(), Config::default()).unwrap();
+        store.create_run(&run).unwrap();
+        append(&store, &run, &kinds_for(5));
+    }
+    let path = summary_path(dir.path(), "inplace");
+    let old = std::fs::read(&path).unwrap();
+    let inode = std::fs::metadata(&path).unwrap().ino();
+    {
+        let store = Store::open(dir.path(), Config::default()).unwrap();
+        append(&store, &run, &["hook_received", "step_completed"]);
+    }
+    let new = std::fs::read(&path).unwrap();
+    assert_ne!(new, old, "rewritten at close");
+    assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode, "in place");
+    assert_eq!(check(dir.path(), &run).last_seq, 11);
+    let half = new.len().min(old.len()) / 2;
+    let mut mixed = new[..half].to_vec();
+    mixed.extend_from_slice(&old[half..]);
+    std::fs::write(&path, &mixed).unwrap();
+    assert_eq!(check(dir.path(), &run).last_seq, 11);
+}

@@ -2,8 +2,9 @@
 //! (sectors 1 and 2). Layout: `format/SPEC.md` §2–§3.
 
 use super::{
-    FORMAT_VERSION, FORMAT_VERSION_MIN, FormatError, FrameKey, HEADER_LEN, META_LEN_MAX,
-    META_OFFSET, SEGMENT_MAGIC, SLOT_LEN, SLOT_MAGIC, checksum, u16_at, u32_at, u64_at,
+    ENTRIES_MAGIC, FORMAT_VERSION, FORMAT_VERSION_MIN, FormatError, FrameKey, HEADER_LEN,
+    META_LEN_MAX, META_OFFSET, SEGMENT_MAGIC, SLOT_LEN, SLOT_MAGIC, checksum, u16_at, u32_at,
+    u64_at,
 };
 use crate::event::RUN_ID_LEN_MAX;
 
@@ -222,6 +223,40 @@ impl CounterSlot {
         let parity_ok = (1..=GENERATION_MAX).contains(&slot.generation)
             && ((slot.generation - 1) % 2) as usize == position;
         (parity_ok && flags <= 1 && slot.committed_len >= HEADER_LEN).then_some(slot)
+    }
+}
+
+/// The lock file's *entries record* (format/SPEC.md §3): a writer's note that the directory
+/// entries of the segment whose index it names and whose salt seeds its checksum — the run
+/// directory's in `runs/`, the segment's in the run directory — were fsync'd. Written after
+/// those syncs, never synced itself: lost, it only costs the syncs again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntriesRecord {
+    /// The segment's position in the chain (its header's `segment_index`).
+    pub segment_index: u32,
+}
+
+impl EntriesRecord {
+    /// Encodes the 64-byte record, checksummed with the segment's `salt`.
+    pub fn encode(&self, salt: u32) -> [u8; SLOT_LEN] {
+        let mut b = [0u8; SLOT_LEN];
+        b[0..4].copy_from_slice(&ENTRIES_MAGIC.to_le_bytes());
+        b[4..8].copy_from_slice(&self.segment_index.to_le_bytes());
+        let crc = checksum(salt, &b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a record of a segment of `salt`; `None` when the bytes are not one (zero,
+    /// short, torn, another segment's salt, reserved bytes set).
+    pub fn decode(b: &[u8], salt: u32) -> Option<EntriesRecord> {
+        let b = b.get(..SLOT_LEN)?;
+        let valid = u32_at(b, 0) == ENTRIES_MAGIC
+            && u32_at(b, 60) == checksum(salt, &b[..60])
+            && b[8..60].iter().all(|&x| x == 0);
+        valid.then(|| EntriesRecord {
+            segment_index: u32_at(b, 4),
+        })
     }
 }
 

@@ -12,7 +12,7 @@ pub use batch::{
     BatchHeader, BatchView, EncodedEvent, FrameKey, decode_batch, decode_batch_each,
     decode_batch_into, encode_batch, find_batch_after, peek_batch,
 };
-pub use header::{CounterSlot, SegmentHeader, next_header_generation, pick_slot};
+pub use header::{CounterSlot, EntriesRecord, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{
     INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexPage, IndexedBatch, Section, check_page,
     encode_index,
@@ -47,6 +47,10 @@ pub const META_OFFSET: u64 = 1536;
 pub const META_LEN_MAX: usize = 2048;
 /// Magic of a counter slot (`"SLOT"` little-endian); 0 is never valid.
 pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"SLOT");
+/// Magic of the lock file's entries record (§3).
+pub const ENTRIES_MAGIC: u32 = u32::from_le_bytes(*b"DENT");
+/// Offset of the entries record in the lock file (§3), past both commit slots.
+pub const ENTRIES_OFFSET: u64 = 1536;
 /// Magic of a version-1 batch (`"RLBT"` little-endian); 0 is never valid.
 pub const BATCH_MAGIC: u32 = u32::from_le_bytes(*b"RLBT");
 /// Fixed part of a version-1 batch before its events.

@@ -89,6 +89,36 @@ fn counter_slot_matches_golden_bytes() {
     );
 }
 
+const ENTRIES_HEX: &str = "
+44 45 4e 54 01 00 00 00 00 00 00 00 00 00 00 00
+00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
+00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
+00 00 00 00 00 00 00 00 00 00 00 00 f0 88 e7 e0";
+
+#[test]
+fn entries_record_matches_golden_bytes_and_rejects_salt_zeros_and_reserved_bytes() {
+    let record = EntriesRecord { segment_index: 1 };
+    let bytes = record.encode(SALT);
+    assert_eq!(bytes.to_vec(), unhex(ENTRIES_HEX));
+    assert_eq!(EntriesRecord::decode(&bytes, SALT), Some(record));
+    assert_eq!(
+        EntriesRecord::decode(&bytes, SALT ^ 1),
+        None,
+        "foreign salt"
+    );
+    assert_eq!(EntriesRecord::decode(&[0u8; 64], SALT), None, "zeros");
+    assert_eq!(EntriesRecord::decode(&bytes[..63], SALT), None, "short");
+    let mut reserved = bytes;
+    reserved[8] = 1;
+    let crc = checksum(SALT, &reserved[..60]);
+    reserved[60..].copy_from_slice(&crc.to_le_bytes());
+    assert_eq!(
+        EntriesRecord::decode(&reserved, SALT),
+        None,
+        "reserved bytes set"
+    );
+}
+
 #[test]
 fn counter_slot_rejects_wrong_position_salt_and_zeros() {
     let b = unhex(SLOT_HEX);

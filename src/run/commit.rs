@@ -50,6 +50,9 @@ pub(crate) struct Writer {
     durable_segment: u32,
     /// Whether this handle has written its pid into the lock file.
     holder_recorded: bool,
+    /// Highest segment index whose entries record (SPEC §3) this handle found in the lock
+    /// file or wrote there; 0 = none yet.
+    entries_recorded: u32,
     /// Whether this handle has checked the whole tail of the run under the lock (once per
     /// process: `RunState::recover_tail`).
     pub(crate) tail_checked: bool,
@@ -146,8 +149,20 @@ impl Run {
             Ok(g) => g,
             Err(e) => return fail_all(e),
         };
-        if let Err(e) = self.prepare(&mut w) {
+        // Only keys and caller-supplied ids are looked up: a group without either needs no
+        // dedupe maps, and a writer that never sees one never builds them.
+        let dedupe = group
+            .iter()
+            .flat_map(|a| a.events.iter())
+            .any(|e| e.key.is_some() || e.event_id.is_some());
+        if let Err(e) = self.prepare(&mut w, dedupe) {
             return fail_all(e);
+        }
+        if dedupe && !self.state.read().maps_ready {
+            // A read, not a write: a failure here fails this group and poisons nothing.
+            if let Err(e) = self.state.write().build_dedupe_maps(self.run_str()) {
+                return fail_all(e);
+            }
         }
         let now = now_ms();
         let (plan, ids) = {
@@ -217,6 +232,15 @@ impl Run {
             lock::record_holder(self.write_lock()?);
             w.holder_recorded = true;
         }
+        // Once per segment and handle, with the group (a rejected one writes nothing, rule
+        // 2): the syncs of `make_entries_durable` (or the roll's) are done, so the next
+        // process's first write to this segment can skip them. Best effort: a record not
+        // written only costs that process the syncs.
+        let index = seg.header.segment_index;
+        if w.entries_recorded < index && w.durable_segment >= index {
+            let _ = seg.record_entries(self.write_lock()?.as_ref());
+            w.entries_recorded = index;
+        }
         let res = self.write_group(w, &seg, &at, &buf, &enc, now);
         if res.is_err() || buf.capacity() <= BUF_KEEP_BYTES_MAX {
             w.buf = buf;
@@ -233,8 +257,9 @@ impl Run {
 
     /// Under the run lock: catch up with other processes and recover the tail (I/O failures
     /// poison the run), then make the directory entries durable. Skipped when nothing can
-    /// have happened since this writer's last commit (`unchanged_since_commit`).
-    fn prepare(&self, w: &mut Writer) -> Result<()> {
+    /// have happened since this writer's last commit (`unchanged_since_commit`). `dedupe`:
+    /// the group looks keys or ids up (its catch-up may then build the dedupe maps).
+    fn prepare(&self, w: &mut Writer, dedupe: bool) -> Result<()> {
         if self.is_deleted()? {
             return Err(Error::RunNotFound {
                 run: self.id.to_string(),
@@ -249,14 +274,17 @@ impl Run {
         }
         let mut st = self.state.write();
         st.known_slots = None;
+        // A view that applied nothing of the unindexed segments builds the dedupe maps as
+        // its catch-up reads them (once), else after it (their batches read again).
+        if dedupe {
+            st.start_dedupe_maps();
+        }
         self.recover_locked(&mut st, !w.tail_checked)
             .map_err(|e| self.poison_on_io(w, e))?;
         w.tail_checked = true;
         if let Some(d) = &st.damage {
             return Err(d.error(self.run_str()));
         }
-        // A read, not a write: a failure here fails this group and poisons nothing.
-        st.build_dedupe_maps(self.run_str())?;
         let seg = st.last().seg.clone();
         drop(st);
         self.make_entries_durable(w, &seg)?;
@@ -313,12 +341,19 @@ impl Run {
         Ok(())
     }
 
-    /// Syncs `runs/` and the run directory once per process and segment before the first
-    /// write: a run or segment whose creation failed at its directory sync (so it exists
-    /// only in the page cache) becomes durable before it holds acknowledged data (rule 4).
+    /// Syncs `runs/` and the run directory once per segment before the first write to it:
+    /// a run or segment whose creation failed at its directory sync (so it exists only in
+    /// the page cache) becomes durable before it holds acknowledged data (rule 4). Skipped
+    /// when the lock file's entries record names the segment (SPEC §3: an earlier writer
+    /// made these syncs and then wrote it); written after the syncs.
     fn make_entries_durable(&self, w: &mut Writer, seg: &Segment) -> Result<()> {
         let index = seg.header.segment_index;
         if w.durable_segment >= index {
+            return Ok(());
+        }
+        if seg.entries_recorded(self.write_lock()?.as_ref()) {
+            w.durable_segment = index;
+            w.entries_recorded = index;
             return Ok(());
         }
         if w.durable_segment == 0
@@ -359,6 +394,8 @@ impl Run {
         st.segments[n].counter = sealed;
         st.segments[n].header_generation = sealed.generation;
         let next = self.create_next_segment(&seg, st.last_seq)?;
+        // Its creation synced the run directory; `runs/` was synced (or found recorded) for
+        // an earlier segment before this group's first write.
         w.durable_segment = next.header.segment_index;
         st.push_segment(self.run_str(), next)?;
         // The sealed segment gets its index (SPEC §9); its entries leave memory.
@@ -369,6 +406,7 @@ impl Run {
             Some(lock_file.as_ref()),
             self.run_str(),
             BATCH_LEN_READ_MAX,
+            false,
         )
     }
 

@@ -106,6 +106,7 @@ impl Run {
             lock_file.as_deref(),
             id.as_str(),
             BATCH_LEN_READ_MAX,
+            true,
         )?;
         let lock_cell = OnceLock::new();
         if let Some(f) = lock_file {
@@ -139,19 +140,44 @@ impl Run {
     }
 
     /// Brings the view up to the on-disk counters when another process (or our own commit
-    /// that is not yet applied) moved them. One read of the counter slots when nothing moved.
+    /// that is not yet applied) moved them, the last segment's batches included. One read of
+    /// the counter slots when nothing moved.
     pub(crate) fn refresh(&self) -> Result<()> {
+        self.refresh_lazy()?;
+        self.settle()
+    }
+
+    /// [`Self::refresh`] leaving a last segment of which nothing is applied unscanned
+    /// (`RunState::unscanned`): for reads, which settle only when their page reaches it.
+    fn refresh_lazy(&self) -> Result<()> {
         let lock = self.counter_lock()?;
         {
             let st = self.state.read();
-            let last = st.last();
-            let disk = last.seg.read_counter(self.run_str(), lock)?.newest;
-            if !state::disk_is_ahead(&last.counter, &disk) && !last.counter.sealed {
+            let known = st.known_counter();
+            let disk = st.last().seg.read_counter(self.run_str(), lock)?.newest;
+            if !state::disk_is_ahead(&known, &disk) && !known.sealed {
                 return Ok(());
             }
         }
         let mut st = self.state.write();
-        st.catch_up(self.fs.as_ref(), lock, self.run_str(), BATCH_LEN_READ_MAX)
+        st.catch_up(
+            self.fs.as_ref(),
+            lock,
+            self.run_str(),
+            BATCH_LEN_READ_MAX,
+            true,
+        )
+    }
+
+    /// Reads and applies the last segment's batches when a lazy catch-up left them unscanned.
+    fn settle(&self) -> Result<()> {
+        if self.state.read().unscanned.is_none() {
+            return Ok(());
+        }
+        self.state
+            .write()
+            .settle(self.run_str(), BATCH_LEN_READ_MAX)
+            .map(|_| ())
     }
 
     /// The lock file whose commit slots count (SPEC §3), for reading counters. A read-only run
@@ -238,12 +264,18 @@ impl Run {
     /// batches, and has `sink` decode each one (checksum and in-batch density checked by the
     /// decoder, rule 5) while this checks that the batches continue each other densely.
     fn scan(&self, after: Seq, limit: usize, sink: &mut dyn ReadSink) -> Result<(Seq, bool)> {
-        self.refresh()?;
+        self.refresh_lazy()?;
         if after == Seq::MAX {
             // Nothing can follow the largest seq (and `after + 1` would overflow).
             return Ok((after, false));
         }
-        let plan = self.plan_read(after, limit)?;
+        // The indexed segments serve the page, or the last segment is settled first.
+        let plan = loop {
+            if let Some(plan) = self.plan_read(after, limit)? {
+                break plan;
+            }
+            self.settle()?;
+        };
         sink.reserve(plan.events.min(limit));
         let mut next = Seqs {
             after,
@@ -320,14 +352,15 @@ impl Run {
     }
 
     /// The batches holding seqs `after+1 ..`, enough for `limit` events, grouped by segment
-    /// with each segment's committed length captured under the read lock (rule 7).
-    fn plan_read(&self, after: Seq, limit: usize) -> Result<ReadPlan> {
+    /// with each segment's committed length captured under the read lock (rule 7). `None`
+    /// when the page needs the last segment and it is unscanned (settle, then plan again).
+    fn plan_read(&self, after: Seq, limit: usize) -> Result<Option<ReadPlan>> {
         let st = self.state.read();
         let mut plan = ReadPlan {
             batches: Vec::new(),
             segments: Vec::new(),
             events: 0,
-            last_seq: st.last_seq,
+            last_seq: st.known_last_seq(),
             damage: st.damage.clone(),
         };
         for loc in st.batches_after(after, limit)? {
@@ -337,6 +370,9 @@ impl Run {
             let from = loc.first_seq.max(after + 1);
             plan.events += (loc.last_seq() - from + 1) as usize;
             plan.batches.push(loc);
+        }
+        if st.unscanned.is_some() && plan.events < limit {
+            return Ok(None);
         }
         for (i, loc) in plan.batches.iter().enumerate() {
             match plan.segments.last_mut() {
@@ -352,7 +388,7 @@ impl Run {
                 }
             }
         }
-        Ok(plan)
+        Ok(Some(plan))
     }
 
     /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last

@@ -63,7 +63,7 @@ impl Run {
         let seg = st.last().seg.clone();
         if let (Some(name), Some(len)) = (name, len)
             && name == seg.name
-            && len >= st.last().counter.committed_len
+            && len >= st.known_counter().committed_len
         {
             let file_len = seg.len()?;
             let truncated = if file_len > len {
@@ -90,16 +90,35 @@ impl Run {
     /// Recovery at open (SPEC §6) when no live process holds the run lock: after a crash the
     /// newest counter slot may be lost while the batches it counted are durable, and an
     /// acknowledged event must be readable at once, not after the next write (rule 4).
-    /// When the lock is held, its holder recovers before its own write. Never called for a
-    /// read-only run (`Run::open`); [`Error::ReadOnly`] if it were.
+    /// Such batches start at the committed length. When a lazily opened last segment
+    /// (`RunState::unscanned`) holds nothing past its counter but zeros, there is nothing to
+    /// adopt or cut, and its batches stay unread (only a pending cut marker is applied);
+    /// anything else there is judged by the full recovery, after the batches up to the
+    /// counter are read and checked (nothing is cut on an unchecked counter). When the lock
+    /// is held, its holder recovers before its own write. Never called for a read-only run (`Run::open`); [`Error::ReadOnly`] if it were.
     pub(super) fn recover_if_idle(&self) -> Result<()> {
-        let Some(_guard) = lock::try_acquire(self.write_lock()?, &self.lock_path)? else {
+        let lock_file = self.write_lock()?;
+        let Some(_guard) = lock::try_acquire(lock_file, &self.lock_path)? else {
             return Ok(());
         };
         if self.is_deleted()? {
             return Ok(());
         }
-        self.recover_locked(&mut self.state.write(), true)?;
+        let mut st = self.state.write();
+        st.catch_up(
+            self.fs.as_ref(),
+            Some(lock_file.as_ref()),
+            self.run_str(),
+            BATCH_LEN_READ_MAX,
+            true,
+        )?;
+        if st.unscanned.is_some() && st.unscanned_tail_is_clean()? {
+            // Nothing past the counter but zeros: nothing to adopt or cut, and the batches
+            // before it are read when a read or a write needs them.
+            self.apply_cut_marker(&mut st)?;
+        } else {
+            self.recover_locked(&mut st, true)?;
+        }
         self.writer.lock().tail_checked = true;
         Ok(())
     }
@@ -120,6 +139,7 @@ impl Run {
             Some(lock_file.as_ref()),
             self.run_str(),
             len_max,
+            false,
         )?;
         // A damaged run is never cut or adopted by a writer: only an explicit repair cuts.
         if st.last().counter.sealed || st.damage.is_some() {
@@ -145,6 +165,33 @@ impl Run {
 }
 
 impl RunState {
+    /// Whether the last segment, left unscanned by a lazy catch-up, holds nothing past its
+    /// counter's committed length but zeros (or nothing): the whole tail examined, as
+    /// recovery does once per process (SPEC §6). Records the file's length when it does.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub(crate) fn unscanned_tail_is_clean(&mut self) -> Result<bool> {
+        let committed = self.known_counter().committed_len;
+        let seg = self.last().seg.clone();
+        let file_len = seg.len()?;
+        let clean = match file_len.cmp(&committed) {
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => true,
+            std::cmp::Ordering::Greater => {
+                seg.magic_is_zero(committed)? && {
+                    let view = seg.map_uncached(file_len)?;
+                    let rest = view.get(committed as usize..).unwrap_or_default();
+                    rest.iter().all(|&b| b == 0)
+                }
+            }
+        };
+        if clean {
+            self.last_mut().file_len = file_len;
+        }
+        Ok(clean)
+    }
+
     /// Writer-side recovery of the last segment's tail (under the run lock, after
     /// `catch_up`; SPEC §6): valid batches past the counter are adopted (synced, then
     /// counted); what follows them must be zeros (preallocated space, kept), else it is a torn
@@ -281,6 +328,7 @@ impl Run {
             Some(lock_file.as_ref()),
             self.run_str(),
             BATCH_LEN_READ_MAX,
+            false,
         )?;
         self.recover_locked(&mut st, true)?;
         let Some(damage) = st.damage.clone() else {

@@ -16,12 +16,16 @@ use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
     BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch,
-    decode_batch, encode_index,
+    decode_batch, decode_batch_each, encode_index,
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile};
 use crate::segment::{Access, CommitSlots, Counter, Segment};
+
+/// Most entries reserved in the dedupe maps ahead of a settle (a counter is not trusted for
+/// more: the maps grow as the batches are read).
+const EVENTS_RESERVE_MAX: usize = 1 << 20;
 
 /// Where one committed batch lives.
 #[derive(Clone, Copy, Debug)]
@@ -88,6 +92,11 @@ pub(crate) struct RunState {
     pub(crate) last_event_id: Ulid,
     /// Set once the log cannot be followed past `last_seq` (see [`Damage`]).
     pub(crate) damage: Option<Damage>,
+    /// The last segment's counter as read from disk while none of its batches is applied
+    /// (a lazy catch-up, [`Self::catch_up`]): its batches are read, checked and applied by
+    /// [`Self::settle`], which everything but a read served by the indexed segments calls
+    /// first. `last_seq` and the maps then still end at the segment before it.
+    pub(crate) unscanned: Option<CounterSlot>,
     /// How segments found later in the chain are opened (read-only for a read-only run).
     pub(crate) access: Access,
     /// Checked pages of the indexes, bounded (`crate::index::CACHE_PAGES`).
@@ -126,6 +135,7 @@ impl RunState {
             last_seq: 0,
             last_event_id: Ulid::nil(),
             damage: None,
+            unscanned: None,
             access,
             cache: Arc::default(),
             known_slots: None,
@@ -147,11 +157,15 @@ impl RunState {
         if a.loc.first_seq <= self.last_seq {
             return;
         }
-        for (k, seq) in a.keys {
-            self.keys.insert(k, seq);
-        }
-        for (id, seq) in a.ids {
-            self.ids.entry(id).or_insert(seq);
+        // Until a writer builds the maps (its first group with a key or a caller id), they
+        // hold nothing: `build_dedupe_maps` reads every unindexed batch then.
+        if self.maps_ready {
+            for (k, seq) in a.keys {
+                self.keys.insert(k, seq);
+            }
+            for (id, seq) in a.ids {
+                self.ids.entry(id).or_insert(seq);
+            }
         }
         self.last_event_id = self.last_event_id.max(a.max_id);
         self.last_seq = a.loc.last_seq();
@@ -201,12 +215,17 @@ impl RunState {
     /// newest): scans batches committed by others (another process, or our own commit not yet
     /// applied) and follows sealed segments. Never reads past a counter (rule 7). Any failure
     /// inside a committed region is `Corrupt` (rule 5). Writes nothing.
+    ///
+    /// `lazy`: a last segment (unsealed) of which nothing is applied yet is not read: its
+    /// counter is kept in `unscanned` for [`Self::settle`], so an open whose reads the indexed
+    /// segments serve reads no batch of it.
     pub(crate) fn catch_up(
         &mut self,
         fs: &dyn Fs,
         lock: Option<&dyn FsFile>,
         run: &str,
         len_max: u32,
+        lazy: bool,
     ) -> Result<()> {
         while self.damage.is_none() {
             let Counter {
@@ -216,6 +235,11 @@ impl RunState {
             self.last_mut().header_generation = header_generation;
             if self.take_indexed(fs, &disk) {
                 // Served by its index: nothing of it is decoded or held in memory.
+            } else if lazy && self.defer(&disk) {
+                return Ok(());
+            } else if self.settle(run, len_max)? {
+                // Damage found in the deferred region: the view ends there.
+                return Ok(());
             } else if disk_is_ahead(&self.last().counter, &disk) {
                 self.advance_to(run, disk, len_max)?;
             } else if disk.generation > self.last().counter.generation {
@@ -232,6 +256,51 @@ impl RunState {
             self.compact(fs);
         }
         Ok(())
+    }
+
+    /// Keeps `disk`, the last segment's counter, in `unscanned` instead of reading its
+    /// batches, when nothing of the segment is applied, it is not sealed and it holds batches.
+    /// Returns whether it did.
+    fn defer(&mut self, disk: &CounterSlot) -> bool {
+        let last = self.last();
+        if disk.sealed || last.counter.generation != 0 || disk.committed_len <= HEADER_LEN {
+            return false;
+        }
+        if self.unscanned.is_none_or(|u| disk_is_ahead(&u, disk)) {
+            self.unscanned = Some(*disk);
+        }
+        true
+    }
+
+    /// Reads, checks and applies the batches of the last segment that a lazy catch-up left
+    /// unscanned (up to the counter it read then). Returns whether that found damage.
+    ///
+    /// # Errors
+    /// As [`Self::catch_up`].
+    pub(crate) fn settle(&mut self, run: &str, len_max: u32) -> Result<bool> {
+        let Some(disk) = self.unscanned.take() else {
+            return Ok(false);
+        };
+        if self.maps_ready {
+            // Room for every event the counter claims, as `build_dedupe_maps` makes.
+            let events = usize::try_from(disk.last_seq.saturating_sub(self.last_seq)).ok();
+            let events = events.unwrap_or(0).min(EVENTS_RESERVE_MAX);
+            self.keys.reserve(events);
+            self.ids.reserve(events);
+        }
+        self.advance_to(run, disk, len_max)?;
+        Ok(self.damage.is_some())
+    }
+
+    /// The last segment's counter this view knows: the unscanned one, else the applied one.
+    pub(crate) fn known_counter(&self) -> CounterSlot {
+        self.unscanned.unwrap_or(self.last().counter)
+    }
+
+    /// The run's last committed seq as this view knows it (the unscanned counter's, before
+    /// [`Self::settle`] checks the batches behind it).
+    pub(crate) fn known_last_seq(&self) -> Seq {
+        self.unscanned.map_or(self.last_seq, |u| u.last_seq)
     }
 
     fn advance_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
@@ -262,23 +331,17 @@ impl RunState {
             let pos = self.segments.len() - 1;
             let mut at = start;
             while at < end {
-                let decoded = decode_batch(
-                    &view,
-                    (at - start) as usize,
-                    seg.header.frame_key(),
-                    self.last_seq + 1,
-                    len_max,
-                );
-                let b = match decoded {
-                    Ok(b) => b,
+                let rel = (at - start) as usize;
+                let batch = (rel, seg.header.frame_key(), len_max);
+                let len = match self.apply_batch(&view, batch, pos, at) {
+                    Ok(len) => len,
                     Err(e) if e.incomplete && file_len < disk.committed_len => break,
                     Err(e) => {
                         self.stop_at(at, &seg.name, start + e.offset, e.detail);
                         return Ok(());
                     }
                 };
-                self.apply_view(pos, at, &b);
-                at += u64::from(b.header.len);
+                at += u64::from(len);
             }
             if file_len < disk.committed_len {
                 let detail = format!(
@@ -308,6 +371,54 @@ impl RunState {
         }
         self.last_mut().counter = disk;
         Ok(())
+    }
+
+    /// Decodes the batch at `rel` of `view` (bytes of segment position `segment` from
+    /// `offset - rel`; its length bounded by `len_max`) with every check of [`decode_batch`],
+    /// without building events, and applies it (with its keys and ids once the dedupe maps
+    /// are built). Returns its length.
+    fn apply_batch(
+        &mut self,
+        view: &bytes::Bytes,
+        (rel, key, len_max): (usize, crate::format::FrameKey, u32),
+        segment: usize,
+        offset: u64,
+    ) -> std::result::Result<u32, FormatError> {
+        let dedupe = self.maps_ready;
+        // Keys by their hash (what the map keeps), ids as they are: held until the whole
+        // batch has checked, so a batch that fails adds nothing.
+        let mut keys: Vec<(u64, Seq)> = Vec::new();
+        let mut ids: Vec<(Ulid, Seq)> = Vec::new();
+        let mut max_id = Ulid::nil();
+        let all = 0..=u64::MAX;
+        let map = &self.keys;
+        let (header, _) =
+            decode_batch_each(view, rel, key, self.last_seq + 1, len_max, all, |e| {
+                max_id = max_id.max(e.event_id);
+                if dedupe {
+                    if let Some(k) = e.key {
+                        keys.push((map.hash(k), e.seq));
+                    }
+                    // Every id, minted or caller-supplied: a caller may present a minted id
+                    // again.
+                    ids.push((e.event_id, e.seq));
+                }
+            })?;
+        for (h, seq) in keys {
+            self.keys.insert_hashed(h, seq);
+        }
+        for (id, seq) in ids {
+            self.ids.entry(id).or_insert(seq);
+        }
+        self.last_event_id = self.last_event_id.max(max_id);
+        self.last_seq = header.first_seq + u64::from(header.count) - 1;
+        self.batches.push(BatchLoc {
+            first_seq: header.first_seq,
+            count: header.count,
+            segment,
+            offset,
+        });
+        Ok(header.len)
     }
 
     /// Records damage in the last segment: the view ends at `good_len` (the end of the last
@@ -393,8 +504,19 @@ impl RunState {
         Ok(out)
     }
 
+    /// Marks the dedupe maps built when nothing of the unindexed segments is applied yet (a
+    /// fresh or lazily opened view): the maps of nothing are empty, and the batches applied
+    /// from now on add their keys and ids as they are read, so a writer's first catch-up
+    /// reads the last segment once, not twice.
+    pub(crate) fn start_dedupe_maps(&mut self) {
+        if self.batches.is_empty() {
+            self.maps_ready = true;
+        }
+    }
+
     /// Builds the dedupe maps of the unindexed segments (their batches read again, with every
-    /// check), once: a writer calls it under the run lock before its first write.
+    /// check), once: a writer calls it under the run lock before it plans its first group
+    /// with a key or a caller-supplied event id (a group without either looks nothing up).
     ///
     /// # Errors
     /// [`Error::Corrupt`] for a batch that fails its checks; [`Error::Io`].
@@ -422,12 +544,20 @@ impl RunState {
             let view = bytes::Bytes::from(buf);
             for b in part {
                 let at = (b.offset - start) as usize;
-                let v = decode_batch(
+                let all = 0..=u64::MAX;
+                decode_batch_each(
                     &view,
                     at,
                     seg.header.frame_key(),
                     b.first_seq,
                     BATCH_LEN_READ_MAX,
+                    all,
+                    |e| {
+                        if let Some(k) = e.key {
+                            keys.insert(k, e.seq);
+                        }
+                        ids.entry(e.event_id).or_insert(e.seq);
+                    },
                 )
                 .map_err(|e| {
                     let e = FormatError {
@@ -436,12 +566,6 @@ impl RunState {
                     };
                     format_to_corrupt(run, seg, e)
                 })?;
-                for e in &v.events {
-                    if let Some(k) = e.key.as_deref() {
-                        keys.insert(k, e.seq);
-                    }
-                    ids.entry(e.event_id).or_insert(e.seq);
-                }
             }
         }
         self.keys = keys;
@@ -660,6 +784,8 @@ impl RunState {
         last.counter = *disk;
         last.index = Some(Arc::new(index));
         self.indexed += 1;
+        // Sealed since a lazy catch-up deferred it: served by the index instead.
+        self.unscanned = None;
         true
     }
 
@@ -718,7 +844,11 @@ impl KeyMap {
     }
 
     fn insert(&mut self, key: &str, seq: Seq) {
-        let h = self.hash(key);
+        self.insert_hashed(self.hash(key), seq);
+    }
+
+    /// [`Self::insert`] of a key whose [`Self::hash`] is `h`.
+    fn insert_hashed(&mut self, h: u64, seq: Seq) {
         match self.first.entry(h) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(seq);

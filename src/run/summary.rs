@@ -146,7 +146,8 @@ impl Run {
         }
         let target = {
             let st = self.state.read();
-            if st.damage.is_some() {
+            // A view that never read its last segment has nothing to add to the summary.
+            if st.damage.is_some() || st.unscanned.is_some() {
                 return;
             }
             st.last_seq
@@ -168,18 +169,29 @@ impl Run {
             return;
         };
         let bytes = encode_summary(salt, &anchor, &fold);
-        let fs = self.fs.as_ref();
-        let tmp = self
-            .dir
-            .join(format!("{SUMMARY_FILE}.tmp-{}", ulid::Ulid::generate()));
-        let written = fs
-            .open(&tmp, OpenMode::CreateTruncate)
-            .and_then(|f| f.write_all_at(&bytes, 0))
-            .and_then(|()| fs.rename(&tmp, &self.dir.join(SUMMARY_FILE)));
-        if written.is_err() {
-            let _ = fs.remove_file(&tmp);
-        }
+        let _ = overwrite_summary(self.fs.as_ref(), &self.dir.join(SUMMARY_FILE), &bytes);
     }
+}
+
+/// Writes `bytes` over the summary file at `path` in place (created when missing), then cuts
+/// it to their length: not synced, and no rename (renaming a new file over an old one makes
+/// some file systems, ext4 among them, start writing the new file's data back at once). A
+/// reader that meets a half-written or torn summary finds its checksum (at the file's end)
+/// wrong and ignores it (SPEC §10).
+fn overwrite_summary(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::ErrorKind::{AlreadyExists, NotFound};
+    let f = match fs.open(path, OpenMode::ReadWrite) {
+        Err(e) if e.kind() == NotFound => match fs.open(path, OpenMode::CreateNew) {
+            Err(e) if e.kind() == AlreadyExists => fs.open(path, OpenMode::ReadWrite),
+            other => other,
+        },
+        other => other,
+    }?;
+    f.write_all_at(bytes, 0)?;
+    if f.len()? > bytes.len() as u64 {
+        f.set_len(bytes.len() as u64)?;
+    }
+    Ok(())
 }
 
 impl Drop for Run {
