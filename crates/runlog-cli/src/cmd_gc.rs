@@ -224,7 +224,7 @@ fn print_gc(
     json: bool,
     dry_run: bool,
 ) -> Result<RunFailures, CliError> {
-    let mut failures = RunFailures::default();
+    let mut failures = RunFailures::of("collected");
     let mut table = Table::new(&["RUN", "RESULT", "LOGS", "EVENTS", "ARCHIVE"]);
     let result = if dry_run { "would-archive" } else { "archived" };
     let swept = if dry_run { "would-sweep" } else { "swept" };

@@ -35,6 +35,8 @@ pub enum CliError {
         total: usize,
         /// The first failure.
         first: Error,
+        /// What failed to be done to each (`read`, or `collected` for `gc`).
+        what: &'static str,
     },
 }
 
@@ -73,8 +75,9 @@ impl CliError {
                 failed,
                 total,
                 first,
+                what,
             } => Some(format!(
-                "{failed} of {total} runs could not be read (each has a row above); first: {}",
+                "{failed} of {total} runs could not be {what} (each has a row above); first: {}",
                 error_text(first)
             )),
         }
@@ -372,9 +375,19 @@ pub fn per_run<T>(result: Result<T, CliError>) -> Result<Result<T, Error>, CliEr
 pub struct RunFailures {
     failed: usize,
     first: Option<Error>,
+    /// What failed to be done to a run, for the message (`read` when `None`).
+    what: Option<&'static str>,
 }
 
 impl RunFailures {
+    /// Failures of a command that does `what` to each run (`collected`), for the message.
+    pub fn of(what: &'static str) -> RunFailures {
+        RunFailures {
+            what: Some(what),
+            ..RunFailures::default()
+        }
+    }
+
     /// Counts one failed run.
     pub fn record(&mut self, e: Error) {
         self.failed += 1;
@@ -395,6 +408,7 @@ impl RunFailures {
                 failed: self.failed,
                 total,
                 first,
+                what: self.what.unwrap_or("read"),
             }),
         }
     }

@@ -84,6 +84,10 @@ fn a_chunk_written_after_the_archive_keeps_the_run_live_exits_3_and_the_next_gc_
         lines.last()
     );
     assert!(err.contains(&done), "names the run: {err}");
+    assert!(
+        err.contains("1 of 2 runs could not be collected"),
+        "says what failed: {err}"
+    );
 
     // Still live, the late chunk with it.
     let reader = Streams::new(Arc::new(
