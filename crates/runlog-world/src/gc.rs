@@ -150,6 +150,29 @@ pub struct GcReport {
     pub failed: Vec<(String, WorldError)>,
 }
 
+impl GcReport {
+    /// Files the outcome of collecting `run`: collected, swept (its own log was not live) or
+    /// failed; a run with nothing live left is nothing.
+    fn add(
+        &mut self,
+        run: &RunId,
+        done: Result<Option<GcRun>, WorldError>,
+        progress: &mut dyn FnMut(GcStep<'_>),
+    ) {
+        match done {
+            Ok(Some(done)) => {
+                progress(GcStep::Collected(&done));
+                match done.swept {
+                    true => self.swept.push(done),
+                    false => self.collected.push(done),
+                }
+            }
+            Ok(None) => {}
+            Err(e) => self.failed.push((run.to_string(), e)),
+        }
+    }
+}
+
 impl<B: RunLog> World<B> {
     /// Collects every finished workflow run whose terminal event is older than
     /// `params.finished_before_ms` (the rules of this module), calling `progress` after each
@@ -182,13 +205,10 @@ impl<B: RunLog> World<B> {
             report.scanned += 1;
             match self.gc_verdict(&run, params.finished_before_ms) {
                 Ok(Some(kept)) => report.kept.push((run.to_string(), kept)),
-                Ok(None) => match self.collect_run(fs, &run, params, progress) {
-                    Ok(done) => {
-                        progress(GcStep::Collected(&done));
-                        report.collected.push(done);
-                    }
-                    Err(e) => report.failed.push((run.to_string(), e)),
-                },
+                Ok(None) => {
+                    let done = self.collect_run(fs, &run, params, progress);
+                    report.add(&run, done, progress);
+                }
                 Err(WorldError::RunNotFound { .. }) => {}
                 Err(e) => report.failed.push((run.to_string(), e)),
             }
@@ -199,14 +219,8 @@ impl<B: RunLog> World<B> {
                 report.kept.push((run.to_string(), Kept::RunNotLive));
                 continue;
             }
-            match self.collect_run(fs, &run, params, progress) {
-                Ok(done) if !done.logs.is_empty() => {
-                    progress(GcStep::Collected(&done));
-                    report.swept.push(done);
-                }
-                Ok(_) => {}
-                Err(e) => report.failed.push((run.to_string(), e)),
-            }
+            let done = self.collect_run(fs, &run, params, progress);
+            report.add(&run, done, progress);
         }
         Ok(report)
     }
@@ -263,14 +277,15 @@ impl<B: RunLog> World<B> {
         Ok(None)
     }
 
-    /// Archives `run` with its auxiliary logs, then deletes them, the run's own log last.
+    /// Archives `run` with its auxiliary logs, then deletes them, the run's own log last;
+    /// `None` when none of its logs is live (nothing to do).
     fn collect_run(
         &self,
         fs: &dyn Fs,
         run: &RunId,
         params: &GcParams,
         progress: &mut dyn FnMut(GcStep<'_>),
-    ) -> Result<GcRun, WorldError> {
+    ) -> Result<Option<GcRun>, WorldError> {
         let earlier = match archive::read_archive(fs, &params.archive_dir, run) {
             Ok(a) => Some(a),
             Err(runlog::Error::RunNotFound { .. }) => None,
@@ -296,15 +311,7 @@ impl<B: RunLog> World<B> {
             .map(|l| (l.run.clone(), l.events.len() as u64))
             .collect();
         if live.is_empty() {
-            return Ok(GcRun {
-                run_id: run.to_string(),
-                logs: Vec::new(),
-                events: 0,
-                archive: archive::archive_path(&params.archive_dir, run),
-                archive_bytes: 0,
-                removed_temp_files: Vec::new(),
-                swept: true,
-            });
+            return Ok(None);
         }
         let logs = merge(earlier.map(|a| a.logs).unwrap_or_default(), logs, run)?;
         let bundle = Archive {
@@ -322,7 +329,7 @@ impl<B: RunLog> World<B> {
             swept: !own_live,
         };
         if params.dry_run {
-            return Ok(done);
+            return Ok(Some(done));
         }
         done.removed_temp_files = archive::remove_temp_files(fs, &params.archive_dir, run)?;
         let (_, len) = archive::write_archive(fs, &params.archive_dir, run, &bundle)?;
@@ -338,7 +345,7 @@ impl<B: RunLog> World<B> {
         }
         self.forget(run);
         self.release_claims_of(run);
-        Ok(done)
+        Ok(Some(done))
     }
 
     /// Deletes log `id` if it still holds exactly the `held` events gathered from it into
