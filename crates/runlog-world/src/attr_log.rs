@@ -219,10 +219,11 @@ impl<B: RunLog> World<B> {
     fn ensure_attr_log(&self, run: &RunId, log: &RunId) -> Result<(), WorldError> {
         let meta =
             serde_json::json!({ "source": "world", "kind": "attributes", "run": run.as_str() });
-        match self.backend.create_run(log, meta.to_string().as_bytes()) {
-            Ok(()) | Err(runlog::Error::RunExists { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        Ok(crate::logs::ensure_log(
+            &self.backend,
+            log,
+            meta.to_string().as_bytes(),
+        )?)
     }
 
     /// `run`'s attribute log folded to its last committed event (empty when the store has

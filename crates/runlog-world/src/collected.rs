@@ -63,10 +63,7 @@ pub fn record_restored<B: RunLog + ?Sized>(log: &B, run: &RunId) -> runlog::Resu
 
 fn append<B: RunLog + ?Sized>(log: &B, run: &RunId, kind: &str) -> runlog::Result<()> {
     let id = collected_runs_log();
-    match log.create_run(&id, b"") {
-        Ok(()) | Err(runlog::Error::RunExists { .. }) => {}
-        Err(e) => return Err(e),
-    }
+    crate::logs::ensure_log(log, &id, b"")?;
     let fact = NewEvent::new(kind, Bytes::new()).correlation_id(run.as_str());
     log.append_facts(&id, vec![fact]).map(|_| ())
 }

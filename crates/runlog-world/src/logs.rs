@@ -70,6 +70,19 @@ impl LogKind {
     }
 }
 
+/// Creates the log `id` with `meta` unless it exists (then it is used as it is): the World's
+/// own logs and a run's log are made on first use.
+pub(crate) fn ensure_log<B: runlog::RunLog + ?Sized>(
+    backend: &B,
+    id: &runlog::RunId,
+    meta: &[u8],
+) -> runlog::Result<()> {
+    match backend.create_run(id, meta) {
+        Ok(()) | Err(runlog::Error::RunExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The kind of the log with id `id` (the table of this module).
 pub fn log_kind(id: &str) -> LogKind {
     if id == HOOK_TOKENS_RUN {

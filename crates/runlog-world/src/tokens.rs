@@ -486,13 +486,11 @@ impl<B: RunLog> World<B> {
                 Err(e) => return Err(e.into()),
             }
         }
-        match self
-            .backend
-            .create_run(&run, br#"{"source":"world","kind":"hook-tokens"}"#)
-        {
-            Ok(()) | Err(runlog::Error::RunExists { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+        crate::logs::ensure_log(
+            &self.backend,
+            &run,
+            br#"{"source":"world","kind":"hook-tokens"}"#,
+        )?;
         let (found, report) = self.scan_live_hooks()?;
         let events = rebuilt_batch(&report, found);
         match self.backend.append_decisions(&run, 0, events) {

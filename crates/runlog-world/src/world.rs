@@ -407,10 +407,7 @@ impl<B: RunLog> World<B> {
             spec_version: Some(req.spec_version),
         };
         let meta = serde_json::to_vec(&meta).unwrap_or_default();
-        match self.backend.create_run(&req.run, &meta) {
-            Ok(()) | Err(runlog::Error::RunExists { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        Ok(crate::logs::ensure_log(&self.backend, &req.run, &meta)?)
     }
 
     pub(crate) fn finish_done(
