@@ -111,13 +111,8 @@ pub(crate) fn holder(file: &dyn FsFile, path: &Path) -> String {
 
 /// The pid holding a `flock` on `path` according to `/proc/locks`, as `pid N`.
 fn kernel_holder(path: &Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    let dev = meta.dev();
-    // Linux's encoding of device numbers (the kernel's MAJOR/MINOR of a 64-bit dev_t).
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    let want = (major, minor, meta.ino());
+    let meta = crate::io::probe_path(path).ok()?;
+    let want = (u64::from(meta.dev.0), u64::from(meta.dev.1), meta.ino);
     let table = std::fs::read_to_string("/proc/locks").ok()?;
     table.lines().find_map(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();

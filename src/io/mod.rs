@@ -12,7 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 mod std_fs;
-pub use std_fs::StdFs;
+pub use std_fs::{Probe, StdFs, probe_file, probe_path};
 
 #[cfg(feature = "sim")]
 pub mod sim;

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// Issue 24's table from one sitting of scripts/bench-targets.sh: reads the raw outputs in OUT
+// and prints one markdown row per figure, each run's value in the order run, the target and
+// whether every run, some or none met it. Nothing here measures; a missing file is an error.
+//
+//   node scripts/bench-targets.mjs OUT
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const out = process.argv[2];
+if (!out) {
+  console.error('usage: node scripts/bench-targets.mjs OUT (the directory scripts/bench-targets.sh wrote)');
+  process.exit(2);
+}
+
+const files = (re) => readdirSync(out).filter((f) => re.test(f)).sort().map((f) => path.join(out, f));
+const jsonLines = (f) => readFileSync(f, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+const must = (xs, what) => {
+  if (xs.length === 0 || xs.some((x) => x === undefined || Number.isNaN(x))) throw new Error(`${out}: no value for ${what}`);
+  return xs;
+};
+
+const peers = files(/^peers-\d+\.json$/).map((f) => JSON.parse(readFileSync(f, 'utf8')));
+const peer = (workload, metric, against) =>
+  must(peers.map((p) => p.rows.find((r) => r.workload === workload && r.metric === metric)?.runlog_advantage?.[against]), `${workload} ${metric} vs ${against}`);
+const random = must(files(/^random-\d+\.jsonl$/).map((f) => jsonLines(f).find((l) => l.bench === 'random_appends')?.random_vs_warm), 'random_appends');
+const worlds = files(/^world-\d+\.json$/).map((f) => JSON.parse(readFileSync(f, 'utf8')));
+const world = (k) => must(worlds.map((w) => w.ratios?.[k]), `World ${k}`);
+const scale = jsonLines(path.join(out, 'scale.jsonl'));
+const disk = jsonLines(path.join(out, 'disk.jsonl'));
+const one = (xs, what) => {
+  if (!xs) throw new Error(`${out}: no value for ${what}`);
+  return xs;
+};
+const listing = (shape) => one(scale.find((l) => l.bench === 'runs_listing' && l.cli === 'now' && l.shape === shape), `runs_listing ${shape}`);
+const rss = (shape) => one(scale.find((l) => l.bench === 'rss_per_open_run' && l.shape === shape), `rss_per_open_run ${shape}`).per_run_kib;
+const first = one(scale.find((l) => l.bench === 'fresh_first_op'), 'fresh_first_op');
+const bytes = (shape) => one(disk.find((l) => l.bench === 'disk_bytes' && l.shape === shape), `disk_bytes ${shape}`);
+
+const fmt = (x, d = 2) => (x >= 100 ? x.toFixed(0) : x.toFixed(d));
+const verdict = (xs, ok) => {
+  const n = xs.filter(ok).length;
+  return n === xs.length ? 'met' : n === 0 ? '**not met**' : `met in ${n} of ${xs.length}`;
+};
+const rows = [];
+const row = (figure, shape, xs, unit, target, ok) =>
+  rows.push(`| ${figure} | ${shape} | ${xs.map((x) => fmt(x) + unit).join(', ')} | ${target} | ${verdict(xs, ok)} |`);
+
+row('W1, 1 durable writer, vs `raw-pre`', '1 run, one corpus event (~404 B) per append', peer('w1 facts 1 writer', 'events/s', 'raw-pre'), '×', '≥ 0.9×', (x) => x >= 0.9);
+row('W3, 64 runs × 1 writer, vs `raw`', '64 runs, one writer thread each', peer('w3 64 runs × 1 writer', 'events/s', 'raw'), '×', '≥ 0.9×', (x) => x >= 0.9);
+row('W5 full read, owned (`read`), vs SQLite', '1 run × 10,000 corpus events in one-event batches', peer('w5 read 10k-event run', 'full reads/s', 'sqlite-mutex'), '×', '≥ 5×', (x) => x >= 5);
+row('W5 full read, borrowed (`read_each`), vs SQLite', 'the same', peer('w5 read 10k-event run, borrowed', 'full reads/s', 'sqlite-mutex'), '×', '≥ 10×', (x) => x >= 10);
+const l1 = listing('1000 runs x 1 event');
+const l1k = listing('1000 runs x 1000 events');
+const l1m = listing('1 run x 1000000 events');
+row('`runlog runs --json`, 1,000 runs: 1M events in all ÷ 1k in all', `${fmt(l1.median_ms, 1)} ms → ${fmt(l1k.median_ms, 1)} ms`, [l1k.median_ms / l1.median_ms], '×', '≤ 1.5×', (x) => x <= 1.5);
+row('`runlog runs --json` on one 1M-event run, wall', '1 run × 1,000,000 keyed facts, 1,000 per batch', [l1m.median_ms], ' ms', '≤ 10 ms', (x) => x <= 10);
+row('the same, peak RSS', 'the same', [l1m.max_rss_mib], ' MiB', '≤ 20 MiB', (x) => x <= 20);
+row('fresh `Store`, first read of 10 events at seq 500,000', 'the same', [first.read_10_us / 1000], ' ms', '≤ 2 ms', (x) => x <= 2);
+row('fresh `Store`, first append (one keyed fact)', 'the same', [first.append_1_us / 1000], ' ms', '≤ 2 ms', (x) => x <= 2);
+const small = rss('1000 runs x 1000 events');
+const big = rss('1 run x 1000000 events');
+row('resident memory per open run, 1M-event run ÷ 1k-event runs', `${fmt(small, 1)} KiB → ${fmt(big, 1)} KiB`, [big / small], '×', 'independent of length (≤ 1.5×)', (x) => x <= 1.5);
+row('random appends ÷ warm appends', '1,000 runs × 1,000 events, `open_runs_max` 256', random, '×', '≤ 1.5×', (x) => x <= 1.5);
+for (const shape of ['batch1000', 'batch1000-key', 'single']) {
+  const b = bytes(shape);
+  row(`bytes per event, frame + index (total ${fmt(b.total)})`, `\`${shape}\`, 17-byte payload`, [b.frame + b.index], ' B', '≤ 49 B', (x) => x <= 49);
+}
+row('World `events.create`, 1 sequential writer, 1 run, vs world-local', "the package's bench, 200 `step_created`", world('createSequentialOneRun'), '×', '≥ 10×', (x) => x >= 10);
+row('World `events.create`, 1 sequential writer per run, 8 runs', 'the same', world('createSequentialEightRuns'), '×', '≥ 20×', (x) => x >= 20);
+row('World `events.list` of a 900-event run, one call', 'a store holding only that run', world('listAloneOneCall'), '×', '≥ 10×', (x) => x >= 10);
+
+const sitting = readFileSync(path.join(out, 'sitting.txt'), 'utf8').trim().split('\n');
+console.log(`Sitting: ${sitting[0]} … ${sitting.at(-1)}\n`);
+console.log('| figure | store shape | each run | target | verdict |');
+console.log('|---|---|---|---|---|');
+for (const r of rows) console.log(r);
