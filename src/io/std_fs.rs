@@ -1,8 +1,8 @@
 //! The real file system: std files, fs4 advisory locks, memmap2 read views, and metadata
-//! probes that never ask for a file's times ([`probe`]).
+//! probes that never ask for a file's times ([`Probe`]).
 //!
 //! This is the only module of the crate with `unsafe` code (creating a memory map, and the
-//! `statx` call of [`probe`]).
+//! `statx` call of [`Probe`]).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -20,7 +20,7 @@ pub struct StdFs;
 
 /// An open file, and its (device, inode) once asked ([`FsFile::is_at`]).
 #[derive(Debug)]
-struct StdFile(File, std::sync::OnceLock<(u64, u64)>);
+struct StdFile(File, std::sync::OnceLock<((u32, u32), u64)>);
 
 impl Fs for StdFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
@@ -159,7 +159,8 @@ impl FsFile for StdFile {
 /// and the `fdatasync` ~40% slower (BENCHMARKS.md, *The commit path: stat without times*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Probe {
-    /// The device's major and minor numbers.
+    /// The device's major and minor numbers (on systems other than Linux, the high and low
+    /// halves of `st_dev`).
     pub dev: (u32, u32),
     /// The inode number.
     pub ino: u64,
@@ -173,11 +174,8 @@ pub struct Probe {
 
 impl Probe {
     /// (device, inode): the file's identity.
-    fn id(&self) -> (u64, u64) {
-        (
-            u64::from(self.dev.0) << 32 | u64::from(self.dev.1),
-            self.ino,
-        )
+    fn id(&self) -> ((u32, u32), u64) {
+        (self.dev, self.ino)
     }
 }
 
