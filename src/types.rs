@@ -29,9 +29,11 @@ pub struct Config {
     pub open_runs_max: usize,
     /// Segments are preallocated (zero-filled ahead of the commits, 1/8 of their length, at
     /// most 1 MiB, so an `fdatasync` need not update the file size; format/SPEC.md §5) once
-    /// their committed length reaches this many bytes (default 64 KiB, so stores of many small
-    /// runs never carry zeros). `u64::MAX` turns preallocation off, e.g. on copy-on-write
-    /// file systems where overwriting in place does not save the metadata update.
+    /// their committed length reaches this many bytes (default 64 KiB); below it, only to the
+    /// end of the 4 KiB block a commit ends in, so stores of many small runs carry no zeros
+    /// beyond the blocks their files take anyway. `u64::MAX` turns preallocation off, e.g. on
+    /// copy-on-write file systems where overwriting in place does not save the metadata
+    /// update.
     pub preallocate_from_bytes: u64,
 }
 

@@ -167,7 +167,13 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
 
 /// A store with one run of four batches; returns its directory, the run and its events.
 fn build_original(dir: &Path) -> (RunId, Vec<Event>) {
-    let store = Store::open(dir, Config::default()).unwrap();
+    // Without preallocation: every byte of the file is the header's, a slot's or a batch's
+    // (zeros past the batches are the last test's).
+    let config = Config {
+        preallocate_from_bytes: u64::MAX,
+        ..Config::default()
+    };
+    let store = Store::open(dir, config).unwrap();
     let run = RunId::new("flip").unwrap();
     store.create_run_with_meta(&run, META).unwrap();
     let hook = NewEvent::new("hook_received", "{\"ok\":true}")
@@ -263,7 +269,7 @@ fn every_byte_of_a_segment_flipped_is_reported_at_its_offset_or_provably_harmles
     }
     let committed_len = lock_committed_len(copy_dir.path(), &run);
     let (batches, meta_len) = (committed_len - 4096, META.len());
-    // A run this small is not preallocated (SPEC §5); the last test covers that space.
+    // Built without preallocation (SPEC §5); the last test covers that space.
     assert_eq!(original.len(), committed_len);
     let flips = plan.len() * MASKS.len();
     println!(

@@ -185,7 +185,14 @@ fn a_failed_fdatasync_and_cut_back_in_one_process_are_finished_by_the_next_proce
         let path = store_with_two_events(dir.path());
         let segment = run_file(&path, "seg-00000001.log");
         let marker = run_file(&path, "cut-pending");
-        let committed = std::fs::metadata(&segment).unwrap().len();
+        // The header and the two batches (the block's preallocated zeros follow, SPEC §5).
+        let committed = {
+            let store = Store::open_read_only(&path, Config::default()).unwrap();
+            4096 + store
+                .run_info(&RunId::new(RUN).unwrap())
+                .unwrap()
+                .committed_bytes
+        };
         let failed = failed_group();
 
         let (out, trace) = run_child("cut-fails", &path, &faults, &dir.path().join("t1"));

@@ -34,6 +34,12 @@ fn run_of_single_facts(dir: &Path, run: &RunId, n: usize) -> Vec<u64> {
     offsets
 }
 
+/// Where the run's committed batches end in its one segment (its header, then the batches).
+fn committed_len(dir: &Path, run: &RunId) -> u64 {
+    let store = Store::open_read_only(dir, Config::default()).unwrap();
+    4096 + store.run_info(run).unwrap().committed_bytes
+}
+
 fn flip(path: &Path, at: u64) {
     let mut bytes = std::fs::read(path).unwrap();
     bytes[at as usize] ^= 0x20;
@@ -140,10 +146,12 @@ fn a_torn_tail_with_nothing_valid_after_it_is_still_cut() {
     let run = RunId::new("r3").unwrap();
     run_of_single_facts(dir.path(), &run, 5);
     let path = seg(dir.path(), "r3");
-    let len = std::fs::metadata(&path).unwrap().len();
-    // A torn write: the start of a batch (its magic, version 2 as the segment: SPEC §4a) and
-    // garbage, nothing valid after it.
+    let len = committed_len(dir.path(), &run);
+    // A torn write at the committed length (over the preallocated zeros of the block, SPEC
+    // §5): the start of a batch (its magic, version 2 as the segment: SPEC §4a) and garbage,
+    // nothing valid after it.
     let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(len as usize);
     bytes.extend_from_slice(b"RLB2");
     bytes.extend((0..300u32).map(|i| (i * 7 + 3) as u8));
     std::fs::write(&path, bytes).unwrap();

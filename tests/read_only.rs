@@ -529,10 +529,13 @@ fn a_torn_tail_is_not_shown_and_not_truncated_by_a_reader() {
     let store = Store::open(&root, Config::default()).unwrap();
     store.create_run(&run).unwrap();
     store.append_facts(&run, vec![fact(1), fact(2)]).unwrap();
+    // The header and the batches; the preallocated zeros of the block follow (SPEC §5).
+    let committed = 4096 + store.run_info(&run).unwrap().committed_bytes as usize;
     drop(store);
     let (_, seg) = run_files(&root, "wrun_garbage");
     let mut image = std::fs::read(&seg).unwrap();
-    let committed = image.len();
+    // Half a batch written at the committed length, over the zeros.
+    image.truncate(committed);
     image.extend_from_slice(b"RLB2\x40\x00\x00\x00half a batch");
     std::fs::write(&seg, &image).unwrap();
     let before = snapshot(&root);

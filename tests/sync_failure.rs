@@ -172,7 +172,9 @@ fn after_a_failed_fdatasync_whose_cut_back_succeeds_the_same_handle_appends_at_t
 fn a_failed_cut_back_poisons_the_handle_with_context_and_the_next_opener_honours_the_marker() {
     for cut in [Cut::Truncate, Cut::Sync] {
         let (fs, run, store) = one_committed(22, "r");
-        let committed = file(&fs, SEGMENT).unwrap().len();
+        // The header and the batch (the block's preallocated zeros follow it, SPEC §5).
+        let committed = 4096 + store.run_info(&run).unwrap().committed_bytes as usize;
+        assert!(file(&fs, SEGMENT).unwrap().len() > committed);
         let failed = group("poison");
         fail_group_and_cut(&fs, cut, false);
         let err = store.append_facts(&run, facts(&failed)).unwrap_err();

@@ -601,25 +601,39 @@ struct Base {
 /// overwrite written blocks and need not update the file's size. A segment wastes at most
 /// 1/8 of its length (and a sealed one nothing).
 pub(crate) const PREALLOCATE_MAX_BYTES: u64 = 1 << 20;
+/// The file-system block size preallocation rounds to (and the least it adds past 64 KiB).
+pub(crate) const PREALLOCATE_BLOCK_BYTES: u64 = 4096;
 /// Preallocation is skipped unless the file system has this many times the step free: on a
 /// nearly full disk the space goes to commits, not to zeros.
 pub(crate) const PREALLOCATE_HEADROOM: u64 = 64;
 
-/// Zero-fills `seg` from `end` (where this group's bytes end) for the next commits, when due
-/// (`end` has reached `from`, `Config::preallocate_from_bytes`); the file was `file_len` long. Not synced: the commit's own `fdatasync` covers it. Returns
+/// Zero-fills `seg` from `end` (where this group's bytes end) for the next commits: by the
+/// step above once `end` has reached `from` (`Config::preallocate_from_bytes`), to the end of
+/// `end`'s block before (none when `from` is `u64::MAX`); the file was `file_len` long. Not
+/// synced: the commit's own `fdatasync` covers it. Returns
 /// the file's length after this commit. Preallocation is an optimisation: when the write
 /// fails (a full disk), the file is cut back to `file_len` so the zeros take no space the
 /// commit needs.
 fn preallocate(fs: &dyn Fs, seg: &Segment, file_len: u64, end: u64, from: u64) -> u64 {
-    if end < from {
+    let target = if end < from {
+        // A small segment: zeros to the end of the block the group ends in only. The file
+        // system allocates that block anyway, so they take no space, and the commits that
+        // fit in it overwrite it without a size change (an inode write per fdatasync).
+        if from == u64::MAX {
+            return end;
+        }
+        end.next_multiple_of(PREALLOCATE_BLOCK_BYTES)
+    } else {
+        let step = (end / 8).clamp(PREALLOCATE_BLOCK_BYTES, PREALLOCATE_MAX_BYTES);
+        let free = fs.available_space(&seg.path).unwrap_or(0);
+        if free / PREALLOCATE_HEADROOM < step {
+            return end;
+        }
+        (end + step).next_multiple_of(PREALLOCATE_BLOCK_BYTES)
+    };
+    if target <= end {
         return end;
     }
-    let step = (end / 8).clamp(4096, PREALLOCATE_MAX_BYTES);
-    let free = fs.available_space(&seg.path).unwrap_or(0);
-    if free / PREALLOCATE_HEADROOM < step {
-        return end;
-    }
-    let target = (end + step).next_multiple_of(4096);
     if seg.preallocate(file_len, end, target) {
         target
     } else {

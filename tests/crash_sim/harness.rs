@@ -68,12 +68,13 @@ pub enum Op {
 }
 
 /// Settings for the store under test: 8 KiB segments so rolls happen every few batches, and
-/// preallocation from 2 KiB so most commits write into zero-filled space (and crashes hit
-/// the zero fill, its truncation at seal, and garbage left in it).
+/// preallocation from 6 KiB so every commit writes into zero-filled space (and crashes hit
+/// the zero fill, its truncation at seal, and garbage left in it): up to 6 KiB the zeros of
+/// a small segment (to the end of its block), past it those of the step (SPEC §5).
 pub fn config() -> Config {
     Config {
         segment_len_bytes_max: 8 << 10,
-        preallocate_from_bytes: 2 << 10,
+        preallocate_from_bytes: 6 << 10,
         lock_timeout: Duration::from_millis(500),
         ..Config::default()
     }

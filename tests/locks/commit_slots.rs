@@ -234,7 +234,13 @@ fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
     let (dir, run, bytes) = setup(3);
     let end = HEADER_LEN + bytes;
     let batch = bytes / 3;
-    for (committed_len, last_seq) in [(end + 4096, 4), (end + 1, 3), (end - batch / 2, 3)] {
+    // The file goes on past `end` with the zeros preallocated to the end of its block.
+    let file_len = std::fs::metadata(seg_path(dir.path(), &run, 1))
+        .unwrap()
+        .len();
+    assert_eq!(file_len, end.next_multiple_of(4096));
+    let past_eof = file_len + 4096;
+    for (committed_len, last_seq) in [(past_eof, 4), (end + 1, 3), (end - batch / 2, 3)] {
         forge_commit_slot(
             dir.path(),
             &run,
@@ -275,7 +281,7 @@ fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
             std::fs::metadata(seg_path(dir.path(), &run, 1))
                 .unwrap()
                 .len(),
-            end,
+            file_len,
             "the segment was truncated or extended"
         );
         truncate_lock(dir.path(), &run);

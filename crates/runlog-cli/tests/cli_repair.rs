@@ -34,7 +34,11 @@ fn repair_cuts_only_with_cut_and_names_the_kept_bytes() {
     }
     let seg = store.join("runs/r/seg-00000001.log");
     let mut bytes = std::fs::read(&seg).unwrap();
-    let len = bytes.len();
+    // The header and the six batches (the zeros preallocated to the end of the block follow).
+    let run = runlog::RunId::new("r").unwrap();
+    let read = runlog::Store::open_read_only(&store, runlog::Config::default()).unwrap();
+    let len = 4096 + read.run_info(&run).unwrap().committed_bytes as usize;
+    drop(read);
     let batch = (len - 4096) / 6;
     // A byte in the middle of the 4th batch (one-event batches of one size).
     bytes[4096 + 3 * batch + batch / 2] ^= 0x10;

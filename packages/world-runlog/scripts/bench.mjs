@@ -26,6 +26,12 @@
 //                    `sequential` step_created each, each awaited before the next (events/s):
 //                    the latency of one durable create, where the writers above measure the
 //                    group commit's throughput.
+// - floor.createSequentialOneRun / createSequentialEightRuns: no World, the device alone: 1
+//                    (8) threads at once, each `sequential` times a 160-byte write and its
+//                    fdatasync into a file of its own, preallocated and synced beforehand (no
+//                    size change). What a durable create cannot beat; `ratios.ceiling*` is
+//                    this floor over world-local's figure: the most any durable World can
+//                    reach against world-local (which does not fsync) on this machine.
 // - list.oneCall:    events.list of a 900-event run, one page ({limit: 1000}), median ms.
 // - list.runtimePaged: the same listed as the runtime does (default page size, following
 //                    cursors until hasMore is false), median ms. Both on the store the create
@@ -35,6 +41,7 @@
 //                    for i = 10 and i = 9,999 (median ms); flat = tail/10 within 2×.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,6 +138,46 @@ async function createStorm(w, runIds, o) {
   return round((runIds.length * o.writers * o.perWriter) / s, 0);
 }
 
+/** The device's floor (`floor.*` above): `files` threads, each `n` durable 160-byte writes. */
+const FLOOR_THREAD = `
+const { parentPort, workerData: { file, n } } = require('node:worker_threads');
+const fs = require('node:fs');
+const fd = fs.openSync(file, 'w+');
+fs.writeSync(fd, Buffer.alloc(n * 160 + 4096));
+fs.fsyncSync(fd);
+const record = Buffer.alloc(160, 120);
+parentPort.once('message', () => {
+  for (let i = 0; i < n; i++) {
+    fs.writeSync(fd, record, 0, 160, i * 160);
+    fs.fdatasyncSync(fd);
+  }
+  fs.closeSync(fd);
+  parentPort.postMessage('done');
+});
+parentPort.postMessage('ready');
+`;
+
+async function durableFloor(files, n) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bench-floor-'));
+  try {
+    const threads = Array.from({ length: files }, (_, i) => new Worker(FLOOR_THREAD, { eval: true, workerData: { file: path.join(dir, `f${i}`), n } }));
+    const next = (t) => new Promise((resolve, reject) => {
+      t.once('message', resolve);
+      t.once('error', reject);
+    });
+    await Promise.all(threads.map(next));
+    const t0 = performance.now();
+    const done = Promise.all(threads.map(next));
+    for (const t of threads) t.postMessage('go');
+    await done;
+    const s = (performance.now() - t0) / 1000;
+    await Promise.all(threads.map((t) => t.terminate()));
+    return round((files * n) / s, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function fill(w, runId, n, prefix) {
   const batch = 16;
   for (let i = 0; i < n; i += batch) {
@@ -175,6 +222,7 @@ async function bench(kinds, o) {
     open[kind] = { dataDir, w: await openWorld(kind, dataDir, o.app) };
   }
   const figures = Object.fromEntries(kinds.map((k) => [k, {}]));
+  const floor = {};
   const push = (kind, key, value) => (figures[kind][key] ??= []).push(value);
   const turns = async (rounds, f) => {
     for (let r = 0; r < rounds; r++) {
@@ -193,6 +241,10 @@ async function bench(kinds, o) {
       const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => newRun(w, i + 1)));
       push(kind, 'createSequentialEightRunsEventsPerS', await createStorm(w, runs, sequential));
     });
+    for (let r = 0; r < o.rounds; r++) {
+      (floor.createSequentialOneRunEventsPerS ??= []).push(await durableFloor(1, o.sequential));
+      (floor.createSequentialEightRunsEventsPerS ??= []).push(await durableFloor(8, o.sequential));
+    }
 
     const name = 'strm_01ARZ3NDEKTSV4RRFFQ69G5FAV_bench';
     const tail = o.chunks - 1;
@@ -241,7 +293,13 @@ async function bench(kinds, o) {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }
-  const out = {};
+  const out = {
+    floor: {
+      createSequentialOneRunEventsPerS: median(floor.createSequentialOneRunEventsPerS),
+      createSequentialEightRunsEventsPerS: median(floor.createSequentialEightRunsEventsPerS),
+      ranges: Object.fromEntries(Object.entries(floor).map(([key, xs]) => [key, [Math.min(...xs), Math.max(...xs)]])),
+    },
+  };
   for (const kind of kinds) {
     const f = figures[kind];
     const ms = (xs) => round(median(xs));
@@ -292,6 +350,8 @@ if (out.runlog && out.local) {
     listAloneOneCall: round(l.listAloneOneCallMs / r.listAloneOneCallMs, 1),
     streamChunkLast: round(l.streamChunkLastMs / r.streamChunkLastMs, 1),
     runlogStreamTailFlat: r.streamTailOverHead <= 2,
+    ceilingSequentialOneRun: round(out.floor.createSequentialOneRunEventsPerS / l.createSequentialOneRunEventsPerS, 1),
+    ceilingSequentialEightRuns: round(out.floor.createSequentialEightRunsEventsPerS / l.createSequentialEightRunsEventsPerS, 1),
   };
 }
 console.log(JSON.stringify(out, null, 2));
