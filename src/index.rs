@@ -24,8 +24,9 @@ use crate::io::{FsFile, read_exact_at};
 /// (64 × 4 KiB) whatever its length.
 pub(crate) const CACHE_PAGES: usize = 64;
 
-/// A bounded cache of checked index pages, keyed by (segment index, page number); least
-/// recently used out first. One per open run.
+/// A bounded cache of checked index pages, keyed by (segment index, the index's last seq,
+/// page number): an open segment's index and the one written at its seal are two files;
+/// least recently used out first. One per open run.
 #[derive(Debug, Default)]
 pub(crate) struct PageCache {
     inner: Mutex<CacheInner>,
@@ -37,15 +38,18 @@ struct CacheInner {
     slots: Vec<CacheSlot>,
 }
 
+/// (segment index, the index's last seq, page number).
+type PageKey = (u32, u64, u32);
+
 #[derive(Debug)]
 struct CacheSlot {
-    key: (u32, u32),
+    key: PageKey,
     used: u64,
     data: Arc<IndexPage>,
 }
 
 impl PageCache {
-    fn get(&self, key: (u32, u32)) -> Option<Arc<IndexPage>> {
+    fn get(&self, key: PageKey) -> Option<Arc<IndexPage>> {
         let mut c = self.inner.lock();
         c.tick += 1;
         let tick = c.tick;
@@ -54,7 +58,7 @@ impl PageCache {
         Some(slot.data.clone())
     }
 
-    fn put(&self, key: (u32, u32), data: Arc<IndexPage>) {
+    fn put(&self, key: PageKey, data: Arc<IndexPage>) {
         let mut c = self.inner.lock();
         c.tick += 1;
         let used = c.tick;
@@ -96,10 +100,22 @@ impl SegmentIndex {
         want: &IndexBinding,
         cache: Arc<PageCache>,
     ) -> Option<SegmentIndex> {
+        Self::open_bound(file, run, path, want.salt, |b| b == want, cache)
+    }
+
+    /// [`Self::open`] of an index whose binding `accept` judges (pages checked under `salt`).
+    pub(crate) fn open_bound(
+        file: Arc<dyn FsFile>,
+        run: Arc<str>,
+        path: PathBuf,
+        salt: u32,
+        accept: impl Fn(&IndexBinding) -> bool,
+        cache: Arc<PageCache>,
+    ) -> Option<SegmentIndex> {
         let mut page = vec![0u8; INDEX_PAGE_LEN];
         read_exact_at(file.as_ref(), &mut page, 0).ok()?;
-        let data = check_page(&page, want.salt, 0).ok()?;
-        let header = IndexHeader::parse(data, want).ok()?;
+        let data = check_page(&page, salt, 0).ok()?;
+        let header = IndexHeader::parse_bound(data, accept).ok()?;
         let len = file.len().ok()?;
         if len != u64::from(header.page_count) * INDEX_PAGE_LEN as u64 {
             return None;
@@ -115,6 +131,11 @@ impl SegmentIndex {
             header,
             cache,
         })
+    }
+
+    /// What the index is bound to.
+    pub(crate) fn binding(&self) -> &IndexBinding {
+        &self.header.binding
     }
 
     /// Largest event id in the segment.
@@ -151,7 +172,8 @@ impl SegmentIndex {
     /// [`Error::Corrupt`] when the page's checksum fails, its entries do not fit it, or the
     /// file is shorter; [`Error::Io`].
     fn page(&self, no: u32, value_len: usize) -> Result<Arc<IndexPage>> {
-        let key = (self.header.binding.segment_index, no);
+        let b = &self.header.binding;
+        let key = (b.segment_index, b.last_seq, no);
         if let Some(page) = self.cache.get(key) {
             return Ok(page);
         }
@@ -288,13 +310,22 @@ mod tests {
     fn the_page_cache_holds_at_most_its_bound_and_keeps_the_recently_used() {
         let cache = PageCache::default();
         let page = || Arc::new(IndexPage::parse(&[0u8; 4092], 8).unwrap());
-        cache.put((1, 0), page());
+        cache.put((1, 10, 0), page());
         for no in 1..200 {
-            assert!(cache.get((1, 0)).is_some(), "a page used every time stays");
-            cache.put((2, no), page());
+            assert!(
+                cache.get((1, 10, 0)).is_some(),
+                "a page used every time stays"
+            );
+            cache.put((2, 10, no), page());
         }
         assert_eq!(cache.len(), CACHE_PAGES);
-        assert!(cache.get((2, 1)).is_none(), "the least recently used went");
-        assert!(cache.get((2, 199)).is_some());
+        assert!(
+            cache.get((2, 10, 1)).is_none(),
+            "the least recently used went"
+        );
+        assert!(cache.get((2, 10, 199)).is_some());
+        // The same page of another index of the same segment (its open-segment index, then
+        // the one of its seal) is another entry.
+        assert!(cache.get((2, 11, 199)).is_none());
     }
 }

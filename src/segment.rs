@@ -529,6 +529,40 @@ impl Segment {
         )
     }
 
+    /// This segment's index when one whose binding `accept` judges exists (the open
+    /// segment's index, SPEC §9: bound to a counter of this segment before its seal). The
+    /// salt, segment index and base seq must be this segment's whatever `accept` says.
+    pub(crate) fn open_index_bound(
+        &self,
+        fs: &dyn Fs,
+        accept: impl Fn(&IndexBinding) -> bool,
+        cache: &Arc<PageCache>,
+    ) -> Option<SegmentIndex> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let path = dir.join(index_name(self.header.segment_index));
+        let f = fs.open(&path, OpenMode::Read).ok()?;
+        let h = &self.header;
+        SegmentIndex::open_bound(
+            f,
+            Arc::from(h.run_id.as_str()),
+            path,
+            h.salt,
+            |b| {
+                b.salt == h.salt
+                    && b.segment_index == h.segment_index
+                    && b.base_seq == h.base_seq
+                    && accept(b)
+            },
+            cache.clone(),
+        )
+    }
+
+    /// Removes this segment's index, if any (best effort: a missing one is fine).
+    pub(crate) fn remove_index(&self, fs: &dyn Fs) {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let _ = fs.remove_file(&dir.join(index_name(self.header.segment_index)));
+    }
+
     fn read_error(&self, run: &str, e: io::Error, offset: u64) -> Error {
         if e.kind() == io::ErrorKind::UnexpectedEof {
             Error::corrupt(run, &self.name, offset, "file truncated")

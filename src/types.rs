@@ -35,6 +35,12 @@ pub struct Config {
     /// copy-on-write file systems where overwriting in place does not save the metadata
     /// update.
     pub preallocate_from_bytes: u64,
+    /// A writer that built the dedupe maps (a group with a key or a caller-supplied event id)
+    /// leaves an index of its last, unsealed segment when it closes the run, once this many
+    /// of that segment's events are not covered by one already (default 4,096; format/SPEC.md
+    /// §9): the next process's first keyed append then reads that index instead of decoding
+    /// the segment. `u64::MAX` turns it off.
+    pub open_segment_index_events: u64,
 }
 
 impl Default for Config {
@@ -48,6 +54,7 @@ impl Default for Config {
             wait_poll_interval: Duration::from_millis(10),
             open_runs_max: 256,
             preallocate_from_bytes: 64 << 10,
+            open_segment_index_events: 4096,
         }
     }
 }

@@ -135,7 +135,20 @@ impl IndexHeader {
     /// # Errors
     /// A [`FormatError`] for another magic or version, another segment or seal, or trees
     /// outside the file.
+    #[cfg_attr(not(test), allow(dead_code))] // the readers use `parse_bound`
     pub fn parse(data: &[u8], want: &IndexBinding) -> Result<IndexHeader, FormatError> {
+        Self::parse_bound(data, |b| b == want)
+    }
+
+    /// [`Self::parse`] for an index whose binding `accept` judges (the open segment's index,
+    /// bound to a counter of that segment that is not known beforehand: SPEC §9).
+    ///
+    /// # Errors
+    /// As [`Self::parse`], "another segment or seal" when `accept` refuses the binding.
+    pub fn parse_bound(
+        data: &[u8],
+        accept: impl Fn(&IndexBinding) -> bool,
+    ) -> Result<IndexHeader, FormatError> {
         if data.len() < HEADER_FIXED + 3 * TREE_LEN {
             return Err(FormatError::short(data.len(), "index header truncated"));
         }
@@ -149,7 +162,7 @@ impl IndexHeader {
             last_seq: u64_at(data, 24),
             committed_len: u64_at(data, 32),
         };
-        if binding != *want {
+        if !accept(&binding) {
             return Err(FormatError::bad(
                 8,
                 "index describes another segment or seal",

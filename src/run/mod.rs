@@ -176,7 +176,7 @@ impl Run {
         }
         self.state
             .write()
-            .settle(self.run_str(), BATCH_LEN_READ_MAX)
+            .settle(self.fs.as_ref(), self.run_str(), BATCH_LEN_READ_MAX)
             .map(|_| ())
     }
 

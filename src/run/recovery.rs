@@ -380,6 +380,13 @@ impl Run {
             sealed: false,
         };
         st.known_slots = None;
+        // An index of the segment's first batches may cover the bytes cut: removed for good
+        // before the cut, so no later view adopts it over batches written after the cut.
+        seg.remove_index(self.fs.as_ref());
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io("syncing", &self.dir, e))?;
+        st.open_index = None;
         seg.truncate(cut_at)
             .and_then(|()| seg.write_slot(&slot))
             .and_then(|()| seg.sync())

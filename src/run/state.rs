@@ -105,6 +105,32 @@ pub(crate) struct RunState {
     /// last commit (`None`: unknown, or something other than a commit wrote a slot since):
     /// the next commit that finds the region unchanged skips the refresh (SPEC §5).
     pub(crate) known_slots: Option<CommitSlots>,
+    /// The open segment's index (SPEC §9), once adopted: it serves the first batches of the
+    /// last segment (their locations, keys and ids), which are then neither decoded at the
+    /// catch-up nor held in the dedupe maps.
+    pub(crate) open_index: Option<OpenIndex>,
+}
+
+/// The view's state before an open-segment index was adopted.
+#[derive(Clone, Copy, Debug)]
+struct Before {
+    last_event_id: Ulid,
+    batches: usize,
+}
+
+/// An index of the first batches of a segment not yet sealed, bound to a counter of it.
+#[derive(Debug)]
+pub(crate) struct OpenIndex {
+    /// The segment's position in the chain.
+    pub(crate) segment: usize,
+    pub(crate) index: Arc<SegmentIndex>,
+}
+
+impl OpenIndex {
+    /// The last seq it covers.
+    fn last_seq(&self) -> Seq {
+        self.index.binding().last_seq
+    }
 }
 
 /// What a newly applied batch contributes to the dedupe maps.
@@ -139,6 +165,7 @@ impl RunState {
             access,
             cache: Arc::default(),
             known_slots: None,
+            open_index: None,
         }
     }
 
@@ -237,11 +264,11 @@ impl RunState {
                 // Served by its index: nothing of it is decoded or held in memory.
             } else if lazy && self.defer(&disk) {
                 return Ok(());
-            } else if self.settle(run, len_max)? {
+            } else if self.settle(fs, run, len_max)? {
                 // Damage found in the deferred region: the view ends there.
                 return Ok(());
             } else if disk_is_ahead(&self.last().counter, &disk) {
-                self.advance_to(run, disk, len_max)?;
+                self.advance_to(fs, run, disk, len_max)?;
             } else if disk.generation > self.last().counter.generation {
                 // A counter behind this view's content but of a newer generation (a stale
                 // lock file copied back): the next commit must outrank it.
@@ -277,7 +304,7 @@ impl RunState {
     ///
     /// # Errors
     /// As [`Self::catch_up`].
-    pub(crate) fn settle(&mut self, run: &str, len_max: u32) -> Result<bool> {
+    pub(crate) fn settle(&mut self, fs: &dyn Fs, run: &str, len_max: u32) -> Result<bool> {
         let Some(disk) = self.unscanned.take() else {
             return Ok(false);
         };
@@ -288,7 +315,7 @@ impl RunState {
             self.keys.reserve(events);
             self.ids.reserve(events);
         }
-        self.advance_to(run, disk, len_max)?;
+        self.advance_to(fs, run, disk, len_max)?;
         Ok(self.damage.is_some())
     }
 
@@ -303,7 +330,114 @@ impl RunState {
         self.unscanned.map_or(self.last_seq, |u| u.last_seq)
     }
 
-    fn advance_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
+    fn advance_to(
+        &mut self,
+        fs: &dyn Fs,
+        run: &str,
+        disk: CounterSlot,
+        len_max: u32,
+    ) -> Result<()> {
+        let Some(before) = self.adopt_open_index(fs, &disk) else {
+            return self.scan_to(run, disk, len_max);
+        };
+        self.scan_to(run, disk, len_max)?;
+        if self.damage.is_some() {
+            // Damage past the adopted prefix, or an index that does not fit the segment: the
+            // segment is read again from its start without the index, so what the view
+            // reports is what the batches alone give.
+            self.forget_open_index(before);
+            return self.scan_to(run, disk, len_max);
+        }
+        Ok(())
+    }
+
+    /// Adopts the last segment's open-segment index (SPEC §9) when nothing of the segment is
+    /// applied and a valid one binds to a prefix of what `disk` claims: the batches it covers
+    /// are taken from its batch tree, nothing decoded (each is checked when a read reaches it,
+    /// as in a sealed segment's index), and the catch-up reads what follows. Returns the view's
+    /// state before, for [`Self::forget_open_index`]; `None` when nothing was adopted.
+    fn adopt_open_index(&mut self, fs: &dyn Fs, disk: &CounterSlot) -> Option<Before> {
+        let pos = self.segments.len() - 1;
+        let s = self.last();
+        let base = s.seg.header.base_seq;
+        if disk.sealed
+            || pos < self.indexed
+            || self.open_index.is_some()
+            || self.damage.is_some()
+            || s.counter.committed_len != HEADER_LEN
+            || self.last_seq + 1 != base
+        {
+            return None;
+        }
+        let index = s.seg.open_index_bound(
+            fs,
+            |b| {
+                b.committed_len > HEADER_LEN
+                    && b.committed_len <= disk.committed_len
+                    && b.last_seq <= disk.last_seq
+            },
+            &self.cache,
+        )?;
+        let bound = *index.binding();
+        let mut found = Vec::new();
+        index.batches_after(base - 1, usize::MAX, &mut found).ok()?;
+        // The batches must tile the prefix: dense from the segment's base seq to the bound
+        // last seq, at increasing offsets inside the bound length.
+        let (mut seq, mut offset) = (base, HEADER_LEN);
+        for b in &found {
+            if b.first_seq != seq || b.offset < offset || b.offset >= bound.committed_len {
+                return None;
+            }
+            seq = b.first_seq + u64::from(b.count);
+            offset = b.offset + 1;
+        }
+        if seq != bound.last_seq + 1 {
+            return None;
+        }
+        let before = Before {
+            last_event_id: self.last_event_id,
+            batches: self.batches.len(),
+        };
+        self.batches.extend(found.iter().map(|b| BatchLoc {
+            first_seq: b.first_seq,
+            count: b.count,
+            segment: pos,
+            offset: b.offset,
+        }));
+        self.last_seq = bound.last_seq;
+        self.last_event_id = self.last_event_id.max(index.max_event_id());
+        let c = &mut self.last_mut().counter;
+        c.last_seq = bound.last_seq;
+        c.committed_len = bound.committed_len;
+        self.open_index = Some(OpenIndex {
+            segment: pos,
+            index: Arc::new(index),
+        });
+        Some(before)
+    }
+
+    /// Undoes [`Self::adopt_open_index`] and whatever the scan after it applied: the last
+    /// segment as if nothing of it had been read.
+    fn forget_open_index(&mut self, before: Before) {
+        let seg = self.last().seg.clone();
+        self.batches.truncate(before.batches);
+        self.last_event_id = before.last_event_id;
+        self.last_seq = seg.header.base_seq - 1;
+        self.damage = None;
+        self.open_index = None;
+        let generation = self.last().counter.generation;
+        self.last_mut().counter = CounterSlot {
+            generation,
+            ..empty_slot(&seg)
+        };
+        // The keys and ids the scan added (of this segment); the earlier segments' stay.
+        let base = seg.header.base_seq;
+        self.keys.retain(|seq| seq < base);
+        self.ids.retain(|_, seq| *seq < base);
+    }
+
+    /// Reads the batches of the last segment from the view's counter up to `disk`'s.
+    fn scan_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
         let cur = self.last().counter;
         let seg = self.last().seg.clone();
         if disk.committed_len < cur.committed_len || disk.last_seq < cur.last_seq {
@@ -524,7 +658,18 @@ impl RunState {
         if self.maps_ready {
             return Ok(());
         }
-        let events: u64 = self.batches.iter().map(|b| u64::from(b.count)).sum();
+        // The batches the open segment's index covers are looked up there, not mapped.
+        let covered = |b: &BatchLoc| {
+            self.open_index
+                .as_ref()
+                .is_some_and(|o| b.segment == o.segment && b.last_seq() <= o.last_seq())
+        };
+        let events: u64 = self
+            .batches
+            .iter()
+            .filter(|b| !covered(b))
+            .map(|b| u64::from(b.count))
+            .sum();
         let mut keys = KeyMap::default();
         keys.reserve(events as usize);
         let mut ids: HashMap<Ulid, Seq> = HashMap::with_capacity(events as usize);
@@ -534,6 +679,11 @@ impl RunState {
             let n = self.batches[i..].partition_point(|b| b.segment == pos);
             let part = &self.batches[i..i + n];
             i += n;
+            let part = &part[part.partition_point(covered)..];
+            let n = part.len();
+            if n == 0 {
+                continue;
+            }
             let seg = &self.segments[pos].seg;
             let start = part[0].offset;
             let last = part[n - 1];
@@ -611,9 +761,11 @@ impl RunState {
         }
         ids.sort_unstable();
         ids.dedup();
+        let open = self.open_index.as_ref().map(|o| &o.index);
         for index in self.segments[..self.indexed]
             .iter()
             .filter_map(|s| s.index.as_ref())
+            .chain(open)
         {
             for k in &keys {
                 if !found.by_key.contains_key(*k)
@@ -706,7 +858,40 @@ impl RunState {
             self.ids.retain(|_, seq| *seq > sealed.last_seq);
             self.segments[pos].index = Some(Arc::new(index));
             self.indexed += 1;
+            if self.open_index.as_ref().is_some_and(|o| o.segment == pos) {
+                // Sealed and indexed whole: the index of its first batches is done with.
+                self.open_index = None;
+            }
         }
+    }
+
+    /// Writes the open segment's index (SPEC §9) for the next view of the run, when this view
+    /// built the dedupe maps (a writer's keyed or id-carrying groups) and at least
+    /// `events_min` events of the last segment are not covered by an index already: the
+    /// segment's batches up to this view's counter, read again with every check, in a sealed
+    /// segment's index format bound to that counter. Best effort (a failure costs the next
+    /// view a decode).
+    pub(crate) fn write_open_index(&self, fs: &dyn Fs, events_min: u64) {
+        let pos = self.segments.len() - 1;
+        let s = self.last();
+        if self.access != Access::Write
+            || !self.maps_ready
+            || self.damage.is_some()
+            || self.unscanned.is_some()
+            || s.counter.sealed
+            || pos < self.indexed
+        {
+            return;
+        }
+        let from = self
+            .open_index
+            .as_ref()
+            .filter(|o| o.segment == pos)
+            .map_or(s.seg.header.base_seq - 1, OpenIndex::last_seq);
+        if s.counter.last_seq.saturating_sub(from) < events_min.max(1) {
+            return;
+        }
+        let _ = self.write_index_of(fs, pos);
     }
 
     /// Builds segment `pos`'s index from its batches (read again, with every check: the live
@@ -876,8 +1061,13 @@ impl KeyMap {
     }
 
     fn retain_above(&mut self, last_seq: Seq) {
-        self.first.retain(|_, seq| *seq > last_seq);
-        self.more.retain(|(_, seq)| *seq > last_seq);
+        self.retain(|seq| seq > last_seq);
+    }
+
+    /// Keeps the entries whose seq `keep` accepts.
+    fn retain(&mut self, keep: impl Fn(Seq) -> bool) {
+        self.first.retain(|_, seq| keep(*seq));
+        self.more.retain(|(_, seq)| keep(*seq));
     }
 }
 

@@ -134,6 +134,18 @@ impl Run {
         })
     }
 
+    /// Leaves the open segment's index for the next view (`RunState::write_open_index`):
+    /// skipped for a poisoned or deleted run, as the summary is.
+    pub(crate) fn write_open_index(&self) {
+        if self.is_poisoned() || !matches!(self.is_deleted(), Ok(false)) {
+            return;
+        }
+        let events_min = self.config.open_segment_index_events;
+        self.state
+            .read()
+            .write_open_index(self.fs.as_ref(), events_min);
+    }
+
     /// Writes the summary of everything this view holds, when it says more than the one on
     /// disk: best effort and not synced (losing it costs a scan). Skipped for a read-only,
     /// poisoned, damaged or deleted run.
@@ -197,5 +209,6 @@ fn overwrite_summary(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> std::io::Result<
 impl Drop for Run {
     fn drop(&mut self) {
         self.write_summary();
+        self.write_open_index();
     }
 }

@@ -75,6 +75,10 @@ pub fn config() -> Config {
     Config {
         segment_len_bytes_max: 8 << 10,
         preallocate_from_bytes: 6 << 10,
+        // Every close of a run that built the dedupe maps leaves an index of its open
+        // segment (SPEC §9), so crashes meet it written, half renamed or lost, and the
+        // appends after them look keys and ids up in it.
+        open_segment_index_events: 1,
         lock_timeout: Duration::from_millis(500),
         ..Config::default()
     }

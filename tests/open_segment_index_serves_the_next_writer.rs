@@ -1,0 +1,233 @@
+//! The open segment's index (format/SPEC.md §9): a writer that built the dedupe maps leaves an
+//! index of its last, unsealed segment when it closes the run, and the next view takes that
+//! segment's first batches from it — their locations, keys and ids — instead of decoding
+//! them. What it must never change: every duplicate is still found (by key and by caller id,
+//! in the indexed prefix and in the batches after it), reads give the same events, damage is
+//! reported as without it, and an index that no longer fits its segment (cut by a repair,
+//! replaced by the seal's) is not used.
+
+use std::path::{Path, PathBuf};
+
+use runlog::{Config, Error, NewEvent, RunId, Store};
+use ulid::Ulid;
+
+fn config() -> Config {
+    Config {
+        open_segment_index_events: 16,
+        ..Config::default()
+    }
+}
+
+fn no_index_writes() -> Config {
+    Config {
+        open_segment_index_events: u64::MAX,
+        ..Config::default()
+    }
+}
+
+fn run() -> RunId {
+    RunId::new("r").unwrap()
+}
+
+fn index_file(root: &Path) -> PathBuf {
+    root.join("runs/r/seg-00000001.idx")
+}
+
+fn segment_file(root: &Path) -> PathBuf {
+    root.join("runs/r/seg-00000001.log")
+}
+
+fn fact(i: usize) -> NewEvent {
+    NewEvent::new("step_completed", format!("{{\"i\":{i}}}")).key(format!("k{i}"))
+}
+
+/// Appends facts `from..to` with keys `k{i}`, ten per batch; returns the event ids by seq.
+fn append(store: &Store, from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let n = (to - i).min(10);
+        let batch: Vec<NewEvent> = (i..i + n).map(fact).collect();
+        let got = store.append_facts(&run(), batch).unwrap();
+        assert!(got.iter().all(|a| !a.duplicate));
+        i += n;
+    }
+}
+
+fn ids(store: &Store) -> Vec<Ulid> {
+    let page = store.read(&run(), 0, 10_000).unwrap();
+    page.events.iter().map(|e| e.event_id).collect()
+}
+
+#[test]
+fn the_next_writer_finds_every_duplicate_through_the_index_and_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let first_ids = {
+        let store = Store::open(root, config()).unwrap();
+        store.create_run(&run()).unwrap();
+        append(&store, 0, 100);
+        ids(&store)
+    };
+    assert!(
+        index_file(root).exists(),
+        "closing left the open segment's index"
+    );
+    // Another writer that writes no index appends 20 more: the index covers 1..=100 only.
+    {
+        let store = Store::open(root, no_index_writes()).unwrap();
+        append(&store, 100, 120);
+    }
+    let store = Store::open(root, config()).unwrap();
+    // By key: in the prefix the index covers, and in the batches after it.
+    for (i, seq) in [(0, 1), (57, 58), (99, 100), (100, 101), (119, 120)] {
+        let got = store.append_facts(&run(), vec![fact(i)]).unwrap();
+        assert!(got[0].duplicate, "key k{i}");
+        assert_eq!(got[0].seq, seq, "key k{i}");
+    }
+    // By caller id: an id of the prefix presented again is the event it names.
+    let again = NewEvent::new("step_completed", "{}").event_id(first_ids[41]);
+    let got = store.append_facts(&run(), vec![again]).unwrap();
+    assert!(got[0].duplicate);
+    assert_eq!(got[0].seq, 42);
+    // A new key is new, at the next seq; the reads give every event once, dense.
+    let got = store.append_facts(&run(), vec![fact(500)]).unwrap();
+    assert_eq!((got[0].seq, got[0].duplicate), (121, false));
+    let page = store.read(&run(), 0, 10_000).unwrap();
+    assert_eq!(page.events.len(), 121);
+    for (n, e) in page.events.iter().enumerate() {
+        assert_eq!(e.seq, n as u64 + 1);
+    }
+    assert_eq!(&ids(&store)[..100], &first_ids[..]);
+    let report = store.verify_run(&run()).unwrap();
+    assert!(report.problems.is_empty(), "{report:?}");
+}
+
+#[test]
+fn the_indexed_prefix_is_not_decoded_and_its_damage_is_reported_by_the_read_that_reaches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    {
+        let store = Store::open(root, config()).unwrap();
+        store.create_run(&run()).unwrap();
+        append(&store, 0, 100);
+    }
+    // A flipped bit in the first batch's payload, inside the prefix the index covers.
+    let mut bytes = std::fs::read(segment_file(root)).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"{\"i\":3").unwrap();
+    bytes[at + 5] ^= 0x01;
+    std::fs::write(segment_file(root), &bytes).unwrap();
+
+    let store = Store::open(root, config()).unwrap();
+    // The writer's first keyed append is served by the index: nothing of the prefix is
+    // decoded, so it succeeds (a sealed segment's index works the same way).
+    let got = store.append_facts(&run(), vec![fact(77)]).unwrap();
+    assert!(got[0].duplicate);
+    assert_eq!(got[0].seq, 78);
+    // The read that reaches the damaged batch fails loudly, at that batch.
+    let read = store.read(&run(), 0, 10);
+    assert!(matches!(read, Err(Error::Corrupt { .. })), "{read:?}");
+    let report = store.verify_run(&run()).unwrap();
+    assert!(!report.problems.is_empty(), "verify reports the flip");
+}
+
+#[test]
+fn damage_after_the_indexed_prefix_is_reported_as_without_the_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let built = tmp.path().join("built");
+    {
+        let store = Store::open(&built, config()).unwrap();
+        store.create_run(&run()).unwrap();
+        append(&store, 0, 100);
+    }
+    {
+        let store = Store::open(&built, no_index_writes()).unwrap();
+        append(&store, 100, 130);
+    }
+    // A flip in a batch written after the index's counter.
+    let mut bytes = std::fs::read(segment_file(&built)).unwrap();
+    let at = bytes.windows(8).position(|w| w == b"{\"i\":115").unwrap();
+    bytes[at + 6] ^= 0x01;
+    std::fs::write(segment_file(&built), &bytes).unwrap();
+    // The same files twice, one copy without the index.
+    let outcome = |keep_index: bool| {
+        let root = tmp.path().join(format!("copy-{keep_index}"));
+        copy_tree(&built, &root);
+        if !keep_index {
+            std::fs::remove_file(index_file(&root)).unwrap();
+        }
+        let store = Store::open(&root, config()).unwrap();
+        let append = store.append_facts(&run(), vec![fact(999)]);
+        let Err(Error::Corrupt { offset, detail, .. }) = append else {
+            panic!("{append:?}");
+        };
+        let read = store.read(&run(), 0, 1000).map(|p| p.events.len());
+        (offset, detail, format!("{read:?}"))
+    };
+    let with = outcome(true);
+    assert_eq!(with, outcome(false));
+    assert_eq!(
+        with.2, "Ok(110)",
+        "the events before the damaged batch read"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_repair_removes_the_index_and_a_seal_replaces_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    {
+        let store = Store::open(root, config()).unwrap();
+        store.create_run(&run()).unwrap();
+        append(&store, 0, 100);
+    }
+    {
+        let store = Store::open(root, no_index_writes()).unwrap();
+        append(&store, 100, 130);
+    }
+    let mut bytes = std::fs::read(segment_file(root)).unwrap();
+    let at = bytes.windows(8).position(|w| w == b"{\"i\":115").unwrap();
+    bytes[at + 6] ^= 0x01;
+    std::fs::write(segment_file(root), &bytes).unwrap();
+    let store = Store::open(root, config()).unwrap();
+    let repair = store.repair_run(&run()).unwrap().expect("damaged");
+    assert_eq!(repair.last_seq, 110);
+    assert!(!index_file(root).exists(), "the repair removed the index");
+    // Writes go on after the cut; the next view finds them all and no stale index.
+    append(&store, 110, 140);
+    drop(store);
+    let store = Store::open(root, config()).unwrap();
+    let got = store.append_facts(&run(), vec![fact(120)]).unwrap();
+    assert_eq!((got[0].seq, got[0].duplicate), (121, true));
+    assert_eq!(store.read(&run(), 0, 1000).unwrap().events.len(), 140);
+    drop(store);
+
+    // Rolled: the sealed segment's index replaces the open one, and keys are still found.
+    let small = Config {
+        segment_len_bytes_max: 8 << 10,
+        ..config()
+    };
+    let store = Store::open(root, small.clone()).unwrap();
+    append(&store, 140, 400);
+    drop(store);
+    let store = Store::open(root, small).unwrap();
+    assert!(store.run_info(&run()).unwrap().segment_count >= 2);
+    for (i, seq) in [(3, 4), (139, 140), (399, 400)] {
+        let got = store.append_facts(&run(), vec![fact(i)]).unwrap();
+        assert_eq!((got[0].seq, got[0].duplicate), (seq, true), "key k{i}");
+    }
+    let report = store.verify_run(&run()).unwrap();
+    assert!(report.problems.is_empty(), "{report:?}");
+}
