@@ -139,6 +139,23 @@ fn verify_segment(
     let view = seg.map_uncached(slot.committed_len)?;
     let mut at = HEADER_LEN;
     let mut content = IndexContent::default();
+    // An unsealed segment's index of its first batches (SPEC §9), as a writer would adopt it:
+    // checked against those batches like a sealed segment's index.
+    let open_bound = (!slot.sealed)
+        .then(|| {
+            let cache = std::sync::Arc::new(PageCache::default());
+            seg.open_index_bound(
+                ctx.fs,
+                |b| {
+                    b.committed_len > HEADER_LEN
+                        && b.committed_len <= slot.committed_len
+                        && b.last_seq <= slot.last_seq
+                },
+                &cache,
+            )
+        })
+        .flatten()
+        .map(|index| *index.binding());
     while at < slot.committed_len {
         match decode_batch(
             &view,
@@ -148,7 +165,8 @@ fn verify_segment(
             len_max,
         ) {
             Ok(b) => {
-                if slot.sealed {
+                let batch_last = b.header.first_seq + u64::from(b.header.count) - 1;
+                if slot.sealed || open_bound.is_some_and(|o| batch_last <= o.last_seq) {
                     content.add(&b, at);
                 }
                 *last_seq += u64::from(b.header.count);
@@ -178,6 +196,13 @@ fn verify_segment(
     note_tail(seg, at, *last_seq, &tail_ctx, report);
     if slot.sealed {
         verify_index(seg, &slot, ctx.fs, content, report);
+    } else if let Some(o) = open_bound {
+        let prefix = crate::format::CounterSlot {
+            last_seq: o.last_seq,
+            committed_len: o.committed_len,
+            ..slot
+        };
+        verify_index(seg, &prefix, ctx.fs, content, report);
     }
     Ok(slot.sealed)
 }
@@ -209,7 +234,8 @@ impl IndexContent {
     }
 }
 
-/// Checks a sealed segment's index (SPEC §9), when there is one: every page's checksum, and
+/// Checks a segment's index (SPEC §9), when there is one: a sealed segment's bound to `slot`,
+/// an open segment's bound to the prefix counter `slot` it covers. Every page's checksum, and
 /// every page equal to the index this segment's checked batches give. A missing index, or
 /// one another seal, version or file's (ignored by readers and rebuilt by a writer), is a
 /// note; a damaged or wrong one, which fails the reads and appends that reach it, a problem.
