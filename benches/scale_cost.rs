@@ -18,12 +18,15 @@
 //!   (no key) to a random run through a `Store` with the default open-run cache
 //!   (`open_runs_max` 256, so most appends reopen their run), against appends to one warm run
 //!   through a second `Store` on the same directory (a run of its own, always open),
-//!   interleaved, medians.
+//!   interleaved, medians; and in the same interleaving the device's own figures, no store:
+//!   a 52-byte `pwrite` and its `fdatasync` into one of 1,000 files (8 KiB each, written and
+//!   synced beforehand) picked at random, and into one file every time (`raw_*`).
 //!
 //! `cargo bench --bench scale_cost` (sizes: RUNLOG_SCALE_RUNS, RUNLOG_SCALE_BIG; defaults
 //! 1,000 / 1,000,000). `RUNLOG_SCALE_ONLY=deep`: only the 1M-event run's figures;
 //! `RUNLOG_SCALE_ONLY=random`: only `random_appends`.
 
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -217,25 +220,53 @@ fn random_appends(dir: &Path, ids: &[RunId]) {
     let warm = RunId::new("warm").unwrap();
     fill(&warm_store, &warm, 1000);
     let fact = || vec![NewEvent::new("step_completed", "{\"random\":1}")];
-    // A fixed LCG: the same sequence of runs in every sitting.
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let [random, one] = interleaved_medians([
+    // The device alone: as many files as runs, each written and synced beforehand.
+    let raw_dir = tempfile::tempdir_in(dir.parent().unwrap_or(Path::new("."))).unwrap();
+    let raw: Vec<std::fs::File> = (0..ids.len())
+        .map(|i| {
+            let f = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(raw_dir.path().join(format!("f{i}")))
+                .unwrap();
+            f.write_all_at(&[0u8; 8192], 0).unwrap();
+            f.sync_all().unwrap();
+            f
+        })
+        .collect();
+    let record = [b'x'; 52];
+    let raw_write = |f: &std::fs::File, i: u64| {
+        f.write_all_at(&record, 4200 + (i % 64) * 52).unwrap();
+        f.sync_data().unwrap();
+    };
+    // A fixed LCG: the same sequence of runs (and files) in every sitting.
+    let lcg = |x: &mut u64, n: usize| {
+        *x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((*x >> 33) % n as u64) as usize
+    };
+    let (mut x, mut y) = (0x9e37_79b9_7f4a_7c15_u64, 0x9e37_79b9_7f4a_7c15_u64);
+    let [random, one, raw_random, raw_one] = interleaved_medians([
         &mut |_| {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let run = &ids[((x >> 33) % ids.len() as u64) as usize];
+            let run = &ids[lcg(&mut x, ids.len())];
             cold.append_facts(run, fact()).unwrap();
         },
         &mut |_| {
             warm_store.append_facts(&warm, fact()).unwrap();
         },
+        &mut |i| raw_write(&raw[lcg(&mut y, raw.len())], i),
+        &mut |i| raw_write(&raw[0], i),
     ]);
     println!(
-        "{{\"bench\":\"random_appends\",\"shape\":\"{} runs x 1000 events\",\"open_runs_max\":{},\"random_us\":{random:.0},\"warm_us\":{one:.0},\"random_vs_warm\":{:.2}}}",
+        "{{\"bench\":\"random_appends\",\"shape\":\"{} runs x 1000 events\",\"open_runs_max\":{},\"random_us\":{random:.0},\"warm_us\":{one:.0},\"random_vs_warm\":{:.2},\"raw_random_us\":{raw_random:.0},\"raw_warm_us\":{raw_one:.0},\"raw_random_vs_warm\":{:.2},\"random_vs_raw_random\":{:.2}}}",
         ids.len(),
         Config::default().open_runs_max,
-        random / one
+        random / one,
+        raw_random / raw_one,
+        random / raw_random
     );
 }
 
