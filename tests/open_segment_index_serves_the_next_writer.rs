@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use runlog::{Config, Error, NewEvent, RunId, Store};
 use ulid::Ulid;
 
@@ -41,7 +43,7 @@ fn fact(i: usize) -> NewEvent {
     NewEvent::new("step_completed", format!("{{\"i\":{i}}}")).key(format!("k{i}"))
 }
 
-/// Appends facts `from..to` with keys `k{i}`, ten per batch; returns the event ids by seq.
+/// Appends facts `from..to` with keys `k{i}`, ten per batch.
 fn append(store: &Store, from: usize, to: usize) {
     let mut i = from;
     while i < to {
@@ -53,6 +55,33 @@ fn append(store: &Store, from: usize, to: usize) {
     }
 }
 
+/// A run of 100 keyed facts written by a writer that closed it: the open segment's index
+/// covers seqs 1..=100. Returns their event ids.
+fn indexed_run(root: &Path) -> Vec<Ulid> {
+    let store = Store::open(root, config()).unwrap();
+    store.create_run(&run()).unwrap();
+    append(&store, 0, 100);
+    ids(&store)
+}
+
+/// Facts `from..to` appended by a writer that writes no index: past the index's counter.
+fn append_unindexed(root: &Path, from: usize, to: usize) {
+    let store = Store::open(root, no_index_writes()).unwrap();
+    append(&store, from, to);
+}
+
+/// Flips a bit of the payload of the fact `{"i":<i>` (a batch past the index for i ≥ 100).
+fn flip_payload_of(root: &Path, i: usize) {
+    let needle = format!("{{\"i\":{i}");
+    let mut bytes = std::fs::read(segment_file(root)).unwrap();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())
+        .unwrap();
+    bytes[at + needle.len() - 1] ^= 0x01;
+    std::fs::write(segment_file(root), &bytes).unwrap();
+}
+
 fn ids(store: &Store) -> Vec<Ulid> {
     let page = store.read(&run(), 0, 10_000).unwrap();
     page.events.iter().map(|e| e.event_id).collect()
@@ -62,21 +91,13 @@ fn ids(store: &Store) -> Vec<Ulid> {
 fn the_next_writer_finds_every_duplicate_through_the_index_and_after_it() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let first_ids = {
-        let store = Store::open(root, config()).unwrap();
-        store.create_run(&run()).unwrap();
-        append(&store, 0, 100);
-        ids(&store)
-    };
+    let first_ids = indexed_run(root);
     assert!(
         index_file(root).exists(),
         "closing left the open segment's index"
     );
     // Another writer that writes no index appends 20 more: the index covers 1..=100 only.
-    {
-        let store = Store::open(root, no_index_writes()).unwrap();
-        append(&store, 100, 120);
-    }
+    append_unindexed(root, 100, 120);
     let store = Store::open(root, config()).unwrap();
     // By key: in the prefix the index covers, and in the batches after it.
     for (i, seq) in [(0, 1), (57, 58), (99, 100), (100, 101), (119, 120)] {
@@ -106,16 +127,9 @@ fn the_next_writer_finds_every_duplicate_through_the_index_and_after_it() {
 fn the_indexed_prefix_is_not_decoded_and_its_damage_is_reported_by_the_read_that_reaches_it() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    {
-        let store = Store::open(root, config()).unwrap();
-        store.create_run(&run()).unwrap();
-        append(&store, 0, 100);
-    }
+    indexed_run(root);
     // A flipped bit in the first batch's payload, inside the prefix the index covers.
-    let mut bytes = std::fs::read(segment_file(root)).unwrap();
-    let at = bytes.windows(6).position(|w| w == b"{\"i\":3").unwrap();
-    bytes[at + 5] ^= 0x01;
-    std::fs::write(segment_file(root), &bytes).unwrap();
+    flip_payload_of(root, 3);
 
     let store = Store::open(root, config()).unwrap();
     // The writer's first keyed append is served by the index: nothing of the prefix is
@@ -134,24 +148,14 @@ fn the_indexed_prefix_is_not_decoded_and_its_damage_is_reported_by_the_read_that
 fn damage_after_the_indexed_prefix_is_reported_as_without_the_index() {
     let tmp = tempfile::tempdir().unwrap();
     let built = tmp.path().join("built");
-    {
-        let store = Store::open(&built, config()).unwrap();
-        store.create_run(&run()).unwrap();
-        append(&store, 0, 100);
-    }
-    {
-        let store = Store::open(&built, no_index_writes()).unwrap();
-        append(&store, 100, 130);
-    }
+    indexed_run(&built);
+    append_unindexed(&built, 100, 130);
     // A flip in a batch written after the index's counter.
-    let mut bytes = std::fs::read(segment_file(&built)).unwrap();
-    let at = bytes.windows(8).position(|w| w == b"{\"i\":115").unwrap();
-    bytes[at + 6] ^= 0x01;
-    std::fs::write(segment_file(&built), &bytes).unwrap();
+    flip_payload_of(&built, 115);
     // The same files twice, one copy without the index.
     let outcome = |keep_index: bool| {
         let root = tmp.path().join(format!("copy-{keep_index}"));
-        copy_tree(&built, &root);
+        common::copy_tree(&built, &root);
         if !keep_index {
             std::fs::remove_file(index_file(&root)).unwrap();
         }
@@ -171,36 +175,13 @@ fn damage_after_the_indexed_prefix_is_reported_as_without_the_index() {
     );
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_repair_removes_the_index_and_a_seal_replaces_it() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    {
-        let store = Store::open(root, config()).unwrap();
-        store.create_run(&run()).unwrap();
-        append(&store, 0, 100);
-    }
-    {
-        let store = Store::open(root, no_index_writes()).unwrap();
-        append(&store, 100, 130);
-    }
-    let mut bytes = std::fs::read(segment_file(root)).unwrap();
-    let at = bytes.windows(8).position(|w| w == b"{\"i\":115").unwrap();
-    bytes[at + 6] ^= 0x01;
-    std::fs::write(segment_file(root), &bytes).unwrap();
+    indexed_run(root);
+    append_unindexed(root, 100, 130);
+    flip_payload_of(root, 115);
     let store = Store::open(root, config()).unwrap();
     let repair = store.repair_run(&run()).unwrap().expect("damaged");
     assert_eq!(repair.last_seq, 110);
@@ -236,11 +217,7 @@ fn a_repair_removes_the_index_and_a_seal_replaces_it() {
 fn verify_checks_the_open_segments_index_page_by_page() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    {
-        let store = Store::open(root, config()).unwrap();
-        store.create_run(&run()).unwrap();
-        append(&store, 0, 100);
-    }
+    indexed_run(root);
     let store = Store::open_read_only(root, config()).unwrap();
     let clean = store.verify_run(&run()).unwrap();
     assert!(
