@@ -141,21 +141,14 @@ fn verify_segment(
     let mut content = IndexContent::default();
     // An unsealed segment's index of its first batches (SPEC §9), as a writer would adopt it:
     // checked against those batches like a sealed segment's index.
+    // One that does not fit is ignored by readers, and here.
     let open_bound = (!slot.sealed)
         .then(|| {
             let cache = std::sync::Arc::new(PageCache::default());
-            seg.open_index_bound(
-                ctx.fs,
-                |b| {
-                    b.committed_len > HEADER_LEN
-                        && b.committed_len <= slot.committed_len
-                        && b.last_seq <= slot.last_seq
-                },
-                &cache,
-            )
+            crate::run::open_segment_index(ctx.fs, seg, &slot, &cache)
         })
         .flatten()
-        .map(|index| *index.binding());
+        .map(|(index, _)| *index.binding());
     while at < slot.committed_len {
         match decode_batch(
             &view,

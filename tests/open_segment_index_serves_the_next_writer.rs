@@ -225,17 +225,59 @@ fn verify_checks_the_open_segments_index_page_by_page() {
         "{clean:?}"
     );
     drop(store);
-    // A flipped byte in a page past page 0 (a tree page): verify names the index and page.
+    // A flipped byte in the last page (the key tree's only page, which taking the index up
+    // reads nothing of): a writer would take the index up, so verify names the index and page.
     let mut bytes = std::fs::read(index_file(root)).unwrap();
-    assert!(bytes.len() >= 2 * 4096);
-    bytes[4096 + 10] ^= 0x40;
+    let pages = bytes.len() / 4096;
+    assert!(pages >= 4, "{pages} pages");
+    bytes[(pages - 1) * 4096 + 10] ^= 0x40;
     std::fs::write(index_file(root), &bytes).unwrap();
     let store = Store::open_read_only(root, config()).unwrap();
     let report = store.verify_run(&run()).unwrap();
     assert_eq!(report.problems.len(), 1, "{report:?}");
     assert_eq!(report.problems[0].segment, "seg-00000001.idx", "{report:?}");
-    assert!(
-        report.problems[0].detail.contains("index page 1"),
-        "{report:?}"
-    );
+    let page = format!("index page {}", pages - 1);
+    assert!(report.problems[0].detail.contains(&page), "{report:?}");
+    // And the keyed append that reads that page fails loudly, naming it.
+    drop(store);
+    let store = Store::open(root, config()).unwrap();
+    let append = store.append_facts(&run(), vec![fact(7)]);
+    let Err(Error::Corrupt { segment, .. }) = &append else {
+        panic!("{append:?}");
+    };
+    assert_eq!(segment, "seg-00000001.idx");
+}
+
+/// An index left from before a cut (an older build's repair, or a copy put back by hand) over
+/// batches written again after it: not adopted, and every lookup answers what the batches
+/// alone say.
+#[test]
+fn an_index_of_bytes_cut_and_written_again_is_not_adopted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    indexed_run(root);
+    let stale = std::fs::read(index_file(root)).unwrap();
+    // Damage inside the indexed prefix, in the batch of seqs 51..=60, cut by a repair.
+    flip_payload_of(root, 55);
+    let store = Store::open(root, config()).unwrap();
+    let repair = store.repair_run(&run()).unwrap().expect("damaged");
+    assert_eq!(repair.last_seq, 50);
+    // Written again past the old length, other keys, batches of the same shape.
+    append(&store, 1050, 1100);
+    drop(store);
+    std::fs::write(index_file(root), &stale).unwrap();
+
+    let store = Store::open(root, no_index_writes()).unwrap();
+    for (i, seq, duplicate) in [
+        (10, 11, true),    // before the cut
+        (1060, 61, true),  // written again after it
+        (55, 101, false),  // cut: new again
+        (99, 102, false),  // cut: new again
+        (1099, 100, true), // the last one written again
+    ] {
+        let got = store.append_facts(&run(), vec![fact(i)]).unwrap();
+        assert_eq!((got[0].seq, got[0].duplicate), (seq, duplicate), "key k{i}");
+    }
+    assert_eq!(store.read(&run(), 0, 1000).unwrap().events.len(), 102);
+    assert!(store.verify_run(&run()).unwrap().problems.is_empty());
 }

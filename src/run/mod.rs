@@ -26,6 +26,7 @@ use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
+pub(crate) use state::open_segment_index;
 use state::{BatchLoc, RunState, format_to_corrupt};
 pub(crate) use summary::{SUMMARY_FILE, check_summary, load_summary, read_summary};
 

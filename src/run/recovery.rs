@@ -323,6 +323,8 @@ impl Run {
     pub(crate) fn repair(&self, saved: &std::path::Path) -> Result<Option<Repair>> {
         let lock_file = self.write_lock()?;
         let mut st = self.state.write();
+        // Every batch of the last segment is read, none taken from its open-segment index.
+        st.decode_every_batch();
         st.catch_up(
             self.fs.as_ref(),
             Some(lock_file.as_ref()),

@@ -109,6 +109,9 @@ pub(crate) struct RunState {
     /// last segment (their locations, keys and ids), which are then neither decoded at the
     /// catch-up nor held in the dedupe maps.
     pub(crate) open_index: Option<OpenIndex>,
+    /// Whether an open segment's index may be adopted; off once the view must decode every
+    /// batch (a repair: [`Self::decode_every_batch`]).
+    open_index_allowed: bool,
 }
 
 /// The view's state before an open-segment index was adopted.
@@ -124,6 +127,8 @@ pub(crate) struct OpenIndex {
     /// The segment's position in the chain.
     pub(crate) segment: usize,
     pub(crate) index: Arc<SegmentIndex>,
+    /// The view before it was adopted (to forget it).
+    before: Before,
 }
 
 impl OpenIndex {
@@ -166,6 +171,7 @@ impl RunState {
             cache: Arc::default(),
             known_slots: None,
             open_index: None,
+            open_index_allowed: true,
         }
     }
 
@@ -361,6 +367,7 @@ impl RunState {
         let s = self.last();
         let base = s.seg.header.base_seq;
         if disk.sealed
+            || !self.open_index_allowed
             || pos < self.indexed
             || self.open_index.is_some()
             || self.damage.is_some()
@@ -369,31 +376,8 @@ impl RunState {
         {
             return None;
         }
-        let index = s.seg.open_index_bound(
-            fs,
-            |b| {
-                b.committed_len > HEADER_LEN
-                    && b.committed_len <= disk.committed_len
-                    && b.last_seq <= disk.last_seq
-            },
-            &self.cache,
-        )?;
+        let (index, found) = open_segment_index(fs, &s.seg, disk, &self.cache)?;
         let bound = *index.binding();
-        let mut found = Vec::new();
-        index.batches_after(base - 1, usize::MAX, &mut found).ok()?;
-        // The batches must tile the prefix: dense from the segment's base seq to the bound
-        // last seq, at increasing offsets inside the bound length.
-        let (mut seq, mut offset) = (base, HEADER_LEN);
-        for b in &found {
-            if b.first_seq != seq || b.offset < offset || b.offset >= bound.committed_len {
-                return None;
-            }
-            seq = b.first_seq + u64::from(b.count);
-            offset = b.offset + 1;
-        }
-        if seq != bound.last_seq + 1 {
-            return None;
-        }
         let before = Before {
             last_event_id: self.last_event_id,
             batches: self.batches.len(),
@@ -412,8 +396,23 @@ impl RunState {
         self.open_index = Some(OpenIndex {
             segment: pos,
             index: Arc::new(index),
+            before,
         });
         Some(before)
+    }
+
+    /// Makes this view decode every batch of its last segment from now on: an adopted open
+    /// segment's index is forgotten (the next catch-up reads the segment from its start) and
+    /// none is adopted again. A repair calls it first, so that damage the index's prefix
+    /// hides is found.
+    pub(crate) fn decode_every_batch(&mut self) {
+        self.open_index_allowed = false;
+        if let Some(o) = self.open_index.as_ref()
+            && o.segment == self.segments.len() - 1
+        {
+            let before = o.before;
+            self.forget_open_index(before);
+        }
     }
 
     /// Undoes [`Self::adopt_open_index`] and whatever the scan after it applied: the last
@@ -1089,6 +1088,72 @@ impl std::hash::Hasher for Prehashed {
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
     }
+}
+
+/// The open segment's index of `seg` (SPEC §9) and the batches it covers, when one fits what
+/// `disk` (the segment's counter) claims: bound to a prefix of it, its batch entries tiling
+/// that prefix densely from the base seq, and bound to these very bytes, not only to their
+/// shape: the last batch it covers is read and checked, ends at the bound length, and its
+/// first and last events' ids are in the index at their seqs (an index written before a cut
+/// and bytes written again to the same length would differ in their ids, minted afresh).
+pub(crate) fn open_segment_index(
+    fs: &dyn Fs,
+    seg: &Segment,
+    disk: &CounterSlot,
+    cache: &Arc<PageCache>,
+) -> Option<(SegmentIndex, Vec<IndexedBatch>)> {
+    let index = seg.open_index_bound(
+        fs,
+        |b| {
+            b.committed_len > HEADER_LEN
+                && b.committed_len <= disk.committed_len
+                && b.last_seq <= disk.last_seq
+        },
+        cache,
+    )?;
+    let bound = *index.binding();
+    let base = seg.header.base_seq;
+    let mut found = Vec::new();
+    index.batches_after(base - 1, usize::MAX, &mut found).ok()?;
+    let (mut seq, mut offset) = (base, HEADER_LEN);
+    for b in &found {
+        if b.first_seq != seq || b.offset < offset || b.offset >= bound.committed_len {
+            return None;
+        }
+        seq = b.first_seq + u64::from(b.count);
+        offset = b.offset + 1;
+    }
+    if seq != bound.last_seq + 1 {
+        return None;
+    }
+    let last = *found.last()?;
+    batch_is_indexed(seg, &last, bound.committed_len, &index).then_some((index, found))
+}
+
+/// Whether the batch `b` of `seg` checks (every check of a read), ends at `end`, and `index`
+/// holds its first and last events' ids at their seqs.
+fn batch_is_indexed(seg: &Segment, b: &IndexedBatch, end: u64, index: &SegmentIndex) -> bool {
+    let Ok(view) = read_batch_bytes(seg, b.offset) else {
+        return false;
+    };
+    let mut ends = Vec::with_capacity(2);
+    let all = 0..=u64::MAX;
+    let key = seg.header.frame_key();
+    let checked = decode_batch_each(&view, 0, key, b.first_seq, BATCH_LEN_READ_MAX, all, |e| {
+        if ends.len() < 2 {
+            ends.push((e.event_id, e.seq));
+        } else {
+            ends[1] = (e.event_id, e.seq);
+        }
+    });
+    let Ok((header, _)) = checked else {
+        return false;
+    };
+    b.offset + u64::from(header.len) == end
+        && header.count == b.count
+        && ends
+            .iter()
+            .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
 }
 
 /// The bytes of the whole batch at `offset` of `seg` (its length read from its header).
