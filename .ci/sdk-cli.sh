@@ -90,7 +90,7 @@ if [ -n "${RUNLOG_PG_URL:-}" ]; then
     const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     const failed = Object.entries(o.checks ?? {}).filter(([, v]) => !v).map(([k]) => k);
     const n = Object.keys(o.checks ?? {}).length;
-    console.log(`${o.line} runlog on PostgreSQL, ${o.runs?.servers} servers (the demo run delivered by ${o.runs?.deliveredBy}), read from ${o.inspector}: ${o.ok ? "ok" : "FAILED"} (${n - failed.length}/${n} checks${failed.length ? "; failed: " + failed.join(", ") : ""}${o.failure ? "; " + o.failure.slice(0, 300) : ""})`);
+    console.log(`${o.line} runlog on PostgreSQL, ${o.runs?.servers} servers (the demo run started on ${o.runs?.startedOn}, hooked on ${o.runs?.hookedOn}, delivered by ${o.runs?.deliveredBy}), read from ${o.inspector}: ${o.ok ? "ok" : "FAILED"} (${n - failed.length}/${n} checks${failed.length ? "; failed: " + failed.join(", ") : ""}${o.failure ? "; " + o.failure.slice(0, 300) : ""})`);
   ' "$pg_out" || true
   if [ "$code" -ne 0 ]; then
     cat "$pg_out"

@@ -367,8 +367,12 @@ async function scenario(kind, pg) {
       }
       hooks.push(
         until(`the hook of ${r.name}`, 300_000, async () => {
-          const res = await anyServer(servers, 'POST', '/api/hook', { token: r.token, data: { approved: true, note: NOTE } });
-          return res.status === 200 ? true : undefined;
+          // Through a server other than the one that started the run (when one is up), so
+          // that every run is written by two servers whatever the queue delivers where.
+          const res = await anyServer(servers, 'POST', '/api/hook', { token: r.token, data: { approved: true, note: NOTE } }, 30_000, r.startedOn);
+          if (res.status !== 200) return undefined;
+          r.hookedOn = res.server;
+          return true;
         }, 400).catch((err) => hookFailures.push(`${r.name}: ${err.message}`)),
       );
     };
@@ -495,7 +499,7 @@ async function scenario(kind, pg) {
       // the schemas are kept. Small runs list their ids and streams too.
       store: WORLD === 'runlog' ? { WORKFLOW_RUNLOG_URL: storeUrl, WORKFLOW_RUNLOG_QUEUE_SCHEMA: env.WORKFLOW_RUNLOG_QUEUE_SCHEMA } : { WORKFLOW_POSTGRES_URL: env.WORKFLOW_POSTGRES_URL },
       ...(runCount <= 10 && {
-        runList: runs.map((r) => ({ name: r.name, runId: r.runId, doomedRunId: r.doomedRunId, streamLines: r.streamLines, deliveredBy: deliveringServers(traceFile, r.runId) })),
+        runList: runs.map((r) => ({ name: r.name, runId: r.runId, doomedRunId: r.doomedRunId, streamLines: r.streamLines, startedOn: r.startedOn?.i, hookedOn: r.hookedOn?.i, deliveredBy: deliveringServers(traceFile, r.runId) })),
       }),
       ...(verify && { verify: { status: verify.status, output: `${verify.stdout}${verify.stderr}`.trim().split('\n').slice(-3) } }),
       problems: [...hookFailures, ...problems].slice(0, 10),

@@ -659,8 +659,11 @@ async function postgresCase() {
     if (ms3.status !== 0 || !made?.ok) throw new Error(`examples/multi-server.mjs failed (exit ${ms3.status}): ${(made ? JSON.stringify(made) : ms3.stdout + ms3.stderr).slice(-1500)}`);
     pgStore = made.store;
     const run = { ...made.runList[0], linesMayRepeat: true };
-    summary.runs = { runId: run.runId, doomedRunId: run.doomedRunId, servers: made.servers, deliveredBy: run.deliveredBy, runsMs: made.runsMs };
-    check(checks, failures, 'runDeliveredByTwoServersOrMore', run.deliveredBy >= 2, run.deliveredBy);
+    summary.runs = { runId: run.runId, doomedRunId: run.doomedRunId, servers: made.servers, startedOn: run.startedOn, hookedOn: run.hookedOn, deliveredBy: run.deliveredBy, runsMs: made.runsMs };
+    // Two servers wrote the run: one started it, another took its hook. Which servers the
+    // queue delivered its messages to is the queue's choice (under load one server took all
+    // six once), so that is reported, not checked.
+    check(checks, failures, 'runWrittenByTwoServers', Number.isInteger(run.startedOn) && Number.isInteger(run.hookedOn) && run.startedOn !== run.hookedOn && run.deliveredBy >= 1, { startedOn: run.startedOn, hookedOn: run.hookedOn, deliveredBy: run.deliveredBy });
     // Another machine's working directory: the line's packages, nothing of the servers'.
     const inspector = path.join(work, 'pg-inspector');
     rmSync(inspector, { recursive: true, force: true });
