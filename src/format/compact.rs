@@ -50,10 +50,19 @@ pub fn get_varint(
     base: usize,
     what: &str,
 ) -> Result<u64, FormatError> {
-    // The common case, one byte (every length below 128), without the loop.
-    if let Some(&byte) = b.get(*pos).filter(|&&v| v < 0x80 && *pos < end) {
-        *pos += 1;
-        return Ok(u64::from(byte));
+    // The common cases without the loop: one byte (every length below 128), and two bytes
+    // whose second is not 0 (lengths below 16 KiB, most time deltas); the rest, and every
+    // error, take the loop.
+    let p = *pos;
+    if let Some(&b0) = b.get(p).filter(|_| p < end) {
+        if b0 < 0x80 {
+            *pos = p + 1;
+            return Ok(u64::from(b0));
+        }
+        if let Some(&b1) = b.get(p + 1).filter(|&&v| v != 0 && v < 0x80 && p + 1 < end) {
+            *pos = p + 2;
+            return Ok(u64::from(b0 & 0x7f) | (u64::from(b1) << 7));
+        }
     }
     varint_slow(b, pos, end, base, what)
 }
@@ -309,4 +318,58 @@ fn event_id(
     id[16 - n..].copy_from_slice(raw);
     *pos += n;
     Ok(Ulid::from_bytes(id))
+}
+
+#[cfg(test)]
+mod varint_tests {
+    use super::{get_varint, put_varint};
+
+    /// Every value's shortest encoding reads back whole, alone and with bytes after it.
+    #[test]
+    fn every_value_reads_back_from_its_shortest_encoding() {
+        let mut values: Vec<u64> = (0..1 << 15).collect();
+        for k in 1..64 {
+            let edge = 1u64 << k;
+            values.extend([edge - 1, edge, edge + 1]);
+        }
+        values.push(u64::MAX);
+        for v in values {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let n = b.len();
+            b.extend([0x7f, 0x01]);
+            for end in [n, b.len()] {
+                let mut pos = 0;
+                assert_eq!(get_varint(&b, &mut pos, end, 0, "v"), Ok(v), "{v}");
+                assert_eq!(pos, n, "{v}: consumed");
+            }
+        }
+    }
+
+    /// A varint cut by `end` (with its rest still in the slice), or not in its shortest form,
+    /// is an error at its first byte, on the two-byte path as on the loop.
+    #[test]
+    fn cut_and_overlong_varints_fail_at_their_first_byte() {
+        let b = [0x00, 0x81, 0x01, 0x80, 0x00, 0x80, 0x80, 0x00, 0xff, 0xff];
+        let fail = |from: usize, end: usize| {
+            let mut pos = from;
+            let e = get_varint(&b, &mut pos, end, 100, "x").unwrap_err();
+            (e.offset, e.detail)
+        };
+        // 0x81 0x01 (= 129) cut after its first byte.
+        assert_eq!(fail(1, 2), (101, "x overruns its batch".to_owned()));
+        // 0x80 0x00 and 0x80 0x80 0x00: 0 with extra bytes.
+        assert_eq!(
+            fail(3, b.len()),
+            (103, "x is not a canonical varint".to_owned())
+        );
+        assert_eq!(
+            fail(5, b.len()),
+            (105, "x is not a canonical varint".to_owned())
+        );
+        // 0xff 0xff at the slice's end.
+        assert_eq!(fail(8, b.len()), (108, "x overruns its batch".to_owned()));
+        // Nothing left.
+        assert_eq!(fail(0, 0), (100, "x overruns its batch".to_owned()));
+    }
 }
