@@ -5,13 +5,15 @@
 //! - codec: the bytes go straight to `SegmentHeader::decode`, `CounterSlot::decode`,
 //!   `pick_slot` and `decode_batch` (either frame version) at a fuzzed offset, seq and length limit;
 //! - mutated store: a real store image (two runs, several 8 KiB segments, built once) is
-//!   damaged by fuzzed edits (overwrites, bit flips, truncation, junk tails, deleted files,
+//!   damaged by fuzzed edits of its segments, counters, sealed and open segments' indexes
+//!   (overwrites, bit flips, truncation, junk tails, deleted files,
 //!   interesting integers at header offsets, counter slots and batches re-forged with valid
 //!   checksums), then opened, listed, read, verified and appended to, twice;
 //! - arbitrary tree: a store directory assembled from fuzzed paths and contents.
 //!
 //! Besides "no panic", reads are checked for density, and a run that `verify_run` finds
-//! clean must read back exactly the events verify counted.
+//! clean must read back exactly the events verify counted, and a duplicate key appended to it
+//! must name the seq of the event holding that key.
 
 #![no_main]
 
@@ -39,6 +41,9 @@ fn config() -> Config {
     Config {
         segment_len_bytes_max: 8 << 10,
         lock_timeout: Duration::from_millis(50),
+        // Every writer that built the dedupe maps leaves its open segment's index at close
+        // (SPEC §9), so the image holds one per run for the edits to damage.
+        open_segment_index_events: 1,
         ..Config::default()
     }
 }
@@ -108,7 +113,22 @@ fn base_image() -> &'static BTreeMap<String, Vec<u8>> {
                     .expect("decision");
             }
         }
-        fs.live_files()
+        // Closed first: the open segments' indexes are written at close.
+        drop(store);
+        let files = fs.live_files();
+        for name in RUNS {
+            let last = files
+                .keys()
+                .filter(|p| p.contains(&format!("/{name}/seg-")) && p.ends_with(".log"))
+                .max()
+                .expect("a segment");
+            let index = format!("{}.idx", last.trim_end_matches(".log"));
+            assert!(
+                files.contains_key(&index),
+                "no open segment's index {index}"
+            );
+        }
+        files
     })
 }
 
@@ -367,9 +387,23 @@ fn exercise_run(store: &Store, run: &RunId) {
     let _ = store.run_exists(run);
     let _ = store.run_info(run);
     let _ = store.run_meta(run);
-    check_verify_vs_read(store, run);
+    let clean = check_verify_vs_read(store, run);
     let last = store.last_seq(run);
-    let _ = store.append_facts(run, vec![NewEvent::new("fuzz", "fact").key("k0-0")]);
+    let fact = store.append_facts(run, vec![NewEvent::new("fuzz", "fact").key("k0-0")]);
+    // A duplicate found in a clean run (by the dedupe maps, from a segment's index or from
+    // its batches) names the seq of the event that holds the key.
+    if let (true, Ok([dup])) = (clean, fact.as_deref()) {
+        if dup.duplicate {
+            let page = store.read(run, dup.seq - 1, 1);
+            let key = page.ok().and_then(|p| p.events.into_iter().next()?.key);
+            assert_eq!(
+                key.as_deref(),
+                Some("k0-0"),
+                "{run}: a duplicate names seq {} of another key",
+                dup.seq
+            );
+        }
+    }
     if let Ok(last) = last {
         let _ = store.append_decisions(run, last + 1, vec![NewEvent::new("fuzz", "decision")]);
         let _ = store.wait(run, last + 2, Duration::ZERO);
@@ -377,10 +411,11 @@ fn exercise_run(store: &Store, run: &RunId) {
     let _ = read_all(store, run);
 }
 
-/// A run `verify_run` finds clean reads back exactly the events verify counted.
-fn check_verify_vs_read(store: &Store, run: &RunId) {
+/// A run `verify_run` finds clean reads back exactly the events verify counted; returns
+/// whether it was clean.
+fn check_verify_vs_read(store: &Store, run: &RunId) -> bool {
     let Ok(report) = store.verify_run(run) else {
-        return;
+        return false;
     };
     let read = read_all(store, run);
     if report.problems.is_empty() {
@@ -392,6 +427,7 @@ fn check_verify_vs_read(store: &Store, run: &RunId) {
             "{run}: verify and read disagree"
         );
     }
+    report.problems.is_empty()
 }
 
 /// Every event, in pages; asserts density and progress.
