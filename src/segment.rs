@@ -476,14 +476,17 @@ impl Segment {
         }
     }
 
-    /// What an index of this segment, sealed with `sealed`, must be bound to.
-    pub(crate) fn index_binding(&self, sealed: &CounterSlot) -> IndexBinding {
+    /// What an index of this segment must be bound to: a sealed segment's to its seal
+    /// `counter` and a `last_batch_crc` of 0; the open segment's index (SPEC §9) to the
+    /// counter it was written at and the checksum of the last batch that counter covers.
+    pub(crate) fn index_binding(&self, counter: &CounterSlot, last_batch_crc: u32) -> IndexBinding {
         IndexBinding {
             salt: self.header.salt,
             segment_index: self.header.segment_index,
             base_seq: self.header.base_seq,
-            last_seq: sealed.last_seq,
-            committed_len: sealed.committed_len,
+            last_seq: counter.last_seq,
+            committed_len: counter.committed_len,
+            last_batch_crc,
         }
     }
 
@@ -507,14 +510,15 @@ impl Segment {
         })
     }
 
-    /// This segment's index, when a valid one bound to `sealed` exists: its page 0 read and
-    /// checked (nothing mapped, no other page read; those are checked when a lookup reads
-    /// them). `None` when it is missing, stale, of another version or its header is damaged
-    /// (then the segment is decoded).
+    /// This segment's index, when a valid one bound to `counter` and `last_batch_crc` exists
+    /// ([`Self::index_binding`]): its page 0 read and checked (nothing mapped, no other page
+    /// read; those are checked when a lookup reads them). `None` when it is missing, stale,
+    /// of another version or its header is damaged (then the segment is decoded).
     pub(crate) fn open_index(
         &self,
         fs: &dyn Fs,
-        sealed: &CounterSlot,
+        counter: &CounterSlot,
+        last_batch_crc: u32,
         cache: &Arc<PageCache>,
     ) -> Option<SegmentIndex> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
@@ -524,7 +528,7 @@ impl Segment {
             f,
             Arc::from(self.header.run_id.as_str()),
             path,
-            &self.index_binding(sealed),
+            &self.index_binding(counter, last_batch_crc),
             cache.clone(),
         )
     }

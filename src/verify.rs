@@ -188,14 +188,14 @@ fn verify_segment(
     };
     note_tail(seg, at, *last_seq, &tail_ctx, report);
     if slot.sealed {
-        verify_index(seg, &slot, ctx.fs, content, report);
+        verify_index(seg, &slot, 0, ctx.fs, content, report);
     } else if let Some(o) = open_bound {
         let prefix = crate::format::CounterSlot {
             last_seq: o.last_seq,
             committed_len: o.committed_len,
             ..slot
         };
-        verify_index(seg, &prefix, ctx.fs, content, report);
+        verify_index(seg, &prefix, o.last_batch_crc, ctx.fs, content, report);
     }
     Ok(slot.sealed)
 }
@@ -228,13 +228,15 @@ impl IndexContent {
 }
 
 /// Checks a segment's index (SPEC §9), when there is one: a sealed segment's bound to `slot`,
-/// an open segment's bound to the prefix counter `slot` it covers. Every page's checksum, and
+/// an open segment's bound to the prefix counter `slot` it covers and to `last_batch_crc`
+/// (checked against the segment by `open_segment_index`). Every page's checksum, and
 /// every page equal to the index this segment's checked batches give. A missing index, or
 /// one another seal, version or file's (ignored by readers and rebuilt by a writer), is a
 /// note; a damaged or wrong one, which fails the reads and appends that reach it, a problem.
 fn verify_index(
     seg: &Segment,
     slot: &crate::format::CounterSlot,
+    last_batch_crc: u32,
     fs: &dyn Fs,
     mut content: IndexContent,
     report: &mut VerifyReport,
@@ -244,7 +246,8 @@ fn verify_index(
     if fs.open(&dir.join(&name), OpenMode::Read).is_err() {
         return;
     }
-    let Some(index) = seg.open_index(fs, slot, &std::sync::Arc::new(PageCache::default())) else {
+    let cache = std::sync::Arc::new(PageCache::default());
+    let Some(index) = seg.open_index(fs, slot, last_batch_crc, &cache) else {
         let detail = "index ignored (another version, seal or file, or its header is damaged):                       the segment is decoded instead and the next writer rebuilds it";
         report.notes.push(Problem {
             segment: name,
@@ -261,7 +264,7 @@ fn verify_index(
         .unwrap_or_default();
     let mut keys: Vec<(&str, Seq)> = content.keys.iter().map(|(k, s)| (k.as_str(), *s)).collect();
     let want = encode_index(
-        &seg.index_binding(slot),
+        &seg.index_binding(slot, last_batch_crc),
         max_id,
         &content.batches,
         &mut content.ids,

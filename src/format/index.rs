@@ -39,6 +39,9 @@ pub struct IndexBinding {
     pub last_seq: u64,
     /// The sealed counter's committed length.
     pub committed_len: u64,
+    /// The open segment's index (§9): the checksum of the last batch it covers, which binds it
+    /// to those bytes, not only to their length. 0 in a sealed segment's index.
+    pub last_batch_crc: u32,
 }
 
 /// One batch of an indexed segment.
@@ -161,6 +164,7 @@ impl IndexHeader {
             base_seq: u64_at(data, 16),
             last_seq: u64_at(data, 24),
             committed_len: u64_at(data, 32),
+            last_batch_crc: u32_at(data, 60),
         };
         if !accept(&binding) {
             return Err(FormatError::bad(
@@ -330,7 +334,7 @@ pub fn encode_index(
     h.extend_from_slice(&binding.committed_len.to_le_bytes());
     h.extend_from_slice(&max_event_id.to_bytes());
     h.extend_from_slice(&(pages.len() as u32).to_le_bytes());
-    h.extend_from_slice(&[0u8; 4]);
+    h.extend_from_slice(&binding.last_batch_crc.to_le_bytes());
     for t in &trees {
         for v in [t.root, t.depth, t.leaf_first, t.leaf_count, t.entries] {
             h.extend_from_slice(&v.to_le_bytes());

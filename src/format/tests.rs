@@ -499,6 +499,7 @@ fn golden_index() -> (IndexBinding, Vec<u8>) {
         base_seq: 1,
         last_seq: 1,
         committed_len: 4096 + 103,
+        last_batch_crc: 0,
     };
     let id = Ulid::from_parts(T, 1);
     let batches = [IndexedBatch {
@@ -559,6 +560,7 @@ fn index_trees_span_pages_and_lookups_find_every_entry() {
         base_seq: 1,
         last_seq: 20_000,
         committed_len: 1 << 20,
+        last_batch_crc: 0,
     };
     let keys: Vec<String> = (0..20_000).map(|i| format!("key-{i:06}")).collect();
     let mut ks: Vec<(&str, u64)> = keys.iter().zip(1..).map(|(k, s)| (k.as_str(), s)).collect();

@@ -164,18 +164,32 @@ impl Run {
                 return fail_all(e);
             }
         }
+        // What the run holds of the group's keys and ids, looked up first: a lookup reads
+        // (index pages, the events a key's hash names) and may find damage. Damage in the
+        // open segment's index, derived and never a source of truth (SPEC §9), is not the
+        // run's: the view forgets that index, reads the segment's batches instead, and looks
+        // up again (the next close writes the index anew).
         let now = now_ms();
-        let (plan, ids) = {
+        let mut looked_again = false;
+        let (plan, ids) = loop {
             let st = self.state.read();
-            // What the run holds of the group's keys and ids, looked up first: a lookup reads
-            // (index pages, the events a key's hash names) and may find damage.
             let known = match st.known(self.run_str(), group) {
                 Ok(found) => found,
+                Err(e) if !looked_again && st.is_open_index_damage(&e) => {
+                    drop(st);
+                    looked_again = true;
+                    self.state.write().decode_every_batch();
+                    w.tail_checked = false;
+                    if let Err(e) = self.prepare(&mut w, dedupe) {
+                        return fail_all(e);
+                    }
+                    continue;
+                }
                 Err(e) => return fail_all(e),
             };
             let plan = group::plan(self.run_str(), st.last_seq, &known, group);
             let ids = mint_ids(&plan.accepted, st.last_event_id, now);
-            (plan, ids)
+            break (plan, ids);
         };
         // A group of rejected or deduplicated appends rolls no segment, creates no file and
         // writes no byte (rule 2).

@@ -15,8 +15,8 @@ use ulid::Ulid;
 use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
-    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, IndexedBatch,
-    decode_batch, decode_batch_each, encode_index,
+    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, IndexBinding,
+    IndexedBatch, decode_batch, decode_batch_each, encode_index,
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
@@ -413,6 +413,16 @@ impl RunState {
             let before = o.before;
             self.forget_open_index(before);
         }
+    }
+
+    /// Whether `e` is damage found in the adopted open segment's index (a page that fails its
+    /// checksum or parse), not in the log.
+    pub(crate) fn is_open_index_damage(&self, e: &Error) -> bool {
+        let Some(o) = &self.open_index else {
+            return false;
+        };
+        let name = crate::segment::index_name(self.segments[o.segment].seg.header.segment_index);
+        matches!(e, Error::Corrupt { segment, .. } if *segment == name)
     }
 
     /// Undoes [`Self::adopt_open_index`] and whatever the scan after it applied: the last
@@ -845,7 +855,7 @@ impl RunState {
             }
             let seg = s.seg.clone();
             let sealed = s.counter;
-            let index = seg.open_index(fs, &sealed, &self.cache).or_else(|| {
+            let index = seg.open_index(fs, &sealed, 0, &self.cache).or_else(|| {
                 (self.access == Access::Write)
                     .then(|| self.write_index_of(fs, pos))
                     .flatten()
@@ -914,6 +924,7 @@ impl RunState {
         let mut ids: Vec<(Ulid, Seq)> = Vec::new();
         let mut owned: Vec<(String, Seq)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let mut last_crc = 0;
         for b in &batches {
             let at = usize::try_from(b.offset - start).ok()?;
             let v = decode_batch(
@@ -924,6 +935,7 @@ impl RunState {
                 BATCH_LEN_READ_MAX,
             )
             .ok()?;
+            last_crc = trailer_crc(&view, at, v.header.len)?;
             for e in &v.events {
                 ids.push((e.event_id, e.seq));
                 if let Some(k) = e.key.as_deref()
@@ -935,10 +947,13 @@ impl RunState {
         }
         let mut keys: Vec<(&str, Seq)> = owned.iter().map(|(k, q)| (k.as_str(), *q)).collect();
         let max_id = ids.iter().map(|(i, _)| *i).max().unwrap_or_default();
-        let binding = s.seg.index_binding(&s.counter);
+        // An open segment's index is bound to the bytes of the last batch it covers too.
+        let last_batch_crc = if s.counter.sealed { 0 } else { last_crc };
+        let binding = s.seg.index_binding(&s.counter, last_batch_crc);
         let bytes = encode_index(&binding, max_id, &batches, &mut ids, &mut keys);
         s.seg.write_index(fs, &bytes).ok()?;
-        s.seg.open_index(fs, &s.counter, &self.cache)
+        s.seg
+            .open_index(fs, &s.counter, last_batch_crc, &self.cache)
     }
 
     /// At the frontier of a chain whose earlier segments are all indexed, a sealed segment
@@ -959,7 +974,7 @@ impl RunState {
         {
             return false;
         }
-        let Some(index) = self.last().seg.open_index(fs, disk, &self.cache) else {
+        let Some(index) = self.last().seg.open_index(fs, disk, 0, &self.cache) else {
             return false;
         };
         self.last_event_id = self.last_event_id.max(index.max_event_id());
@@ -1093,9 +1108,10 @@ impl std::hash::Hasher for Prehashed {
 /// The open segment's index of `seg` (SPEC §9) and the batches it covers, when one fits what
 /// `disk` (the segment's counter) claims: bound to a prefix of it, its batch entries tiling
 /// that prefix densely from the base seq, and bound to these very bytes, not only to their
-/// shape: the last batch it covers is read and checked, ends at the bound length, and its
-/// first and last events' ids are in the index at their seqs (an index written before a cut
-/// and bytes written again to the same length would differ in their ids, minted afresh).
+/// shape: the last batch it covers is read and checked, ends at the bound length, has the
+/// checksum the index was bound to, and its first and last events' ids are in the index at
+/// their seqs (bytes cut and written again to the same length differ in their commit time,
+/// so in their checksum, even where the caller gave the same ids).
 pub(crate) fn open_segment_index(
     fs: &dyn Fs,
     seg: &Segment,
@@ -1127,12 +1143,17 @@ pub(crate) fn open_segment_index(
         return None;
     }
     let last = *found.last()?;
-    batch_is_indexed(seg, &last, bound.committed_len, &index).then_some((index, found))
+    batch_is_indexed(seg, &last, &bound, &index).then_some((index, found))
 }
 
-/// Whether the batch `b` of `seg` checks (every check of a read), ends at `end`, and `index`
-/// holds its first and last events' ids at their seqs.
-fn batch_is_indexed(seg: &Segment, b: &IndexedBatch, end: u64, index: &SegmentIndex) -> bool {
+/// Whether the batch `b` of `seg` checks (every check of a read), ends at `bound`'s length,
+/// has `bound`'s checksum, and `index` holds its first and last events' ids at their seqs.
+fn batch_is_indexed(
+    seg: &Segment,
+    b: &IndexedBatch,
+    bound: &IndexBinding,
+    index: &SegmentIndex,
+) -> bool {
     let Ok(view) = read_batch_bytes(seg, b.offset) else {
         return false;
     };
@@ -1149,11 +1170,19 @@ fn batch_is_indexed(seg: &Segment, b: &IndexedBatch, end: u64, index: &SegmentIn
     let Ok((header, _)) = checked else {
         return false;
     };
-    b.offset + u64::from(header.len) == end
+    b.offset + u64::from(header.len) == bound.committed_len
         && header.count == b.count
+        && trailer_crc(&view, 0, header.len) == Some(bound.last_batch_crc)
         && ends
             .iter()
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
+}
+
+/// The checksum that ends the batch of `len` bytes at `at` of `view`.
+fn trailer_crc(view: &[u8], at: usize, len: u32) -> Option<u32> {
+    let end = at.checked_add(len as usize)?;
+    let b = view.get(end.checked_sub(4)?..end)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// The bytes of the whole batch at `offset` of `seg` (its length read from its header).
