@@ -346,20 +346,15 @@ fn an_index_of_bytes_written_again_with_the_same_ids_and_length_is_not_adopted()
     let report = store.verify_run(&run()).unwrap();
     assert!(report.problems.is_empty(), "{report:?}");
     // The keys written again are found where they are; the cut ones are new.
-    let got = store
-        .append_facts(
-            &run(),
-            vec![NewEvent::new("step_completed", "{}").key("x12")],
-        )
-        .unwrap();
-    assert_eq!((got[0].seq, got[0].duplicate), (13, true));
-    let got = store
-        .append_facts(
-            &run(),
-            vec![NewEvent::new("step_completed", "{}").key("k12")],
-        )
-        .unwrap();
-    assert_eq!((got[0].seq, got[0].duplicate), (21, false));
+    for (key, seq, duplicate) in [("x12", 13, true), ("k12", 21, false)] {
+        let fact = NewEvent::new("step_completed", "{}").key(key);
+        let got = store.append_facts(&run(), vec![fact]).unwrap();
+        assert_eq!(
+            (got[0].seq, got[0].duplicate),
+            (seq, duplicate),
+            "key {key}"
+        );
+    }
     let keys: Vec<Option<String>> = store
         .read(&run(), 0, 100)
         .unwrap()
