@@ -392,17 +392,17 @@ fn exercise_run(store: &Store, run: &RunId) {
     let fact = store.append_facts(run, vec![NewEvent::new("fuzz", "fact").key("k0-0")]);
     // A duplicate found in a clean run (by the dedupe maps, from a segment's index or from
     // its batches) names the seq of the event that holds the key.
-    if let (true, Ok([dup])) = (clean, fact.as_deref()) {
-        if dup.duplicate {
-            let page = store.read(run, dup.seq - 1, 1);
-            let key = page.ok().and_then(|p| p.events.into_iter().next()?.key);
-            assert_eq!(
-                key.as_deref(),
-                Some("k0-0"),
-                "{run}: a duplicate names seq {} of another key",
-                dup.seq
-            );
-        }
+    if let (true, Ok([dup])) = (clean, fact.as_deref())
+        && dup.duplicate
+    {
+        let page = store.read(run, dup.seq - 1, 1);
+        let key = page.ok().and_then(|p| p.events.into_iter().next()?.key);
+        assert_eq!(
+            key.as_deref(),
+            Some("k0-0"),
+            "{run}: a duplicate names seq {} of another key",
+            dup.seq
+        );
     }
     if let Ok(last) = last {
         let _ = store.append_decisions(run, last + 1, vec![NewEvent::new("fuzz", "decision")]);

@@ -103,6 +103,13 @@ pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(a)
 }
 
+/// The checksum stored at the end of the batch that ends at `end` of `view` (its trailer);
+/// `None` when `view` holds no trailer there.
+pub(crate) fn batch_crc_before(view: &[u8], end: usize) -> Option<u32> {
+    let from = end.checked_sub(BATCH_TRAILER_LEN)?;
+    Some(u32_at(view.get(from..end)?, 0))
+}
+
 pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
     BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, IndexBinding,
-    IndexedBatch, decode_batch, decode_batch_each, encode_index,
+    IndexedBatch, batch_crc_before, decode_batch, decode_batch_each, encode_index,
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
@@ -924,7 +924,6 @@ impl RunState {
         let mut ids: Vec<(Ulid, Seq)> = Vec::new();
         let mut owned: Vec<(String, Seq)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut last_crc = 0;
         for b in &batches {
             let at = usize::try_from(b.offset - start).ok()?;
             let v = decode_batch(
@@ -935,7 +934,6 @@ impl RunState {
                 BATCH_LEN_READ_MAX,
             )
             .ok()?;
-            last_crc = trailer_crc(&view, at, v.header.len)?;
             for e in &v.events {
                 ids.push((e.event_id, e.seq));
                 if let Some(k) = e.key.as_deref()
@@ -947,8 +945,12 @@ impl RunState {
         }
         let mut keys: Vec<(&str, Seq)> = owned.iter().map(|(k, q)| (k.as_str(), *q)).collect();
         let max_id = ids.iter().map(|(i, _)| *i).max().unwrap_or_default();
-        // An open segment's index is bound to the bytes of the last batch it covers too.
-        let last_batch_crc = if s.counter.sealed { 0 } else { last_crc };
+        // An open segment's index is bound to the bytes of the last batch it covers too: the
+        // one that ends at the counter's length, where `view` ends.
+        let last_batch_crc = match s.counter.sealed {
+            true => 0,
+            false => batch_crc_before(&view, view.len())?,
+        };
         let binding = s.seg.index_binding(&s.counter, last_batch_crc);
         let bytes = encode_index(&binding, max_id, &batches, &mut ids, &mut keys);
         s.seg.write_index(fs, &bytes).ok()?;
@@ -1172,17 +1174,10 @@ fn batch_is_indexed(
     };
     b.offset + u64::from(header.len) == bound.committed_len
         && header.count == b.count
-        && trailer_crc(&view, 0, header.len) == Some(bound.last_batch_crc)
+        && batch_crc_before(&view, header.len as usize) == Some(bound.last_batch_crc)
         && ends
             .iter()
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
-}
-
-/// The checksum that ends the batch of `len` bytes at `at` of `view`.
-fn trailer_crc(view: &[u8], at: usize, len: u32) -> Option<u32> {
-    let end = at.checked_add(len as usize)?;
-    let b = view.get(end.checked_sub(4)?..end)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// The bytes of the whole batch at `offset` of `seg` (its length read from its header).

@@ -11,8 +11,8 @@ use super::Run;
 use crate::error::Result;
 use crate::event::Seq;
 use crate::format::{
-    BATCH_HEADER_LEN, SummaryAnchor, SummaryFold, checksum, decode_summary, encode_summary,
-    peek_batch, u32_at,
+    BATCH_HEADER_LEN, SummaryAnchor, SummaryFold, batch_crc_before, checksum, decode_summary,
+    encode_summary, peek_batch, u32_at,
 };
 use crate::io::{Fs, OpenMode, read_exact_at};
 use crate::segment::{Access, Segment};
@@ -125,7 +125,7 @@ impl Run {
         let view: Bytes = s.seg.view(self.run_str(), s.counter.committed_len).ok()?;
         let at = usize::try_from(loc.offset).ok()?;
         let len = u32_at(view.get(at..at + 8)?, 4) as usize;
-        let crc = u32_at(view.get(at + len.checked_sub(4)?..at + len)?, 0);
+        let crc = batch_crc_before(view.get(at..)?, len)?;
         Some(SummaryAnchor {
             segment: s.seg.header.segment_index,
             offset: loc.offset,
