@@ -4,8 +4,9 @@
 //!
 //! - `frame`: the segment files (`seg-*.log`) less their 4096-byte headers, per event;
 //! - `header`: the segment headers, per event;
-//! - `index`: the segment indexes (`seg-*.idx`, written when a segment seals) per event of
-//!   the sealed segments (the active one has none yet);
+//! - `index`: the segment indexes (`seg-*.idx`: a sealed segment's, and the open segment's
+//!   that a writer which deduplicated leaves at close, SPEC §9) per event they cover
+//!   (`index_events`: each index's `last_seq - base_seq + 1`, from its page 0);
 //! - `other`: the lock file and the run summary, per event;
 //! - `total`: every byte of the run directory, per event.
 //!
@@ -54,10 +55,9 @@ fn build(dir: &Path, events: u64, per_append: u64, key: bool) {
 }
 
 /// Bytes of the run directory by kind: (segment files, segment count, indexes, other,
-/// events in the last (active) segment).
-fn sizes(run_dir: &Path, events: u64) -> (u64, u64, u64, u64, u64) {
-    let (mut logs, mut segs, mut idx, mut other) = (0, 0, 0, 0);
-    let mut last: Option<(String, u64)> = None;
+/// events the indexes cover).
+fn sizes(run_dir: &Path) -> (u64, u64, u64, u64, u64) {
+    let (mut logs, mut segs, mut idx, mut other, mut covered) = (0, 0, 0, 0, 0);
     for entry in std::fs::read_dir(run_dir).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -65,25 +65,23 @@ fn sizes(run_dir: &Path, events: u64) -> (u64, u64, u64, u64, u64) {
         if name.ends_with(".log") {
             logs += len;
             segs += 1;
-            if last.as_ref().is_none_or(|(n, _)| *n < name) {
-                let b = std::fs::read(entry.path()).unwrap();
-                let base_seq = u64::from_le_bytes(b[24..32].try_into().unwrap());
-                last = Some((name, base_seq));
-            }
         } else if name.ends_with(".idx") {
             idx += len;
+            // Page 0 (SPEC §9): base_seq at 16, last_seq at 24.
+            let b = std::fs::read(entry.path()).unwrap();
+            let seq_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+            covered += seq_at(24) + 1 - seq_at(16);
         } else {
             other += len;
         }
     }
-    let in_last = last.map_or(0, |(_, base)| events + 1 - base);
-    (logs, segs, idx, other, in_last)
+    (logs, segs, idx, other, covered)
 }
 
 fn measure(shape: &str, events: u64, per_append: u64, key: bool) {
     let root = tempfile::tempdir_in(".").unwrap();
     build(root.path(), events, per_append, key);
-    let (logs, segs, idx, other, in_last) = sizes(&root.path().join("runs/r"), events);
+    let (logs, segs, idx, other, covered) = sizes(&root.path().join("runs/r"));
     let per = |b: u64, n: u64| if n == 0 { 0.0 } else { b as f64 / n as f64 };
     let header = segs * 4096;
     println!(
@@ -92,8 +90,8 @@ fn measure(shape: &str, events: u64, per_append: u64, key: bool) {
          \"index_events\":{},\"other\":{:.3},\"total\":{:.2}}}",
         per(logs - header, events),
         per(header, events),
-        per(idx, events - in_last),
-        events - in_last,
+        per(idx, covered),
+        covered,
         per(other, events),
         per(logs + idx + other, events),
     );

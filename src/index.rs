@@ -14,8 +14,8 @@ use ulid::Ulid;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    FormatError, INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexPage, IndexedBatch, Section,
-    check_page,
+    FormatError, INDEX_PAGE_LEN, IdRun, IndexBinding, IndexHeader, IndexPage, IndexedBatch,
+    Section, check_page,
 };
 use crate::io::{FsFile, read_exact_at};
 
@@ -24,9 +24,10 @@ use crate::io::{FsFile, read_exact_at};
 /// (64 × 4 KiB) whatever its length.
 pub(crate) const CACHE_PAGES: usize = 64;
 
-/// A bounded cache of checked index pages, keyed by (segment index, the index's last seq,
-/// page number): an open segment's index and the one written at its seal are two files;
-/// least recently used out first. One per open run.
+/// A bounded cache of checked index pages, keyed by (segment index, the index's last seq and
+/// version, page number): an open segment's index and the one written at its seal are two
+/// files, and so are two indexes of one seal in two versions (their pages are laid out
+/// differently); least recently used out first. One per open run.
 #[derive(Debug, Default)]
 pub(crate) struct PageCache {
     inner: Mutex<CacheInner>,
@@ -38,8 +39,8 @@ struct CacheInner {
     slots: Vec<CacheSlot>,
 }
 
-/// (segment index, the index's last seq, page number).
-type PageKey = (u32, u64, u32);
+/// (segment index, the index's last seq, its version, page number).
+type PageKey = (u32, u64, u32, u32);
 
 #[derive(Debug)]
 struct CacheSlot {
@@ -148,6 +149,11 @@ impl SegmentIndex {
         self.header.page_count
     }
 
+    /// The index's version (SPEC §9: 2 or 3).
+    pub(crate) fn version(&self) -> u32 {
+        self.header.version
+    }
+
     fn corrupt(&self, page: u32, e: FormatError) -> Error {
         let offset = u64::from(page) * INDEX_PAGE_LEN as u64 + e.offset;
         let detail = format!(
@@ -173,7 +179,7 @@ impl SegmentIndex {
     /// file is shorter; [`Error::Io`].
     fn page(&self, no: u32, value_len: usize) -> Result<Arc<IndexPage>> {
         let b = &self.header.binding;
-        let key = (b.segment_index, b.last_seq, no);
+        let key = (b.segment_index, b.last_seq, self.header.version, no);
         if let Some(page) = self.cache.get(key) {
             return Ok(page);
         }
@@ -229,7 +235,7 @@ impl SegmentIndex {
             let e = FormatError::bad(0, "index tree ends outside its leaves");
             return Err(self.corrupt(no, e));
         }
-        Ok((no, self.page(no, section.value_len())?))
+        Ok((no, self.page(no, section.value_len(self.header.version))?))
     }
 
     /// The seq stored under exactly `key` in `section`.
@@ -247,7 +253,20 @@ impl SegmentIndex {
     /// # Errors
     /// [`Error::Corrupt`] when a page on the way is damaged; [`Error::Io`].
     pub(crate) fn seq_of_id(&self, id: Ulid) -> Result<Option<u64>> {
-        self.seq_of(Section::Ids, &id.to_bytes())
+        let key = id.to_bytes();
+        if self.header.version < 3 {
+            return self.seq_of(Section::Ids, &key);
+        }
+        // Version 3: the run that starts at or below `id`, if it reaches it.
+        let (no, page) = self.leaf(Section::Ids, &key)?;
+        let Some(i) = page.last_at_or_below(&key) else {
+            return Ok(None);
+        };
+        let (k, v) = page.entry(i);
+        match IdRun::from_entry(k, v) {
+            Some(run) => Ok(run.seq_of(id)),
+            None => Err(self.corrupt(no, FormatError::bad(0, "index id run malformed"))),
+        }
     }
 
     /// The seq of the event with idempotency key `key`, if the segment holds one.
@@ -295,7 +314,7 @@ impl SegmentIndex {
             if no >= tree.leaf_first + tree.leaf_count {
                 break;
             }
-            page = self.page(no, Section::Batches.value_len())?;
+            page = self.page(no, Section::Batches.value_len(self.header.version))?;
             start = 0;
         }
         Ok(got)
@@ -310,22 +329,24 @@ mod tests {
     fn the_page_cache_holds_at_most_its_bound_and_keeps_the_recently_used() {
         let cache = PageCache::default();
         let page = || Arc::new(IndexPage::parse(&[0u8; 4092], 8).unwrap());
-        cache.put((1, 10, 0), page());
+        cache.put((1, 10, 3, 0), page());
         for no in 1..200 {
             assert!(
-                cache.get((1, 10, 0)).is_some(),
+                cache.get((1, 10, 3, 0)).is_some(),
                 "a page used every time stays"
             );
-            cache.put((2, 10, no), page());
+            cache.put((2, 10, 3, no), page());
         }
         assert_eq!(cache.len(), CACHE_PAGES);
         assert!(
-            cache.get((2, 10, 1)).is_none(),
+            cache.get((2, 10, 3, 1)).is_none(),
             "the least recently used went"
         );
-        assert!(cache.get((2, 10, 199)).is_some());
+        assert!(cache.get((2, 10, 3, 199)).is_some());
         // The same page of another index of the same segment (its open-segment index, then
         // the one of its seal) is another entry.
-        assert!(cache.get((2, 11, 199)).is_none());
+        assert!(cache.get((2, 11, 3, 199)).is_none());
+        // The same page of an index of the same seal in the other version is another entry.
+        assert!(cache.get((2, 10, 2, 199)).is_none());
     }
 }

@@ -264,6 +264,7 @@ fn verify_index(
         .unwrap_or_default();
     let mut keys: Vec<(&str, Seq)> = content.keys.iter().map(|(k, s)| (k.as_str(), *s)).collect();
     let want = encode_index(
+        index.version(),
         &seg.index_binding(slot, last_batch_crc),
         max_id,
         &content.batches,

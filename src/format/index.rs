@@ -1,4 +1,5 @@
-//! The segment index (format/SPEC.md §9), version 2: written when a segment is sealed, so that
+//! The segment index (format/SPEC.md §9), version 3 (version 2 still read): written when a
+//! segment is sealed, so that
 //! opening a run decodes only its last segment. The file is a sequence of 4096-byte pages,
 //! each with its own checksum, so a reader reads (by positioned reads) and checks only the
 //! pages a lookup touches: page 0 (the header) at open, then a root-to-leaf path of a static
@@ -15,9 +16,13 @@ use super::{FormatError, u16_at, u32_at, u64_at};
 
 /// Magic of a segment index (`"RLIX"` little-endian).
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLIX");
-/// The index version this build writes and reads (version 1, one checksum over the whole
-/// file, is not read: such an index is ignored and rebuilt like a missing one).
-pub const INDEX_VERSION: u32 = 2;
+/// The index version this build writes: version 2 with the id tree's entries as runs of
+/// consecutive ids at consecutive seqs (SPEC §9).
+pub const INDEX_VERSION: u32 = 3;
+/// The oldest index version this build reads (version 1, one checksum over the whole file, is
+/// not read: such an index is ignored and rebuilt like a missing one). A version-2 index is
+/// read as it is and stays until its segment is indexed again.
+pub const INDEX_VERSION_READ_MIN: u32 = 2;
 /// Length of one index page.
 pub const INDEX_PAGE_LEN: usize = 4096;
 /// Bytes of a page before its checksum.
@@ -98,25 +103,85 @@ pub struct IndexTree {
 pub enum Section {
     /// Batches: key first seq (big-endian u64), value offset u64 + count u32.
     Batches,
-    /// Event ids: key the id (16 bytes big-endian), value seq u64.
+    /// Event ids: key the id (16 bytes big-endian), value seq u64; from version 3 the key is
+    /// the first id of a run of ids, and the value adds the run's length as a u32.
     Ids,
     /// Idempotency keys: key the key's bytes, value seq u64.
     Keys,
 }
 
 impl Section {
-    /// Length of a leaf entry's value.
-    pub fn value_len(self) -> usize {
+    /// Length of a leaf entry's value in an index of `version`.
+    pub fn value_len(self, version: u32) -> usize {
         match self {
             Section::Batches => 12,
+            Section::Ids if version >= 3 => 12,
             Section::Ids | Section::Keys => 8,
         }
+    }
+}
+
+/// A run of the id tree of a version-3 index: the events with ids `first .. first + count`
+/// hold seqs `seq .. seq + count`, in step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdRun {
+    /// The run's first id.
+    pub first: Ulid,
+    /// The seq of the event with id `first`.
+    pub seq: u64,
+    /// Ids in the run (>= 1).
+    pub count: u32,
+}
+
+impl IdRun {
+    /// The run of an id-tree entry of a version-3 index; `None` when the entry is malformed
+    /// (a count of 0, or seqs past `u64::MAX`).
+    pub fn from_entry(key: &[u8], value: &[u8]) -> Option<IdRun> {
+        let run = IdRun {
+            first: Ulid::from_bytes(key.try_into().ok()?),
+            seq: u64::from_le_bytes(value.get(..8)?.try_into().ok()?),
+            count: u32::from_le_bytes(value.get(8..12)?.try_into().ok()?),
+        };
+        let fits = run.count > 0 && run.seq.checked_add(u64::from(run.count) - 1).is_some();
+        fits.then_some(run)
+    }
+
+    /// The seq of `id` when the run holds it.
+    pub fn seq_of(&self, id: Ulid) -> Option<u64> {
+        let off = id.0.checked_sub(self.first.0)?;
+        (off < u128::from(self.count)).then(|| self.seq + off as u64)
+    }
+
+    /// The runs of `ids` (sorted by id, then seq): each id that is the one before it + 1, at
+    /// the seq after that one's, joins its run; any other starts a run. Runs are taken from
+    /// neighbours in sorted order, so no run holds an id of another entry (a repeated id ends
+    /// a run and starts the next, which a lookup then finds, as version 2's last entry).
+    fn runs(ids: &[(Ulid, u64)]) -> Vec<IdRun> {
+        let mut out: Vec<IdRun> = Vec::new();
+        for &(id, seq) in ids {
+            if let Some(r) = out.last_mut() {
+                let next_id = r.first.0.checked_add(u128::from(r.count));
+                let next_seq = r.seq.checked_add(u64::from(r.count));
+                if r.count < u32::MAX && next_id == Some(id.0) && next_seq == Some(seq) {
+                    r.count += 1;
+                    continue;
+                }
+            }
+            out.push(IdRun {
+                first: id,
+                seq,
+                count: 1,
+            });
+        }
+        out
     }
 }
 
 /// Page 0 of an index: the binding, the segment's largest event id, and the three trees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexHeader {
+    /// The index's version ([`INDEX_VERSION_READ_MIN`] ..= [`INDEX_VERSION`]).
+    pub version: u32,
     /// What the index is bound to.
     pub binding: IndexBinding,
     /// Largest event id in the segment.
@@ -155,8 +220,13 @@ impl IndexHeader {
         if data.len() < HEADER_FIXED + 3 * TREE_LEN {
             return Err(FormatError::short(data.len(), "index header truncated"));
         }
-        if u32_at(data, 0) != INDEX_MAGIC || u32_at(data, 4) != INDEX_VERSION {
-            return Err(FormatError::bad(0, "not a segment index of this version"));
+        let version = u32_at(data, 4);
+        let readable = INDEX_VERSION_READ_MIN..=INDEX_VERSION;
+        if u32_at(data, 0) != INDEX_MAGIC || !readable.contains(&version) {
+            return Err(FormatError::bad(
+                0,
+                "not a segment index of a version read here",
+            ));
         }
         let binding = IndexBinding {
             salt: u32_at(data, 8),
@@ -197,6 +267,7 @@ impl IndexHeader {
             }
         }
         Ok(IndexHeader {
+            version,
             binding,
             max_event_id: Ulid::from_bytes(id),
             page_count,
@@ -296,8 +367,10 @@ fn bad_entry(at: usize) -> FormatError {
     FormatError::bad(at, "index entry runs past its page")
 }
 
-/// Encodes an index. `ids` and `keys` need not be sorted.
+/// Encodes an index of `version` ([`INDEX_VERSION`] for a writer; verify encodes an index's
+/// own version to compare it). `ids` and `keys` need not be sorted.
 pub fn encode_index(
+    version: u32,
     binding: &IndexBinding,
     max_event_id: Ulid,
     batches: &[IndexedBatch],
@@ -311,10 +384,20 @@ pub fn encode_index(
         .iter()
         .map(|b| (b.first_seq.to_be_bytes().to_vec(), b.value().to_vec()))
         .collect();
-    let id_entries: Vec<(Vec<u8>, Vec<u8>)> = ids
-        .iter()
-        .map(|(id, seq)| (id.to_bytes().to_vec(), seq.to_le_bytes().to_vec()))
-        .collect();
+    let id_entries: Vec<(Vec<u8>, Vec<u8>)> = if version >= 3 {
+        IdRun::runs(ids)
+            .iter()
+            .map(|r| {
+                let mut v = r.seq.to_le_bytes().to_vec();
+                v.extend_from_slice(&r.count.to_le_bytes());
+                (r.first.to_bytes().to_vec(), v)
+            })
+            .collect()
+    } else {
+        ids.iter()
+            .map(|(id, seq)| (id.to_bytes().to_vec(), seq.to_le_bytes().to_vec()))
+            .collect()
+    };
     let key_entries: Vec<(Vec<u8>, Vec<u8>)> = keys
         .iter()
         .map(|(k, seq)| (k.as_bytes().to_vec(), seq.to_le_bytes().to_vec()))
@@ -326,7 +409,7 @@ pub fn encode_index(
     ];
     let mut h = Vec::with_capacity(HEADER_FIXED + 3 * TREE_LEN);
     h.extend_from_slice(&INDEX_MAGIC.to_le_bytes());
-    h.extend_from_slice(&INDEX_VERSION.to_le_bytes());
+    h.extend_from_slice(&version.to_le_bytes());
     h.extend_from_slice(&binding.salt.to_le_bytes());
     h.extend_from_slice(&binding.segment_index.to_le_bytes());
     h.extend_from_slice(&binding.base_seq.to_le_bytes());

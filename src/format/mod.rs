@@ -14,8 +14,8 @@ pub use batch::{
 };
 pub use header::{CounterSlot, EntriesRecord, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{
-    INDEX_PAGE_LEN, IndexBinding, IndexHeader, IndexPage, IndexedBatch, Section, check_page,
-    encode_index,
+    INDEX_PAGE_LEN, INDEX_VERSION, IdRun, IndexBinding, IndexHeader, IndexPage, IndexedBatch,
+    Section, check_page, encode_index,
 };
 pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 

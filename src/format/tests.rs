@@ -481,7 +481,8 @@ fn a_batch_whose_seqs_pass_u64_max_encodes_without_panic_and_never_decodes() {
     assert_eq!(e.offset, 16, "count field: the seqs cannot all exist");
 }
 
-/// Page 0 of the golden index (format/SPEC.md §7): its first 124 bytes (the rest is zero).
+/// Page 0 of the golden index of version 2 (format/SPEC.md §7, still read): its first 124
+/// bytes (the rest is zero).
 const INDEX_HEADER_HEX: &str = "
 52 4c 49 58 02 00 00 00 05 03 02 01 01 00 00 00
 01 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00
@@ -507,7 +508,7 @@ fn golden_index() -> (IndexBinding, Vec<u8>) {
         offset: 4096,
         count: 1,
     }];
-    let bytes = encode_index(&binding, id, &batches, &mut [(id, 1)], &mut [("k", 1)]);
+    let bytes = encode_index(2, &binding, id, &batches, &mut [(id, 1)], &mut [("k", 1)]);
     (binding, bytes)
 }
 
@@ -534,6 +535,7 @@ fn index_golden_vector() {
     // Decoded back: the header, and each tree's lookups.
     let h = IndexHeader::parse(check_page(page(0), SALT, 0).unwrap(), &binding).unwrap();
     assert_eq!((h.page_count, h.max_event_id), (4, Ulid::from_parts(T, 1)));
+    assert_eq!(h.version, 2);
     let keys = IndexPage::parse(check_page(page(3), SALT, 3).unwrap(), 8).unwrap();
     assert_eq!(keys.last_at_or_below(b"k"), Some(0));
     assert_eq!(keys.last_at_or_below(b"j"), None);
@@ -552,6 +554,148 @@ fn index_golden_vector() {
     assert!(IndexHeader::parse(check_page(page(0), SALT, 0).unwrap(), &stale).is_err());
 }
 
+/// SPEC §7's index of version 3: four events in one batch, the first three with the ids
+/// `from_parts(T, 1..=3)` (minted in one millisecond) at seqs 1–3, the fourth a caller's id
+/// `from_parts(T + 100, 0xabc)` at seq 4; the key `k` at seq 1.
+fn golden_index_v3() -> (IndexBinding, Vec<u8>) {
+    let binding = IndexBinding {
+        salt: SALT,
+        segment_index: 1,
+        base_seq: 1,
+        last_seq: 4,
+        committed_len: 4096 + 200,
+        last_batch_crc: 0,
+    };
+    let caller = Ulid::from_parts(T + 100, 0xabc);
+    let mut ids = [
+        (caller, 4),
+        (Ulid::from_parts(T, 2), 2),
+        (Ulid::from_parts(T, 1), 1),
+        (Ulid::from_parts(T, 3), 3),
+    ];
+    let batches = [IndexedBatch {
+        first_seq: 1,
+        offset: 4096,
+        count: 4,
+    }];
+    let bytes = encode_index(3, &binding, caller, &batches, &mut ids, &mut [("k", 1)]);
+    (binding, bytes)
+}
+
+/// Page 0 of [`golden_index_v3`]: its first 124 bytes (the rest is zero).
+const INDEX_V3_HEADER_HEX: &str = "
+52 4c 49 58 03 00 00 00 05 03 02 01 01 00 00 00
+01 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00
+c8 10 00 00 00 00 00 00 01 8b cf e5 68 64 00 00
+00 00 00 00 00 00 0a bc 04 00 00 00 00 00 00 00
+01 00 00 00 01 00 00 00 01 00 00 00 01 00 00 00
+01 00 00 00 02 00 00 00 01 00 00 00 02 00 00 00
+01 00 00 00 02 00 00 00 03 00 00 00 01 00 00 00
+03 00 00 00 01 00 00 00 01 00 00 00";
+
+/// The id leaf of [`golden_index_v3`], written out by hand from SPEC §9: two entries, the run
+/// (first id, seq 1, count 3) and the caller's id (seq 4, count 1).
+const INDEX_V3_ID_LEAF_HEX: &str = "
+02 00
+10 00 01 8b cf e5 68 00 00 00 00 00 00 00 00 00 00 01 01 00 00 00 00 00 00 00 03 00 00 00
+10 00 01 8b cf e5 68 64 00 00 00 00 00 00 00 00 0a bc 04 00 00 00 00 00 00 00 01 00 00 00";
+
+#[test]
+fn index_v3_golden_vector_holds_runs_of_consecutive_ids() {
+    let (binding, b) = golden_index_v3();
+    assert_eq!(b.len(), 4 * INDEX_PAGE_LEN);
+    let page = |n: usize| &b[n * INDEX_PAGE_LEN..(n + 1) * INDEX_PAGE_LEN];
+    let h = IndexHeader::parse(check_page(page(0), SALT, 0).unwrap(), &binding).unwrap();
+    assert_eq!(&page(0)[4..8], &[3, 0, 0, 0], "version 3");
+    assert_eq!(h.version, 3);
+    assert_eq!(h.tree(Section::Ids).entries, 2, "two runs for four ids");
+    let want = unhex(INDEX_V3_ID_LEAF_HEX);
+    assert_eq!(&page(2)[..want.len()], &want[..]);
+    assert!(page(2)[want.len()..4092].iter().all(|&x| x == 0));
+    assert_eq!(&page(0)[..124], &unhex(INDEX_V3_HEADER_HEX)[..]);
+    let batch_leaf =
+        unhex("01 00 08 00 00 00 00 00 00 00 00 01 00 10 00 00 00 00 00 00 04 00 00 00");
+    assert_eq!(&page(1)[..batch_leaf.len()], &batch_leaf[..]);
+    let crcs = ["dd 55 24 af", "49 94 29 b9", "96 a1 30 ca", "b7 4b 43 24"];
+    for (n, hex) in crcs.iter().enumerate() {
+        assert_eq!(&page(n)[4092..], &unhex(hex)[..], "crc of page {n}");
+    }
+    let leaf = IndexPage::parse(check_page(page(2), SALT, 2).unwrap(), 12).unwrap();
+    let run_of = |id: Ulid| {
+        let i = leaf.last_at_or_below(&id.to_bytes())?;
+        let (k, v) = leaf.entry(i);
+        IdRun::from_entry(k, v).unwrap().seq_of(id)
+    };
+    assert_eq!(run_of(Ulid::from_parts(T, 1)), Some(1));
+    assert_eq!(run_of(Ulid::from_parts(T, 2)), Some(2));
+    assert_eq!(run_of(Ulid::from_parts(T, 3)), Some(3));
+    assert_eq!(run_of(Ulid::from_parts(T, 4)), None, "one past the run");
+    assert_eq!(run_of(Ulid::from_parts(T, 0)), None, "below every run");
+    assert_eq!(run_of(Ulid::from_parts(T + 100, 0xabc)), Some(4));
+    assert_eq!(run_of(Ulid::from_parts(T + 100, 0xabd)), None);
+}
+
+#[test]
+fn id_runs_join_only_ids_and_seqs_that_both_step_by_one() {
+    let id = |r: u128| Ulid::from_parts(T, r);
+    let binding = IndexBinding {
+        salt: SALT,
+        segment_index: 2,
+        base_seq: 1,
+        last_seq: 9,
+        committed_len: 1 << 16,
+        last_batch_crc: 0,
+    };
+    // 10, 11 at seqs 1, 2 (a run); 12 at seq 5 (the id steps, the seq does not); 13 at 6
+    // (joins 12); 13 again at 7 (a repeated id ends the run); 20 at 8; a run that would pass
+    // the largest id ends there.
+    let max = Ulid(u128::MAX);
+    let mut ids = [
+        (id(10), 1),
+        (id(11), 2),
+        (id(12), 5),
+        (id(13), 6),
+        (id(13), 7),
+        (id(20), 8),
+        (max, 9),
+    ];
+    let b = encode_index(3, &binding, max, &[], &mut ids, &mut []);
+    let page = |n: u32| {
+        let at = n as usize * INDEX_PAGE_LEN;
+        check_page(&b[at..at + INDEX_PAGE_LEN], SALT, n).unwrap()
+    };
+    let h = IndexHeader::parse(page(0), &binding).unwrap();
+    let t = h.tree(Section::Ids);
+    let leaf = IndexPage::parse(page(t.leaf_first), 12).unwrap();
+    let runs: Vec<(Ulid, u64, u32)> = (0..leaf.entry_count())
+        .map(|i| {
+            let (k, v) = leaf.entry(i);
+            let r = IdRun::from_entry(k, v).unwrap();
+            (r.first, r.seq, r.count)
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            (id(10), 1, 2),
+            (id(12), 5, 2),
+            (id(13), 7, 1),
+            (id(20), 8, 1),
+            (max, 9, 1)
+        ]
+    );
+    // A repeated id is found at the later seq, as in version 2 (the last entry at or below).
+    let i = leaf.last_at_or_below(&id(13).to_bytes()).unwrap();
+    let (k, v) = leaf.entry(i);
+    assert_eq!(IdRun::from_entry(k, v).unwrap().seq_of(id(13)), Some(7));
+    // Malformed runs are refused: a count of 0, seqs past u64::MAX.
+    let key = id(1).to_bytes();
+    let value = |seq: u64, count: u32| [&seq.to_le_bytes()[..], &count.to_le_bytes()].concat();
+    assert!(IdRun::from_entry(&key, &value(1, 0)).is_none());
+    assert!(IdRun::from_entry(&key, &value(u64::MAX, 2)).is_none());
+    assert!(IdRun::from_entry(&key, &value(u64::MAX, 1)).is_some());
+}
+
 #[test]
 fn index_trees_span_pages_and_lookups_find_every_entry() {
     let binding = IndexBinding {
@@ -564,7 +708,7 @@ fn index_trees_span_pages_and_lookups_find_every_entry() {
     };
     let keys: Vec<String> = (0..20_000).map(|i| format!("key-{i:06}")).collect();
     let mut ks: Vec<(&str, u64)> = keys.iter().zip(1..).map(|(k, s)| (k.as_str(), s)).collect();
-    let b = encode_index(&binding, Ulid::nil(), &[], &mut [], &mut ks);
+    let b = encode_index(INDEX_VERSION, &binding, Ulid::nil(), &[], &mut [], &mut ks);
     let page = |n: u32| {
         let at = n as usize * INDEX_PAGE_LEN;
         check_page(&b[at..at + INDEX_PAGE_LEN], SALT, n).unwrap()

@@ -15,8 +15,8 @@ use ulid::Ulid;
 use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
-    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, IndexBinding,
-    IndexedBatch, batch_crc_before, decode_batch, decode_batch_each, encode_index,
+    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, INDEX_VERSION,
+    IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each, encode_index,
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
@@ -952,7 +952,14 @@ impl RunState {
             false => batch_crc_before(&view, view.len())?,
         };
         let binding = s.seg.index_binding(&s.counter, last_batch_crc);
-        let bytes = encode_index(&binding, max_id, &batches, &mut ids, &mut keys);
+        let bytes = encode_index(
+            INDEX_VERSION,
+            &binding,
+            max_id,
+            &batches,
+            &mut ids,
+            &mut keys,
+        );
         s.seg.write_index(fs, &bytes).ok()?;
         s.seg
             .open_index(fs, &s.counter, last_batch_crc, &self.cache)
