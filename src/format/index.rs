@@ -180,7 +180,7 @@ impl IdRun {
 /// Page 0 of an index: the binding, the segment's largest event id, and the three trees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexHeader {
-    /// The index's version ([`INDEX_VERSION_READ_MIN`] ..= [`INDEX_VERSION`]).
+    /// The index's version: 2 (still read) or [`INDEX_VERSION`].
     pub version: u32,
     /// What the index is bound to.
     pub binding: IndexBinding,
