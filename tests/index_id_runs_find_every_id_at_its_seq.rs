@@ -130,3 +130,58 @@ fn an_id_just_below_or_past_a_run_is_new() {
         .unwrap();
     assert_eq!((a[0].seq, a[0].duplicate), (822, true));
 }
+
+/// Old or forged data holding one id twice (a later batch's caller id rewritten to an
+/// earlier batch's, its checksum made good): a caller presenting that id is told its first
+/// seq, by a writer's in-memory map before the segment is indexed and by the version-3 index
+/// after (which once answered the last).
+#[test]
+fn a_repeated_id_in_old_data_is_found_at_its_first_seq_before_and_after_indexing() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunId::new("dup").unwrap();
+    let (x, y) = (1_000_000u128, 9_000_000u128);
+    {
+        let store = Store::open(dir.path(), small()).unwrap();
+        store.create_run(&run).unwrap();
+        let first: Vec<NewEvent> = (0..3).map(|k| fact(0).event_id(Ulid(x + k))).collect();
+        store.append_facts(&run, first).unwrap();
+        store
+            .append_facts(&run, vec![fact(0).event_id(Ulid(y))])
+            .unwrap();
+    }
+    let seg = dir.path().join("runs/dup/seg-00000001.log");
+    let mut b = std::fs::read(&seg).unwrap();
+    let salt = u32::from_le_bytes(b[20..24].try_into().unwrap());
+    let second = 4096 + u32::from_le_bytes(b[4100..4104].try_into().unwrap()) as usize;
+    let len = u32::from_le_bytes(b[second + 4..second + 8].try_into().unwrap()) as usize;
+    let batch = &mut b[second..second + len];
+    let at = batch
+        .windows(16)
+        .position(|w| w == Ulid(y).to_bytes())
+        .unwrap();
+    batch[at..at + 16].copy_from_slice(&Ulid(x + 1).to_bytes());
+    let mut crc = crc32fast::Hasher::new_with_initial(salt);
+    crc.update(&batch[..len - 4]);
+    batch[len - 4..].copy_from_slice(&crc.finalize().to_le_bytes());
+    std::fs::write(&seg, &b).unwrap();
+    let ask = |store: &Store| {
+        let a = store
+            .append_facts(&run, vec![fact(9).event_id(Ulid(x + 1))])
+            .unwrap();
+        (a[0].seq, a[0].duplicate)
+    };
+    let store = Store::open(dir.path(), small()).unwrap();
+    assert_eq!(
+        store.read(&run, 3, 1).unwrap().events[0].event_id,
+        Ulid(x + 1)
+    );
+    assert_eq!(ask(&store), (2, true), "from the in-memory map");
+    while !dir.path().join("runs/dup/seg-00000001.idx").exists() {
+        store
+            .append_facts(&run, (0..50).map(fact).collect())
+            .unwrap();
+    }
+    drop(store);
+    let store = Store::open(dir.path(), small()).unwrap();
+    assert_eq!(ask(&store), (2, true), "from the version-3 index");
+}

@@ -154,11 +154,16 @@ impl IdRun {
 
     /// The runs of `ids` (sorted by id, then seq): each id that is the one before it + 1, at
     /// the seq after that one's, joins its run; any other starts a run. Runs are taken from
-    /// neighbours in sorted order, so no run holds an id of another entry (a repeated id ends
-    /// a run and starts the next, which a lookup then finds, as version 2's last entry).
+    /// neighbours in sorted order, so no run holds an id of another entry. A repeated id
+    /// (deduplication keeps it out of a log; forged or old data may hold one) keeps its first
+    /// seq only, the one a writer's in-memory map answers with.
     fn runs(ids: &[(Ulid, u64)]) -> Vec<IdRun> {
         let mut out: Vec<IdRun> = Vec::new();
+        let mut prev: Option<Ulid> = None;
         for &(id, seq) in ids {
+            if prev.replace(id) == Some(id) {
+                continue;
+            }
             if let Some(r) = out.last_mut() {
                 let next_id = r.first.0.checked_add(u128::from(r.count));
                 let next_seq = r.seq.checked_add(u64::from(r.count));

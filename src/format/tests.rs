@@ -647,8 +647,8 @@ fn id_runs_join_only_ids_and_seqs_that_both_step_by_one() {
         last_batch_crc: 0,
     };
     // 10, 11 at seqs 1, 2 (a run); 12 at seq 5 (the id steps, the seq does not); 13 at 6
-    // (joins 12); 13 again at 7 (a repeated id ends the run); 20 at 8; a run that would pass
-    // the largest id ends there.
+    // (joins 12); 13 again at 7 (a repeated id: its first seq is kept); 20 at 8; a run that
+    // would pass the largest id ends there.
     let max = Ulid(u128::MAX);
     let mut ids = [
         (id(10), 1),
@@ -676,18 +676,12 @@ fn id_runs_join_only_ids_and_seqs_that_both_step_by_one() {
         .collect();
     assert_eq!(
         runs,
-        [
-            (id(10), 1, 2),
-            (id(12), 5, 2),
-            (id(13), 7, 1),
-            (id(20), 8, 1),
-            (max, 9, 1)
-        ]
+        [(id(10), 1, 2), (id(12), 5, 2), (id(20), 8, 1), (max, 9, 1)]
     );
-    // A repeated id is found at the later seq, as in version 2 (the last entry at or below).
+    // A repeated id is found at its first seq, as a writer's in-memory map finds it.
     let i = leaf.last_at_or_below(&id(13).to_bytes()).unwrap();
     let (k, v) = leaf.entry(i);
-    assert_eq!(IdRun::from_entry(k, v).unwrap().seq_of(id(13)), Some(7));
+    assert_eq!(IdRun::from_entry(k, v).unwrap().seq_of(id(13)), Some(6));
     // Malformed runs are refused: a count of 0, seqs past u64::MAX.
     let key = id(1).to_bytes();
     let value = |seq: u64, count: u32| [&seq.to_le_bytes()[..], &count.to_le_bytes()].concat();
