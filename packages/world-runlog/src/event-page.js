@@ -3,52 +3,77 @@
 import { FIX_KIND } from './event-page-format.js';
 import { revive, toJson } from './codec.js';
 
-/** No bytes: what a page without `bytes` points into (its binary values are all empty). */
-const NO_BYTES = new Uint8Array(0);
+/** The binary part's header: four 32-bit words (docs/EVENT-PAGE.md). */
+const HEADER_BYTES = 16;
+/** `corrLen` of an event without a correlation id. */
+const NO_VALUE = 0xffffffff;
+/** `flags` bit: the event has no `eventData`. */
+const FLAG_NO_DATA = 1;
 
 /**
- * An event page in the addon's wire form (docs/EVENT-PAGE.md), `[text, bytes | null, ...]`:
- * one column per field, event types as indexes into `typeNames`, `createdAt` in ms since
- * the epoch as the difference from the event before, and the places the generic walk would
- * revive as `fix` pairs `[event index, path index]` into `fixPaths`, each path `[kind,
- * 'eventData', key or index...]` with a kind of `FIX_KIND` (src/event-page-format.js,
- * generated from the encoder). Building each event here and reviving just those places
- * gives what `fromJson` gives for the same events, without visiting every value of every
- * event.
+ * The binary part as memory whose start is 8-aligned (its `Float64Array` columns need it);
+ * copied only when the Buffer does not start on such a boundary.
+ */
+function aligned(part) {
+  if (part.byteOffset % 8 === 0) return part;
+  const copy = new Uint8Array(part.byteLength);
+  copy.set(part);
+  return copy;
+}
+
+/**
+ * An event page in the addon's wire form (docs/EVENT-PAGE.md), `[text, part | null, ...]`:
+ * the text holds the data of every event, the event ids and correlation ids each as one
+ * string, the run id, the event types and the revive paths; the binary part holds the
+ * numbers: `createdAt`, `specVersion`, each event's type index, the lengths of its ids,
+ * whether it has data, the revive places (`fix` pairs `[event index, path index]` into
+ * `fixPaths`, each path `[kind, 'eventData', key or index...]` with a kind of `FIX_KIND`,
+ * src/event-page-format.js, generated from the encoder) and the bytes of binary values.
+ * Building each event here and reviving just those places gives what `fromJson` gives for
+ * the same events, without visiting every value of every event.
  */
 export function fromEventPage(wire) {
-  const [text, bytes] = wire;
+  const [text, part] = wire;
   const page = JSON.parse(text);
   if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
-  const { run, runs, ids, typeNames, types, corr, data: payloads, absent, at, spec, fix, fixPaths, bins } = page;
+  const { run, runs, ids, corr, typeNames, data: payloads, fixPaths } = page;
+  const mem = aligned(part);
+  const [n, fixes, bins, bytesAt] = new Uint32Array(mem.buffer, mem.byteOffset, 4);
+  const f64 = new Float64Array(mem.buffer, mem.byteOffset + HEADER_BYTES, 2 * n);
+  const u32 = new Uint32Array(mem.buffer, mem.byteOffset + HEADER_BYTES + 16 * n, 4 * n + 2 * fixes + 2 * bins);
   // A plain Uint8Array over the bytes: its `slice` makes plain Uint8Array copies.
-  const bin = bytes ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : NO_BYTES;
-  const data = new Array(ids.length);
-  let nextAbsent = 0;
-  let createdAt = 0;
-  for (let i = 0; i < ids.length; i++) {
-    const e = { runId: run ?? runs[i], eventId: ids[i], eventType: typeNames[types[i]] };
-    if (corr[i] !== null) e.correlationId = corr[i];
-    if (absent[nextAbsent] === i) nextAbsent++;
-    else e.eventData = payloads[i];
-    createdAt += at[i];
-    e.createdAt = new Date(createdAt);
-    if (spec[i] !== null) e.specVersion = spec[i];
+  const bin = new Uint8Array(mem.buffer, mem.byteOffset + bytesAt, mem.byteLength - bytesAt);
+  const data = new Array(n);
+  let idAt = 0;
+  let corrAt = 0;
+  for (let i = 0; i < n; i++) {
+    const idEnd = idAt + u32[n + i];
+    const e = { runId: run ?? runs[i], eventId: ids.slice(idAt, idEnd), eventType: typeNames[u32[i]] };
+    idAt = idEnd;
+    const corrLen = u32[2 * n + i];
+    if (corrLen !== NO_VALUE) e.correlationId = corr.slice(corrAt, (corrAt += corrLen));
+    if ((u32[3 * n + i] & FLAG_NO_DATA) === 0) e.eventData = payloads[i];
+    e.createdAt = new Date(f64[i]);
+    const spec = f64[n + i];
+    if (spec !== -1) e.specVersion = spec;
     data[i] = e;
   }
   // `resume`: `event index, resumeId` pairs, present only on a page that has any.
   const resume = page.resume ?? [];
   for (let r = 0; r < resume.length; r += 2) data[resume[r]].resumeId = resume[r + 1];
-  for (let f = 0; f < fix.length; f += 2) {
-    const path = fixPaths[fix[f + 1]];
-    let parent = data[fix[f]];
+  const fixAt = 4 * n;
+  const binsAt = fixAt + 2 * fixes;
+  for (let f = fixAt; f < binsAt; f += 2) {
+    const path = fixPaths[u32[f + 1]];
+    let parent = data[u32[f]];
     const last = path.length - 1;
     for (let k = 1; k < last; k++) parent = parent[path[k]];
     const key = path[last];
     const v = parent[key];
     const kind = path[0];
     if (kind === FIX_KIND.BINARY_BYTES) {
-      parent[key] = bin.slice(bins[2 * v], bins[2 * v] + bins[2 * v + 1]);
+      const at = binsAt + 2 * v;
+      parent[key] = bin.slice(u32[at], u32[at] + u32[at + 1]);
     } else if (kind === FIX_KIND.BINARY_OBJECT) {
       if (v !== null && typeof v === 'object' && typeof v.data === 'string') {
         parent[key] = new Uint8Array(Buffer.from(v.data, 'base64'));

@@ -17,8 +17,9 @@ const fixture = JSON.parse(readFileSync(new URL('./fixtures/event-page.json', im
 const pages = new Map(fixture.pages.map((p) => [p.name, p]));
 
 /**
- * The page's wire tuple as the addon resolves it, its bytes a Buffer that does not start
- * at offset 0 of its memory (as a Buffer from the addon's pool may not).
+ * The page's wire tuple as the addon resolves it, its binary part a Buffer that does not
+ * start at offset 0 of its memory, nor on an 8-byte boundary (as a Buffer from a pool may
+ * not): the decoder's number columns must not depend on where the Buffer starts.
  */
 function wire(name) {
   const [text, bytes, cursor, hasMore] = pages.get(name).wire;
@@ -181,8 +182,7 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
     expect(decode('empty')).toStrictEqual({ data: [], cursor: null, hasMore: false });
   });
 
-  test('a page whose binary values are all empty comes without bytes and decodes them as empty', () => {
-    expect(pages.get('onlyEmptyBytes').wire[1]).toBe(null);
+  test('a page whose binary values are all empty decodes them as empty', () => {
     const page = decode('onlyEmptyBytes');
     expect(page.data[0].eventData).toStrictEqual({ deploymentId: 'd', workflowName: 'wf', input: new Uint8Array(0) });
   });

@@ -251,7 +251,7 @@ fn several_runs() -> Page<Event> {
     )
 }
 
-/// The binary values of a page all empty: no bytes beside the text (`null`).
+/// The binary values of a page all empty: a `bins` pair of length 0.
 fn only_empty_bytes() -> Page<Event> {
     page(
         &[E {
@@ -371,7 +371,7 @@ fn fixture_json() -> String {
         ),
         columns(
             "onlyEmptyBytes",
-            "a binary value of no bytes, and so no bytes beside the text",
+            "a binary value of no bytes",
             only_empty_bytes(),
         ),
         columns(
@@ -414,7 +414,7 @@ fn generated_event_page_fixture_matches_the_encoder() {
 }
 
 #[test]
-fn the_fixture_has_every_place_kind_and_a_page_without_bytes() {
+fn the_fixture_has_every_place_kind_and_a_page_with_only_empty_binary_values() {
     let fixture: serde_json::Value = serde_json::from_str(&fixture_json()).unwrap();
     let pages = fixture["pages"].as_array().unwrap();
     let text = |name: &str| -> serde_json::Value {
@@ -430,17 +430,21 @@ fn the_fixture_has_every_place_kind_and_a_page_without_bytes() {
     for kind in FixKind::ALL {
         assert!(kinds.contains(&u64::from(kind as u8)), "{kind:?}");
     }
-    let empty_bytes = pages
-        .iter()
-        .find(|p| p["name"] == "onlyEmptyBytes")
-        .unwrap();
-    assert_eq!(empty_bytes["wire"][1], serde_json::Value::Null);
+    let empty_bytes = super::tests::decoded(
+        &events_page_json(&only_empty_bytes()).unwrap_or_else(|e| panic!("{e:?}")),
+    );
+    assert_eq!(empty_bytes["bins"], serde_json::json!([0, 0]));
     assert_eq!(
-        text("onlyEmptyBytes")["fixPaths"],
+        empty_bytes["fixPaths"],
         serde_json::json!([[2, "eventData", "input"]])
     );
     assert_eq!(text("severalRunsWalk")["walk"], true);
-    assert_eq!(text("empty")["ids"], serde_json::json!([]));
+    let walk = pages
+        .iter()
+        .find(|p| p["name"] == "severalRunsWalk")
+        .unwrap();
+    assert_eq!(walk["wire"][1], serde_json::Value::Null);
+    assert_eq!(text("empty")["ids"], "");
 }
 
 #[test]
