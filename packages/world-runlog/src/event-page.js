@@ -47,14 +47,21 @@ export function fromEventPage(wire) {
   let idAt = 0;
   let corrAt = 0;
   for (let i = 0; i < n; i++) {
-    const idEnd = idAt + u32[n + i];
-    const e = { runId: run ?? runs[i], eventId: ids.slice(idAt, idEnd), eventType: typeNames[u32[i]] };
-    idAt = idEnd;
+    const runId = run ?? runs[i];
+    const eventId = ids.slice(idAt, (idAt += u32[n + i]));
+    const eventType = typeNames[u32[i]];
     const corrLen = u32[2 * n + i];
+    const spec = f64[n + i];
+    if (corrLen !== NO_VALUE && (u32[3 * n + i] & FLAG_NO_DATA) === 0 && spec !== -1) {
+      // Every field present (most events): one literal, its keys in the SDK's order.
+      const correlationId = corr.slice(corrAt, (corrAt += corrLen));
+      data[i] = { runId, eventId, eventType, correlationId, eventData: payloads[i], createdAt: new Date(f64[i]), specVersion: spec };
+      continue;
+    }
+    const e = { runId, eventId, eventType };
     if (corrLen !== NO_VALUE) e.correlationId = corr.slice(corrAt, (corrAt += corrLen));
     if ((u32[3 * n + i] & FLAG_NO_DATA) === 0) e.eventData = payloads[i];
     e.createdAt = new Date(f64[i]);
-    const spec = f64[n + i];
     if (spec !== -1) e.specVersion = spec;
     data[i] = e;
   }

@@ -39,8 +39,9 @@ pub(super) struct Place {
 pub(super) struct Places {
     pub(super) list: Vec<Place>,
     pub(super) text: String,
-    /// The path being walked, as text.
-    here: String,
+    /// The path being walked below `eventData`: object keys as spans of the payload,
+    /// array indexes (rendered as text only when a place is found).
+    here: Vec<Step>,
     /// The keys of the objects being walked, as spans of the payload (a stack).
     keys: Vec<Range<usize>>,
 }
@@ -68,9 +69,28 @@ impl Places {
         });
     }
 
-    fn push_here(&mut self, kind: FixKind, replace: Option<(Range<usize>, Range<usize>)>) {
+    fn push_here(
+        &mut self,
+        payload: &str,
+        kind: FixKind,
+        replace: Option<(Range<usize>, Range<usize>)>,
+    ) {
         let start = self.text.len();
-        self.text.push_str(&self.here);
+        self.text.push_str(",\"eventData\"");
+        for step in &self.here {
+            match step {
+                // A key without escapes is valid JSON string text as it stands.
+                Step::Key(key) => {
+                    self.text.push_str(",\"");
+                    self.text.push_str(&payload[key.clone()]);
+                    self.text.push('"');
+                }
+                Step::Index(i) => {
+                    self.text.push(',');
+                    push_uint(&mut self.text, *i);
+                }
+            }
+        }
         let path = start..self.text.len();
         self.list.push(Place {
             kind,
@@ -78,6 +98,18 @@ impl Places {
             replace,
         });
     }
+}
+
+/// One step of a path below `eventData`.
+enum Step {
+    Key(Range<usize>),
+    Index(u64),
+}
+
+/// Whether `name` is one of [`DATE_KEYS`] (looked at by length first: most keys are of no
+/// date key's length).
+fn is_date_key(name: &[u8]) -> bool {
+    matches!(name.len(), 8..=11 | 19) && DATE_KEYS.iter().any(|k| k.as_bytes() == name)
 }
 
 /// What [`scan`] made of a payload.
@@ -106,7 +138,6 @@ struct Seen {
 pub(super) fn scan(payload: &str, places: &mut Places) -> Scanned {
     places.clear();
     places.here.clear();
-    places.here.push_str(",\"eventData\"");
     places.keys.clear();
     let mut s = Scan {
         text: payload,
@@ -165,7 +196,7 @@ impl Scan<'_> {
             b'"' => {
                 let (at, escaped) = self.string()?;
                 if date_key {
-                    self.places.push_here(FixKind::Date, None);
+                    self.places.push_here(self.text, FixKind::Date, None);
                 }
                 Ok(Seen {
                     is_string: true,
@@ -257,13 +288,12 @@ impl Scan<'_> {
 
     fn array(&mut self) -> Result<Seen, Other> {
         self.enter()?;
-        let here = self.places.here.len();
         let mut index = 0u64;
         if self.peek()? != b']' {
             loop {
-                push_uint_after_comma(&mut self.places.here, index);
+                self.places.here.push(Step::Index(index));
                 self.value(false)?;
-                self.places.here.truncate(here);
+                self.places.here.pop();
                 index += 1;
                 self.ws()?;
                 if self.peek()? == b']' {
@@ -282,7 +312,6 @@ impl Scan<'_> {
     fn object(&mut self) -> Result<Seen, Other> {
         self.enter()?;
         let mark = self.places.list.len();
-        let here = self.places.here.len();
         let keys_from = self.places.keys.len();
         let (mut uint8_type, mut data_string) = (false, false);
         let (mut first_key, mut last_value, mut data_at) = (None, None, None);
@@ -304,22 +333,19 @@ impl Scan<'_> {
                 }
                 first_key.get_or_insert(key.start);
                 self.places.keys.push(key.clone());
-                let date_key = DATE_KEYS.iter().any(|k| k.as_bytes() == name);
+                let date_key = is_date_key(name);
                 let plain_value = PLAIN_KEYS.iter().any(|k| k.as_bytes() == name);
                 let (is_type, is_data) = (name == b"__type", name == b"data");
                 self.ws()?;
                 self.eat(b':')?;
                 self.ws()?;
-                self.places.here.push_str(",\"");
-                // A key without escapes is valid JSON string text as it stands.
-                self.places.here.push_str(&text[key.clone()]);
-                self.places.here.push('"');
+                self.places.here.push(Step::Key(key));
                 let key_mark = self.places.list.len();
                 let seen = self.value(date_key)?;
                 if plain_value {
                     self.places.list.truncate(key_mark);
                 }
-                self.places.here.truncate(here);
+                self.places.here.pop();
                 match &seen.at {
                     Some(at) => last_value = Some(at.end),
                     None => plain = false,
@@ -355,15 +381,10 @@ impl Scan<'_> {
                 Some(_) => FixKind::BinaryBytes,
                 None => FixKind::BinaryObject,
             };
-            self.places.push_here(kind, replace);
+            self.places.push_here(text, kind, replace);
         }
         Ok(Seen::default())
     }
-}
-
-fn push_uint_after_comma(out: &mut String, n: u64) {
-    out.push(',');
-    push_uint(out, n);
 }
 
 #[cfg(test)]
@@ -406,6 +427,23 @@ mod tests {
         match both(payload) {
             (Some(fast), slow) => Some(fast) == slow,
             (None, _) => true,
+        }
+    }
+
+    #[test]
+    fn date_keys_are_told_by_length_first_and_then_by_name() {
+        for key in DATE_KEYS {
+            assert!(is_date_key(key.as_bytes()), "{key}");
+        }
+        for key in [
+            "stepName",
+            "createdA",
+            "createdAtt",
+            "data",
+            "",
+            "xreatedAt",
+        ] {
+            assert!(!is_date_key(key.as_bytes()), "{key}");
         }
     }
 
