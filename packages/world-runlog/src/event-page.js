@@ -100,31 +100,80 @@ export const PAGE_LIMIT_MAX = 1000;
 
 /**
  * `events.list` (or `listByCorrelationId`, by `list`) for a page of more than
- * `EVENTS_SLICE` events, as consecutive slices of at most that many, following cursors: the
- * next slice is asked for before this one is parsed, so that Rust reads and writes slice
- * k + 1 while JavaScript parses slice k. The log only grows and is dense, so the slices
- * together are the page one call would have listed a moment later: the same events in the
- * same order, and the last slice's cursor and `hasMore`.
+ * `EVENTS_SLICE` events, as consecutive slices of at most that many. The log only grows and
+ * is dense, so the slices together are the page one call would have listed: the same events
+ * in the same order, and the last slice's cursor and `hasMore`.
+ *
+ * With `seqCursors` (a run's events in ascending order, whose cursors are the World's
+ * `seq:<n>`: the seq of the last event listed), slice k + 1 starts `EVENTS_SLICE` events
+ * after slice k's start, so two slices are asked for at a time (`listAhead`): Rust reads
+ * and writes slices k + 1 and k + 2 while JavaScript parses slice k. Otherwise each next
+ * slice is asked for with the cursor of the one before, before that one is parsed
+ * (`listFollowing`).
  */
-export async function listEventsInSlices(list, params) {
+export async function listEventsInSlices(list, params, { seqCursors = false } = {}) {
   const pagination = params?.pagination ?? {};
   if (!(Number.isInteger(pagination.limit) && pagination.limit > EVENTS_SLICE)) return fromEventPage(await list(toJson(params)));
   const limit = Math.min(pagination.limit, PAGE_LIMIT_MAX);
-  const ask = (cursor, n) => list(toJson({ ...params, pagination: { ...pagination, cursor, limit: n } }));
+  const ask = (cursor, n) => {
+    const wire = list(toJson({ ...params, pagination: { ...pagination, cursor, limit: n } }));
+    // Handled at once: a slice left unread (the page ended before it), or read after an
+    // earlier one failed, must not leave its rejection unhandled.
+    wire.catch(() => {});
+    return wire;
+  };
+  const start = seqCursors && pagination.sortOrder !== 'desc' ? seqOf(pagination.cursor) : null;
+  if (start === null) return listFollowing(ask, pagination.cursor, limit, []);
+  return listAhead(ask, pagination.cursor, start, limit);
+}
+
+/** The seq a `seq:<n>` cursor (or none) lists after; null for any other cursor (left to the addon to judge). */
+function seqOf(cursor) {
+  if (cursor === undefined || cursor === null) return 0;
+  const m = typeof cursor === 'string' ? /^seq:(0|[1-9][0-9]{0,15})$/.exec(cursor) : null;
+  const seq = m ? Number(m[1]) : NaN;
+  return Number.isSafeInteger(seq) && seq + PAGE_LIMIT_MAX <= Number.MAX_SAFE_INTEGER ? seq : null;
+}
+
+/** Slices after `cursor`, each asked for with the cursor of the one before; appended to `data`. */
+async function listFollowing(ask, cursor, limit, data) {
   let remaining = limit - EVENTS_SLICE;
-  let wire = await ask(pagination.cursor, EVENTS_SLICE);
-  const data = [];
+  let wire = await ask(cursor, Math.min(EVENTS_SLICE, limit));
   for (;;) {
-    const [, , cursor, hasMore] = wire;
+    const [, , next, hasMore] = wire;
     // A slice with more after it was full.
-    const next = hasMore && remaining > 0 ? ask(cursor, Math.min(EVENTS_SLICE, remaining)) : null;
+    const following = hasMore && remaining > 0 ? ask(next, Math.min(EVENTS_SLICE, remaining)) : null;
     remaining -= EVENTS_SLICE;
-    // Handled at once: should this slice fail to parse, the next one's rejection is not
-    // left unhandled.
-    next?.catch(() => {});
     const page = fromEventPage(wire);
     for (const e of page.data) data.push(e);
-    if (next === null) return { data, cursor: page.cursor, hasMore: page.hasMore };
-    wire = await next;
+    if (following === null) return { data, cursor: page.cursor, hasMore: page.hasMore };
+    wire = await following;
+  }
+}
+
+/**
+ * Slices of the events after seq `start`, two asked for at a time: slice k lists after
+ * `seq:<start + k * EVENTS_SLICE>`. A slice is read when the one before it may not have
+ * been, so the page ends at the first slice without more after it (`hasMore` false), and a
+ * slice found empty after one that had more (the log grew between the two reads, the later
+ * slice read first) is asked for again, with the cursors followed from there.
+ */
+async function listAhead(ask, cursor, start, limit) {
+  const sizes = [];
+  for (let at = 0; at < limit; at += EVENTS_SLICE) sizes.push(Math.min(EVENTS_SLICE, limit - at));
+  const slice = (k) => (k < sizes.length ? ask(k === 0 ? cursor : `seq:${start + k * EVENTS_SLICE}`, sizes[k]) : null);
+  const asked = [slice(0), slice(1)];
+  const data = [];
+  for (let k = 0; ; k++) {
+    const wire = await asked[k];
+    const [, , , hasMore] = wire;
+    if (hasMore) asked.push(slice(k + 2));
+    const page = fromEventPage(wire);
+    if (k > 0 && page.data.length === 0) {
+      // Slice k - 1 had more after it: list them by its cursor.
+      return listFollowing(ask, `seq:${start + k * EVENTS_SLICE}`, limit - k * EVENTS_SLICE, data);
+    }
+    for (const e of page.data) data.push(e);
+    if (!hasMore || k + 1 === sizes.length) return { data, cursor: page.cursor, hasMore: page.hasMore };
   }
 }

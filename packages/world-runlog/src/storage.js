@@ -44,7 +44,9 @@ export function createStorage(openWorld) {
     }
   };
   const json = (f) => call(async (w) => fromJson(await f(w)));
-  const eventPage = (list, params) => call((w) => listEventsInSlices((text) => list(w, text), params));
+  const eventPage = (list, params, options) => call((w) => listEventsInSlices((text) => list(w, text), params, options));
+  /** `events.list` of a run: its cursors are seqs (`listEventsInSlices`). */
+  const runEvents = (params) => eventPage((w, text) => w.eventsList(text), params, { seqCursors: true });
 
   const creates = createBatcher(openWorld);
   const { streams, endReaders } = createStreams(call);
@@ -54,7 +56,7 @@ export function createStorage(openWorld) {
     const out = [];
     let cursor;
     for (;;) {
-      const page = await eventPage((w, text) => w.eventsList(text), {
+      const page = await runEvents({
         runId,
         resolveData: 'all',
         pagination: { sortOrder: 'asc', limit: PAGE_LIMIT_MAX, ...(cursor && { cursor }) },
@@ -97,7 +99,7 @@ export function createStorage(openWorld) {
     events: {
       create: async (runId, request, params) => v4Created(await creates(runId, request, params), request),
       get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
-      list: (params) => eventPage((w, text) => w.eventsList(text), params),
+      list: (params) => runEvents(params),
       listByCorrelationId: (params) => eventPage((w, text) => w.eventsListByCorrelationId(text), params),
     },
     hooks: {
