@@ -37,6 +37,13 @@
 //                    cursors until hasMore is false), median ms. Both on the store the create
 //                    figures filled (~8,600 other events in other runs).
 // - list.aloneOneCall: list.oneCall on a store of its own holding only that run.
+// - floor.listJsMs:  no World, the JavaScript a page of those 900 events costs at least in
+//                    any World whose pages cross as text: one JSON.parse of the page's
+//                    payloads (binary values as small integers, as runlog's page has them),
+//                    and the 900 SDK event objects built with their Date and a Uint8Array copy
+//                    of each binary value (median ms). What runlog's list.aloneOneCall cannot
+//                    beat on the JavaScript thread; `ratios.ceilingListAloneOneCall` is
+//                    world-local's figure over it.
 // - stream:          streams.get(run, name, i) and its first chunk, on a 10,000-chunk stream,
 //                    for i = 10 and i = 9,999 (median ms); flat = tail/10 within 2×.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -285,6 +292,30 @@ async function bench(kinds, o) {
     await turns(blocks(o.reps * 2), samples(3, (kind, w) => timed(kind, 'listOneCallMs', () => listAll(w, open[kind].listRun, 1000))));
     await turns(blocks(o.reps * 2), samples(3, (kind, w) => timed(kind, 'listRuntimePagedMs', () => listAll(w, open[kind].listRun))));
     await turns(blocks(o.reps * 2), samples(3, (kind) => timed(kind, 'listAloneOneCallMs', () => listAll(open[`${kind}-alone`].w, open[`${kind}-alone`].listRun, 1000))));
+    // The JavaScript floor of a listing (floor.listJsMs above), from runlog's own page.
+    if (open['runlog-alone']) {
+      const { w, listRun } = open['runlog-alone'];
+      const { data } = await w.events.list({ runId: listRun, pagination: { sortOrder: 'asc', limit: 1000 } });
+      const payloads = JSON.stringify(data.map((e) => e.eventData), (key, v) => (v instanceof Uint8Array ? 0 : v));
+      const bins = data.map((e) => e.eventData?.input);
+      const rows = data.map((e) => [e.runId, e.eventId, e.eventType, e.correlationId, e.createdAt.getTime(), e.specVersion]);
+      const build = () => {
+        const parsed = JSON.parse(payloads);
+        const out = new Array(rows.length);
+        for (let i = 0; i < rows.length; i++) {
+          const [runId, eventId, eventType, correlationId, at, specVersion] = rows[i];
+          const eventData = parsed[i];
+          if (bins[i] instanceof Uint8Array) eventData.input = bins[i].slice();
+          out[i] = { runId, eventId, eventType, correlationId, eventData, createdAt: new Date(at), specVersion };
+        }
+        return out;
+      };
+      for (let i = 0; i < blocks(o.reps * 2) * 3; i++) {
+        const t0 = performance.now();
+        build();
+        (floor.listJsMs ??= []).push(performance.now() - t0);
+      }
+    }
     await turns(blocks(o.reps * 4), samples(3, (kind, w) => timed(kind, 'streamChunk10Ms', () => firstChunk(w, open[kind].streamRun, name, head))));
     await turns(blocks(o.reps * 4), samples(3, (kind, w) => timed(kind, 'streamChunkLastMs', () => firstChunk(w, open[kind].streamRun, name, tail))));
   } finally {
@@ -297,7 +328,8 @@ async function bench(kinds, o) {
     floor: {
       createSequentialOneRunEventsPerS: median(floor.createSequentialOneRunEventsPerS),
       createSequentialEightRunsEventsPerS: median(floor.createSequentialEightRunsEventsPerS),
-      ranges: Object.fromEntries(Object.entries(floor).map(([key, xs]) => [key, [Math.min(...xs), Math.max(...xs)]])),
+      ...(floor.listJsMs && { listJsMs: round(median(floor.listJsMs), 3) }),
+      ranges: Object.fromEntries(Object.entries(floor).map(([key, xs]) => [key, [round(Math.min(...xs), 3), round(Math.max(...xs), 3)]])),
     },
   };
   for (const kind of kinds) {
@@ -352,6 +384,7 @@ if (out.runlog && out.local) {
     runlogStreamTailFlat: r.streamTailOverHead <= 2,
     ceilingSequentialOneRun: round(out.floor.createSequentialOneRunEventsPerS / l.createSequentialOneRunEventsPerS, 1),
     ceilingSequentialEightRuns: round(out.floor.createSequentialEightRunsEventsPerS / l.createSequentialEightRunsEventsPerS, 1),
+    ceilingListAloneOneCall: round(l.listAloneOneCallMs / out.floor.listJsMs, 1),
   };
 }
 console.log(JSON.stringify(out, null, 2));
