@@ -212,13 +212,13 @@ export declare class World {
   /** `eventsGet(runId, eventId, params?) → Promise<string>`. */
   eventsGet(runId: string, eventId: string, params?: JsonArg): Promise<string>
   /**
-   * `eventsList(params) → Promise<[text, bytes, cursor, hasMore]>`: `{runId, pagination,
-   * resolveData}`; the page in the wire form of `event_page.rs`, the bytes of its binary
-   * values (or `null`), its cursor (or `null`) and `hasMore`.
+   * `eventsList(params) → Promise<[text, part, cursor, hasMore]>`: `{runId, pagination,
+   * resolveData}`; the page in the wire form of `event_page.rs`: its text, its binary
+   * part (`null` in the fallback form), its cursor (or `null`) and `hasMore`.
    */
   eventsList(params: JsonArg): Promise<EventPageWire>
   /**
-   * `eventsListByCorrelationId(params) → Promise<[text, bytes, cursor, hasMore]>`:
+   * `eventsListByCorrelationId(params) → Promise<[text, part, cursor, hasMore]>`:
    * `{correlationId, runId?, pagination, resolveData}` (without `runId`: across the
    * store); the same form as `eventsList`.
    */

@@ -157,10 +157,12 @@ export interface StreamChunkPage {
 
 /**
  * An event page in the wire form of docs/EVENT-PAGE.md (`eventsList`,
- * `eventsListByCorrelationId`): its JSON text (columns, `createdAt` in ms, `fix`/`fixPaths`,
- * `bins`), the bytes of its binary values, and its cursor and `hasMore` (also in the text).
+ * `eventsListByCorrelationId`): its JSON text (the payloads, the ids, the event types, the
+ * revive paths), its binary part (`createdAt`, `specVersion`, id lengths, revive places and
+ * the bytes of binary values; `null` in the fallback form), and its cursor and `hasMore`
+ * (also in the text).
  */
-export type EventPageWire = [text: string, bytes: Buffer | null, cursor: string | null, hasMore: boolean];
+export type EventPageWire = [text: string, part: Buffer | null, cursor: string | null, hasMore: boolean];
 
 /**
  * The addon's classes and functions, generated from the Rust source (`native.d.ts`, by

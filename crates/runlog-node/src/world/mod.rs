@@ -539,9 +539,9 @@ impl JsWorld {
         })
     }
 
-    /// `eventsList(params) → Promise<[text, bytes, cursor, hasMore]>`: `{runId, pagination,
-    /// resolveData}`; the page in the wire form of `event_page.rs`, the bytes of its binary
-    /// values (or `null`), its cursor (or `null`) and `hasMore`.
+    /// `eventsList(params) → Promise<[text, part, cursor, hasMore]>`: `{runId, pagination,
+    /// resolveData}`; the page in the wire form of `event_page.rs`: its text, its binary
+    /// part (`null` in the fallback form), its cursor (or `null`) and `hasMore`.
     #[napi(
         ts_args_type = "params: JsonArg",
         ts_return_type = "Promise<EventPageWire>"
@@ -564,7 +564,7 @@ impl JsWorld {
         )
     }
 
-    /// `eventsListByCorrelationId(params) → Promise<[text, bytes, cursor, hasMore]>`:
+    /// `eventsListByCorrelationId(params) → Promise<[text, part, cursor, hasMore]>`:
     /// `{correlationId, runId?, pagination, resolveData}` (without `runId`: across the
     /// store); the same form as `eventsList`.
     #[napi(
