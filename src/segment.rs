@@ -442,50 +442,9 @@ impl Segment {
         self.file.write_all_at(buf, at)
     }
 
-    /// Cuts the file to `len` bytes (a torn tail, a failed append, zeros before a seal):
-    /// only bytes no reader maps, past every committed length this file had (the memory map's
-    /// SAFETY note in `io::std_fs`). A cut of committed bytes is [`Self::replaced_by_prefix`].
+    /// Cuts the file to `len` bytes (a torn tail, a failed append, zeros before a seal).
     pub(crate) fn truncate(&self, len: u64) -> io::Result<()> {
         self.file.set_len(len)
-    }
-
-    /// A new file of this segment holding bytes `[0, len)` of this one and `slot` in its
-    /// header, synced and renamed over this one's path (the directory synced), for a repair
-    /// that cuts committed bytes (SPEC §6). This file is left as it was, never truncated or
-    /// rewritten: events read earlier keep their views of it (a mapped file cut in place
-    /// would kill their process with SIGBUS, or hand it text that is no longer UTF-8), and
-    /// a handle of another process that still holds it sees, through the lock file's counter,
-    /// a run that went backwards and refuses it. A crash before the rename leaves this file
-    /// in place and `<name>.tmp` beside it (removed with the run, overwritten by a retry).
-    pub(crate) fn replaced_by_prefix(
-        &self,
-        fs: &dyn Fs,
-        dir: &Path,
-        len: u64,
-        slot: &CounterSlot,
-    ) -> io::Result<Segment> {
-        let tmp = dir.join(format!("{}.tmp", self.name));
-        let mut prefix = vec![0u8; usize::try_from(len).map_err(io::Error::other)?];
-        self.read_exact(&mut prefix, 0)?;
-        let file = fs.open(&tmp, OpenMode::CreateTruncate)?;
-        let write = || -> io::Result<()> {
-            file.write_all_at(&prefix, 0)?;
-            file.write_all_at(&slot.encode(self.header.salt), slot.offset())?;
-            file.sync_all()?;
-            fs.rename(&tmp, &self.path)?;
-            fs.sync_dir(dir)
-        };
-        if let Err(e) = write() {
-            let _ = fs.remove_file(&tmp);
-            return Err(e);
-        }
-        Ok(Segment {
-            name: self.name.clone(),
-            path: self.path.clone(),
-            file,
-            header: self.header.clone(),
-            view: Mutex::new(Bytes::new()),
-        })
     }
 
     /// fdatasync: everything written so far, and the length, durable.

@@ -120,10 +120,8 @@ impl FsFile for StdFile {
         let len = usize::try_from(len).map_err(|_| io::Error::other("map length overflows"))?;
         // SAFETY: runlog only maps bytes below a segment's committed length, and committed
         // bytes are never rewritten or truncated by any runlog process (recovery truncates
-        // only past the last valid batch, which is at or beyond the committed length; a
-        // repair that cuts committed bytes renames a new file over the segment and leaves
-        // this one whole, `Segment::replaced_by_prefix`). The map is read-only and outlives
-        // no borrow: `Bytes::from_owner` keeps it alive, and events read keep their views.
+        // only past the last valid batch, which is at or beyond the committed length). The
+        // map is read-only and outlives no borrow: `Bytes::from_owner` keeps it alive.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(&self.0)? };
         Ok(Bytes::from_owner(map))
     }

@@ -589,9 +589,7 @@ fn check_density(run: &str, seg: &Segment, offset: u64, expect: Seq, got: Seq) -
 /// seen too, before the lock file is unlinked (checking only for the unlink, a writer that
 /// held the run open appended on, acknowledged, into the renamed-away directory). A
 /// read-only run may have no lock file, so it also asks segment 1 (deletion unlinks segments
-/// before the lock file; the only other unlink is a repair's rename of a new file over the
-/// damaged last segment: a read-only handle of a repaired segment 1 is then taken for
-/// deleted, and the store reopens the run, which shows the repair).
+/// before the lock file; nothing else ever unlinks a segment).
 fn files_unlinked(
     access: Access,
     lock: Option<&dyn FsFile>,

@@ -389,17 +389,11 @@ impl Run {
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("syncing", &self.dir, e))?;
         st.open_index = None;
-        // The cut is a new file of the prefix renamed over the segment, not a truncation:
-        // committed bytes of a mapped file are never cut or rewritten in place.
-        let cut = seg
-            .replaced_by_prefix(self.fs.as_ref(), &self.dir, cut_at, &slot)
+        seg.truncate(cut_at)
+            .and_then(|()| seg.write_slot(&slot))
+            .and_then(|()| seg.sync())
             .map_err(|e| Error::io("cutting", &seg.path, e))?;
-        let cut = std::sync::Arc::new(cut);
-        let last = st.last_mut();
-        last.seg = cut.clone();
-        last.file_len = cut_at;
-        last.index = None;
-        cut.write_commit_slot(lock_file.as_ref(), &slot)
+        seg.write_commit_slot(lock_file.as_ref(), &slot)
             .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
         Ok(Some(Repair {
             segment: seg.name.clone(),
