@@ -1,12 +1,9 @@
 //! The data model: [`RunId`], [`Seq`], [`NewEvent`] (what a caller appends) and [`Event`]
 //! (what a reader gets back).
 
-use std::borrow::Borrow;
 use std::fmt;
-use std::ops::Deref;
 
 use bytes::Bytes;
-use bytestring::ByteString;
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
@@ -181,11 +178,6 @@ impl NewEvent {
 }
 
 /// A committed event as read back.
-///
-/// Its texts and payload are views of the bytes they were read from (for a file store, the
-/// mapped segment): reading an event allocates nothing per field, and an event keeps those
-/// bytes alive until it is dropped. A [`Text`] dereferences to `str` and compares with `str`
-/// and `String` (`event.kind == "run_completed"`); `String::from` copies one out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
     /// Dense per-run position, from 1.
@@ -195,11 +187,11 @@ pub struct Event {
     /// Creation time, ms since the Unix epoch.
     pub created_at_ms: u64,
     /// Event type.
-    pub kind: Text,
+    pub kind: String,
     /// Correlation id, if any.
-    pub correlation_id: Option<Text>,
+    pub correlation_id: Option<String>,
     /// Idempotency key, if any.
-    pub key: Option<Text>,
+    pub key: Option<String>,
     /// Payload bytes (a zero-copy view of the mapped segment).
     pub payload: Bytes,
 }
@@ -223,10 +215,10 @@ impl Event {
     /// store assigns only the seq.
     pub fn to_new_event(&self) -> NewEvent {
         NewEvent {
-            kind: self.kind.to_string(),
-            correlation_id: self.correlation_id.as_deref().map(str::to_owned),
+            kind: self.kind.clone(),
+            correlation_id: self.correlation_id.clone(),
             payload: self.payload.clone(),
-            key: self.key.as_deref().map(str::to_owned),
+            key: self.key.clone(),
             event_id: Some(self.event_id),
             created_at_ms: Some(self.created_at_ms),
         }
@@ -261,99 +253,10 @@ impl EventRef<'_> {
             seq: self.seq,
             event_id: self.event_id,
             created_at_ms: self.created_at_ms,
-            kind: Text::from(self.kind),
-            correlation_id: self.correlation_id.map(Text::from),
-            key: self.key.map(Text::from),
+            kind: self.kind.to_owned(),
+            correlation_id: self.correlation_id.map(str::to_owned),
+            key: self.key.map(str::to_owned),
             payload: Bytes::copy_from_slice(self.payload),
         }
     }
 }
-
-/// UTF-8 text of an [`Event`]: a view of the bytes it was read from (a mapped segment, a
-/// database row's buffer), so reading it copies and allocates nothing; cloning it counts a
-/// reference. Dereferences to `str`; compares, hashes and orders as its `str`.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Text(ByteString);
-
-impl Text {
-    /// The text as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// `text`, a part of `bytes` already known to be UTF-8, as a view of `bytes`.
-    #[inline(always)]
-    pub(crate) fn shared(bytes: &Bytes, text: &str) -> Text {
-        // `try_from` checks the UTF-8 again (`bytestring` has no unchecked constructor that
-        // is not `unsafe`); it cannot fail here, and a copy would be as right if it did.
-        let view = ByteString::try_from(bytes.slice_ref(text.as_bytes()));
-        Text(view.unwrap_or_else(|_| ByteString::from(text)))
-    }
-}
-
-impl Deref for Text {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl fmt::Display for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<&str> for Text {
-    fn from(text: &str) -> Text {
-        Text(ByteString::from(text))
-    }
-}
-
-impl From<String> for Text {
-    /// Takes the string's buffer, copying nothing.
-    fn from(text: String) -> Text {
-        Text(ByteString::from(text))
-    }
-}
-
-impl From<Text> for String {
-    fn from(text: Text) -> String {
-        text.as_str().to_owned()
-    }
-}
-
-/// `Text == str`, `Text == &str`, `Text == String` and each the other way round.
-macro_rules! text_eq {
-    ($($other:ty),*) => {$(
-        impl PartialEq<$other> for Text {
-            fn eq(&self, other: &$other) -> bool {
-                self.as_str() == AsRef::<str>::as_ref(other)
-            }
-        }
-        impl PartialEq<Text> for $other {
-            fn eq(&self, other: &Text) -> bool {
-                AsRef::<str>::as_ref(self) == other.as_str()
-            }
-        }
-    )*};
-}
-text_eq!(str, &str, String);

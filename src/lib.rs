@@ -88,7 +88,7 @@ pub mod replay;
 pub use backend::{CollectorLock, RunLog};
 pub use backup::{BackupReport, RunBackup, RunBackupResult};
 pub use error::{Error, Result};
-pub use event::{Event, EventRef, NewEvent, RunId, Seq, Text};
+pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use run::Repair;
 pub use store::Store;
 pub use store_stats::CommitStatsSnapshot;

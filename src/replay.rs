@@ -379,7 +379,7 @@ mod tests {
 
     fn kinds(store: &Store, run: &RunId) -> Vec<String> {
         let page = store.read(run, 0, 100).unwrap();
-        page.events.into_iter().map(|e| e.kind.into()).collect()
+        page.events.into_iter().map(|e| e.kind).collect()
     }
 
     fn ev(kind: &str) -> NewEvent {

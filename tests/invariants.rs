@@ -186,7 +186,7 @@ fn decision_batch_is_all_or_nothing() {
         .unwrap()
         .events
         .into_iter()
-        .map(|e| String::from(e.kind))
+        .map(|e| e.kind)
         .collect();
     assert_eq!(kinds, ["hook_created", "step_created", "wait_created"]);
 }

@@ -15,7 +15,7 @@ use super::{
     BATCH_HEADER_LEN, BATCH_MAGIC, BATCH_TRAILER_LEN, EVENT_HEADER_LEN, FormatError, checksum,
     u16_at, u32_at, u64_at,
 };
-use crate::event::{CORRELATION_ID_LEN_MAX, Event, EventRef, KEY_LEN_MAX, KIND_LEN_MAX, Text};
+use crate::event::{CORRELATION_ID_LEN_MAX, Event, EventRef, KEY_LEN_MAX, KIND_LEN_MAX};
 
 const FLAG_CORRELATION: u8 = 1;
 const FLAG_KEY: u8 = 2;
@@ -484,16 +484,16 @@ pub(super) struct Record<'a> {
 }
 
 impl Record<'_> {
-    /// The owned event: its texts and payload views of `file`, nothing copied.
+    /// The owned event (strings copied, the payload a view of `file`).
     #[inline(always)]
     fn to_event(&self, file: &Bytes) -> Event {
         Event {
             seq: self.seq,
             event_id: self.event_id,
             created_at_ms: self.created_at_ms,
-            kind: Text::shared(file, self.kind),
-            correlation_id: self.correlation_id.map(|t| Text::shared(file, t)),
-            key: self.key.map(|t| Text::shared(file, t)),
+            kind: self.kind.to_owned(),
+            correlation_id: self.correlation_id.map(str::to_owned),
+            key: self.key.map(str::to_owned),
             payload: file.slice(self.payload.clone()),
         }
     }

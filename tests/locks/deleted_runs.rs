@@ -31,7 +31,7 @@ fn two_handles() -> (tempfile::TempDir, Store, Store, RunId) {
 
 fn kinds(store: &Store, run: &RunId) -> Vec<String> {
     let page = store.read(run, 0, 100).unwrap();
-    page.events.into_iter().map(|e| e.kind.into()).collect()
+    page.events.into_iter().map(|e| e.kind).collect()
 }
 
 /// Reads and `last_seq` through a handle that had the run cached, after another handle deleted

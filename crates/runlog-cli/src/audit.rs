@@ -310,8 +310,8 @@ mod tests {
                 seq,
                 event_id: Ulid(u128::from(seq)),
                 created_at_ms: seq,
-                kind: kind.into(),
-                correlation_id: corr.map(Into::into),
+                kind: kind.to_string(),
+                correlation_id: corr.map(str::to_string),
                 key: None,
                 payload: Bytes::new(),
             })

@@ -298,8 +298,8 @@ fn check_run(store: &Store, r: usize) -> Vec<Event> {
         (1..=events.len() as Seq).collect::<Vec<_>>(),
         "{run} dense"
     );
-    let keys: Vec<&str> = events.iter().filter_map(|e| e.key.as_deref()).collect();
-    let unique: HashSet<&&str> = keys.iter().collect();
+    let keys: Vec<&String> = events.iter().filter_map(|e| e.key.as_ref()).collect();
+    let unique: HashSet<&&String> = keys.iter().collect();
     assert_eq!(keys.len(), unique.len(), "{run}: no key stored twice");
     let report = store.verify_run(&run).unwrap();
     assert!(
@@ -325,8 +325,7 @@ fn check_acks(programs: &HashMap<(usize, usize), Vec<Op>>, answers: &Answers, lo
             if dup {
                 assert_eq!(op.kind, OpKind::KeyedFact);
                 assert_eq!(
-                    stored.key.as_deref(),
-                    e.key.as_deref(),
+                    stored.key, e.key,
                     "a duplicate answer names the event with its key"
                 );
                 assert_ne!(
@@ -356,18 +355,13 @@ fn check_acks(programs: &HashMap<(usize, usize), Vec<Op>>, answers: &Answers, lo
         );
         for (e, (seq, issued)) in log.iter().zip(&expected[r]) {
             assert_eq!(e.seq, *seq);
-            let got = (
-                e.kind.as_str(),
-                e.key.as_deref(),
-                e.correlation_id.as_deref(),
-                &e.payload,
-            );
+            let got = (&e.kind, &e.key, &e.correlation_id, &e.payload);
             assert_eq!(
                 got,
                 (
-                    issued.kind.as_str(),
-                    issued.key.as_deref(),
-                    issued.correlation_id.as_deref(),
+                    &issued.kind,
+                    &issued.key,
+                    &issued.correlation_id,
                     &issued.payload
                 )
             );

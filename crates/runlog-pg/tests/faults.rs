@@ -94,12 +94,7 @@ fn stored(log: &PgLog, run: &RunId) -> HashMap<String, Seq> {
     assert!(!page.has_more);
     page.events
         .iter()
-        .map(|e| {
-            (
-                String::from(e.key.clone().expect("every hammer event has a key")),
-                e.seq,
-            )
-        })
+        .map(|e| (e.key.clone().expect("every hammer event has a key"), e.seq))
         .collect()
 }
 

@@ -84,7 +84,7 @@ fn running_run<B: RunLog>(w: &World<B>) -> String {
 fn kinds(log: &dyn RunLog, run: &str) -> Vec<String> {
     let run = RunId::new(run).unwrap();
     let page = log.read(&run, 0, 10_000).unwrap();
-    page.events.into_iter().map(|e| e.kind.into()).collect()
+    page.events.into_iter().map(|e| e.kind).collect()
 }
 
 #[test]

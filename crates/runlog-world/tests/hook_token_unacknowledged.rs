@@ -105,7 +105,7 @@ fn hook_on<B: RunLog>(
 /// across `runs`.
 fn kinds_of(store: &Store, run: &str) -> Vec<String> {
     let page = store.read(&RunId::new(run).unwrap(), 0, 1000).unwrap();
-    page.events.into_iter().map(|e| e.kind.into()).collect()
+    page.events.into_iter().map(|e| e.kind).collect()
 }
 
 fn created_with(store: &Store, runs: &[&str], token: &str) -> usize {

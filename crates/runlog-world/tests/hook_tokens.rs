@@ -164,7 +164,7 @@ fn claims_release_on_dispose_and_on_run_end_and_are_logged() {
         .unwrap()
         .events
         .into_iter()
-        .map(|e| String::from(e.kind))
+        .map(|e| e.kind)
         .collect();
     assert_eq!(claims, ["rebuilt", "claim", "claim", "release", "release"]);
     let b = running_run(&w);

@@ -93,7 +93,7 @@ fn kinds(w: &World<Contested>, run: &str) -> Vec<String> {
     let id = RunId::new(run).expect("run id");
     let page = w.backend().inner.read(&id, 0, 1000).expect("read");
     assert!(!page.has_more);
-    page.events.into_iter().map(|e| e.kind.into()).collect()
+    page.events.into_iter().map(|e| e.kind).collect()
 }
 
 #[track_caller]

@@ -60,7 +60,7 @@ fn concurrent_creates_on_one_run_share_fdatasyncs_and_each_commits_once() {
     let logged: HashMap<String, u64> = page
         .events
         .iter()
-        .map(|e| (String::from(e.correlation_id.clone().unwrap()), e.seq))
+        .map(|e| (e.correlation_id.clone().unwrap(), e.seq))
         .collect();
     assert_eq!(logged.len() as u64, n);
     for (id, seq, ..) in &results {
@@ -218,7 +218,7 @@ fn logged_steps(store: &Store, run: &str) -> Vec<String> {
         .events
         .into_iter()
         .filter(|e| e.kind == "step_created")
-        .filter_map(|e| e.correlation_id.map(String::from))
+        .filter_map(|e| e.correlation_id)
         .collect()
 }
 

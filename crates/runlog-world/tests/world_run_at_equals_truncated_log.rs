@@ -230,7 +230,7 @@ fn diff_of_each_event_names_exactly_the_entities_it_changed() {
             let got: Vec<(EntityKind, String)> =
                 d.changes.iter().map(|c| (c.entity, c.id.clone())).collect();
             assert_eq!(got, want, "{run} {}..{n}", n - 1);
-            let kind = &events[n as usize - 1].kind.to_string();
+            let kind = &events[n as usize - 1].kind;
             for c in &d.changes {
                 let key = (c.entity, c.id.clone());
                 assert_eq!(c.before.as_ref(), before.get(&key));

@@ -269,16 +269,16 @@ mod tests {
     /// Appends `ev` to an in-memory log as the store would: next seq; a repeated key
     /// appends nothing.
     fn push(log: &mut Vec<Event>, ev: NewEvent) {
-        if ev.key.is_some() && log.iter().any(|e| e.key.as_deref() == ev.key.as_deref()) {
+        if ev.key.is_some() && log.iter().any(|e| e.key == ev.key) {
             return;
         }
         log.push(Event {
             seq: log.len() as Seq + 1,
             event_id: ulid::Ulid::nil(),
             created_at_ms: 0,
-            kind: ev.kind.into(),
-            correlation_id: ev.correlation_id.map(Into::into),
-            key: ev.key.map(Into::into),
+            kind: ev.kind,
+            correlation_id: ev.correlation_id,
+            key: ev.key,
             payload: ev.payload,
         });
     }
