@@ -238,14 +238,27 @@ impl SegmentIndex {
         Ok((no, self.page(no, section.value_len(self.header.version))?))
     }
 
+    /// `f` of the last leaf entry of `section` at or below `key` (its key and value), with the
+    /// number of the page holding it; `None` when no entry is.
+    fn at_or_below<T>(
+        &self,
+        section: Section,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Result<Option<(u32, T)>> {
+        let (no, page) = self.leaf(section, key)?;
+        Ok(page.last_at_or_below(key).map(|i| {
+            let (k, v) = page.entry(i);
+            (no, f(k, v))
+        }))
+    }
+
     /// The seq stored under exactly `key` in `section`.
     fn seq_of(&self, section: Section, key: &[u8]) -> Result<Option<u64>> {
-        let (_, page) = self.leaf(section, key)?;
-        Ok(page
-            .last_at_or_below(key)
-            .map(|i| page.entry(i))
-            .filter(|(k, _)| *k == key)
-            .and_then(|(_, v)| Some(u64::from_le_bytes(v.try_into().ok()?))))
+        let found = self.at_or_below(section, key, |k, v| {
+            (k == key).then(|| Some(u64::from_le_bytes(v.try_into().ok()?)))
+        })?;
+        Ok(found.and_then(|(_, seq)| seq.flatten()))
     }
 
     /// The seq of the event with id `id`, if the segment holds one.
@@ -253,19 +266,18 @@ impl SegmentIndex {
     /// # Errors
     /// [`Error::Corrupt`] when a page on the way is damaged; [`Error::Io`].
     pub(crate) fn seq_of_id(&self, id: Ulid) -> Result<Option<u64>> {
-        let key = id.to_bytes();
-        if self.header.version < 3 {
-            return self.seq_of(Section::Ids, &key);
-        }
-        // Version 3: the run that starts at or below `id`, if it reaches it.
-        let (no, page) = self.leaf(Section::Ids, &key)?;
-        let Some(i) = page.last_at_or_below(&key) else {
-            return Ok(None);
-        };
-        let (k, v) = page.entry(i);
-        match IdRun::from_entry(k, v) {
-            Some(run) => Ok(run.seq_of(id)),
-            None => Err(self.corrupt(no, FormatError::bad(0, "index id run malformed"))),
+        // The run that starts at or below `id`, if it reaches it (a version-2 entry is a run
+        // of one id).
+        let version = self.header.version;
+        let found = self.at_or_below(Section::Ids, &id.to_bytes(), |k, v| {
+            IdRun::from_entry(version, k, v)
+        })?;
+        match found {
+            None => Ok(None),
+            Some((_, Some(run))) => Ok(run.seq_of(id)),
+            Some((no, None)) => {
+                Err(self.corrupt(no, FormatError::bad(0, "index id run malformed")))
+            }
         }
     }
 

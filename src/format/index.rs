@@ -1,6 +1,5 @@
 //! The segment index (format/SPEC.md §9), version 3 (version 2 still read): written when a
-//! segment is sealed, so that
-//! opening a run decodes only its last segment. The file is a sequence of 4096-byte pages,
+//! segment is sealed, so that opening a run decodes only its last segment. The file is a sequence of 4096-byte pages,
 //! each with its own checksum, so a reader reads (by positioned reads) and checks only the
 //! pages a lookup touches: page 0 (the header) at open, then a root-to-leaf path of a static
 //! B-tree per section (batches, event ids, keys). An index is an accelerator, never a source
@@ -121,8 +120,9 @@ impl Section {
     }
 }
 
-/// A run of the id tree of a version-3 index: the events with ids `first .. first + count`
-/// hold seqs `seq .. seq + count`, in step.
+/// An entry of the id tree: the events with ids `first .. first + count` hold seqs
+/// `seq .. seq + count`, in step. Version 3 stores the count; a version-2 entry is a run of
+/// one id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IdRun {
     /// The run's first id.
@@ -134,13 +134,17 @@ pub struct IdRun {
 }
 
 impl IdRun {
-    /// The run of an id-tree entry of a version-3 index; `None` when the entry is malformed
-    /// (a count of 0, or seqs past `u64::MAX`).
-    pub fn from_entry(key: &[u8], value: &[u8]) -> Option<IdRun> {
+    /// The run of an id-tree entry of an index of `version`; `None` when the entry is
+    /// malformed (a count of 0, or seqs past `u64::MAX`).
+    pub fn from_entry(version: u32, key: &[u8], value: &[u8]) -> Option<IdRun> {
+        let count = match version {
+            3.. => u32::from_le_bytes(value.get(8..12)?.try_into().ok()?),
+            _ => 1,
+        };
         let run = IdRun {
             first: Ulid::from_bytes(key.try_into().ok()?),
             seq: u64::from_le_bytes(value.get(..8)?.try_into().ok()?),
-            count: u32::from_le_bytes(value.get(8..12)?.try_into().ok()?),
+            count,
         };
         let fits = run.count > 0 && run.seq.checked_add(u64::from(run.count) - 1).is_some();
         fits.then_some(run)
@@ -152,12 +156,30 @@ impl IdRun {
         (off < u128::from(self.count)).then(|| self.seq + off as u64)
     }
 
-    /// The runs of `ids` (sorted by id, then seq): each id that is the one before it + 1, at
-    /// the seq after that one's, joins its run; any other starts a run. Runs are taken from
-    /// neighbours in sorted order, so no run holds an id of another entry. A repeated id
-    /// (deduplication keeps it out of a log; forged or old data may hold one) keeps its first
-    /// seq only, the one a writer's in-memory map answers with.
-    fn runs(ids: &[(Ulid, u64)]) -> Vec<IdRun> {
+    /// The entry's value in an index of `version`: the seq, then (version 3) the count.
+    fn value(&self, version: u32) -> Vec<u8> {
+        let mut v = self.seq.to_le_bytes().to_vec();
+        if version >= 3 {
+            v.extend_from_slice(&self.count.to_le_bytes());
+        }
+        v
+    }
+
+    /// The entries of `ids` (sorted by id, then seq) in an index of `version`. Version 2:
+    /// one per pair. Version 3: each id that is the one before it + 1, at the seq after that
+    /// one's, joins its run; any other starts a run. Runs are taken from neighbours in sorted
+    /// order, so no run holds an id of another entry. A repeated id (deduplication keeps it
+    /// out of a log; forged or old data may hold one) keeps its first seq only, the one a
+    /// writer's in-memory map answers with.
+    fn runs(ids: &[(Ulid, u64)], version: u32) -> Vec<IdRun> {
+        let one = |&(first, seq): &(Ulid, u64)| IdRun {
+            first,
+            seq,
+            count: 1,
+        };
+        if version < 3 {
+            return ids.iter().map(one).collect();
+        }
         let mut out: Vec<IdRun> = Vec::new();
         let mut prev: Option<Ulid> = None;
         for &(id, seq) in ids {
@@ -172,11 +194,7 @@ impl IdRun {
                     continue;
                 }
             }
-            out.push(IdRun {
-                first: id,
-                seq,
-                count: 1,
-            });
+            out.push(one(&(id, seq)));
         }
         out
     }
@@ -389,20 +407,10 @@ pub fn encode_index(
         .iter()
         .map(|b| (b.first_seq.to_be_bytes().to_vec(), b.value().to_vec()))
         .collect();
-    let id_entries: Vec<(Vec<u8>, Vec<u8>)> = if version >= 3 {
-        IdRun::runs(ids)
-            .iter()
-            .map(|r| {
-                let mut v = r.seq.to_le_bytes().to_vec();
-                v.extend_from_slice(&r.count.to_le_bytes());
-                (r.first.to_bytes().to_vec(), v)
-            })
-            .collect()
-    } else {
-        ids.iter()
-            .map(|(id, seq)| (id.to_bytes().to_vec(), seq.to_le_bytes().to_vec()))
-            .collect()
-    };
+    let id_entries: Vec<(Vec<u8>, Vec<u8>)> = IdRun::runs(ids, version)
+        .iter()
+        .map(|r| (r.first.to_bytes().to_vec(), r.value(version)))
+        .collect();
     let key_entries: Vec<(Vec<u8>, Vec<u8>)> = keys
         .iter()
         .map(|(k, seq)| (k.as_bytes().to_vec(), seq.to_le_bytes().to_vec()))

@@ -624,7 +624,7 @@ fn index_v3_golden_vector_holds_runs_of_consecutive_ids() {
     let run_of = |id: Ulid| {
         let i = leaf.last_at_or_below(&id.to_bytes())?;
         let (k, v) = leaf.entry(i);
-        IdRun::from_entry(k, v).unwrap().seq_of(id)
+        IdRun::from_entry(3, k, v).unwrap().seq_of(id)
     };
     assert_eq!(run_of(Ulid::from_parts(T, 1)), Some(1));
     assert_eq!(run_of(Ulid::from_parts(T, 2)), Some(2));
@@ -670,7 +670,7 @@ fn id_runs_join_only_ids_and_seqs_that_both_step_by_one() {
     let runs: Vec<(Ulid, u64, u32)> = (0..leaf.entry_count())
         .map(|i| {
             let (k, v) = leaf.entry(i);
-            let r = IdRun::from_entry(k, v).unwrap();
+            let r = IdRun::from_entry(3, k, v).unwrap();
             (r.first, r.seq, r.count)
         })
         .collect();
@@ -681,13 +681,13 @@ fn id_runs_join_only_ids_and_seqs_that_both_step_by_one() {
     // A repeated id is found at its first seq, as a writer's in-memory map finds it.
     let i = leaf.last_at_or_below(&id(13).to_bytes()).unwrap();
     let (k, v) = leaf.entry(i);
-    assert_eq!(IdRun::from_entry(k, v).unwrap().seq_of(id(13)), Some(6));
+    assert_eq!(IdRun::from_entry(3, k, v).unwrap().seq_of(id(13)), Some(6));
     // Malformed runs are refused: a count of 0, seqs past u64::MAX.
     let key = id(1).to_bytes();
     let value = |seq: u64, count: u32| [&seq.to_le_bytes()[..], &count.to_le_bytes()].concat();
-    assert!(IdRun::from_entry(&key, &value(1, 0)).is_none());
-    assert!(IdRun::from_entry(&key, &value(u64::MAX, 2)).is_none());
-    assert!(IdRun::from_entry(&key, &value(u64::MAX, 1)).is_some());
+    assert!(IdRun::from_entry(3, &key, &value(1, 0)).is_none());
+    assert!(IdRun::from_entry(3, &key, &value(u64::MAX, 2)).is_none());
+    assert!(IdRun::from_entry(3, &key, &value(u64::MAX, 1)).is_some());
 }
 
 #[test]
