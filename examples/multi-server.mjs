@@ -5,7 +5,8 @@
 // outside, a retried step, a caught FatalError) plus as many `doomed` runs (they fail) are
 // started round-robin over the servers and their hooks resumed through any server; mid-way
 // (once a third of the demo runs completed) the scenario strikes:
-//   kill        SIGKILL to one server's process group (it is not restarted)
+//   kill        SIGKILL to one server's process group (it is not restarted), at a moment
+//               its queue workers hold jobs (then every one of them must be redelivered)
 //   pg-restart  `pg_ctl restart` of the PostgreSQL server (needs RUNLOG_PG_DIR)
 //   none        nothing (the same runs and checks undisturbed: a timing of N servers)
 // Then every run must end: each demo run completed with its result, each doomed run failed,
@@ -140,11 +141,12 @@ async function startServer(i, env) {
   await new Promise((r) => out.once('open', r));
   const child = spawn('node', ['.output/server/index.mjs'], {
     cwd: dir,
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1', NITRO_PORT: String(port), NITRO_HOST: '127.0.0.1' },
+    // PGAPPNAME names the server's PostgreSQL sessions (its queue's liveness locks among them).
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1', NITRO_PORT: String(port), NITRO_HOST: '127.0.0.1', PGAPPNAME: appName(i) },
     detached: true,
     stdio: ['ignore', out, out],
   });
-  const server = { i, base: `http://127.0.0.1:${port}`, logFile, alive: true, exited: null };
+  const server = { i, base: `http://127.0.0.1:${port}`, logFile, alive: true, exited: null, pid: child.pid };
   children.add(child.pid);
   child.on('exit', (code, signal) => {
     children.delete(child.pid);
@@ -159,6 +161,54 @@ async function startServer(i, env) {
     server.alive = false;
   };
   return server;
+}
+
+const appName = (i) => `runlog-multi-server-${process.pid}-${i}`;
+
+/**
+ * The queue rows locked by server `s`'s graphile workers: a row's `locked_by` is a worker
+ * whose liveness advisory lock (src/queue-postgres.js, key text `runlog-queue:<schema>:<id>`)
+ * is held by a session of that server (PGAPPNAME). A bigint advisory key shows in pg_locks
+ * as classid (high half) and objid (low half) with objsubid 1.
+ */
+function jobsLockedBy(s, pgUrl, queueSchema) {
+  const lit = (t) => `'${String(t).replaceAll("'", "''")}'`;
+  const q = `select count(*) from "${queueSchema.replaceAll('"', '""')}"._private_jobs j
+    cross join lateral (select hashtextextended('runlog-queue:' || ${lit(queueSchema)} || ':' || j.locked_by, 0) as k) h
+    where j.locked_by is not null and exists (
+      select 1 from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      where l.locktype = 'advisory' and l.granted and l.objsubid = 1 and a.application_name = ${lit(appName(s.i))}
+        and l.classid::bigint = ((h.k >> 32) & 4294967295) and l.objid::bigint = (h.k & 4294967295))`;
+  const r = spawnSync('psql', [pgUrl, '-XAtq', '-c', q], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`psql (jobs locked by server ${s.i}): ${r.stderr}`);
+  return Number(r.stdout.trim());
+}
+
+/**
+ * SIGKILL to server `s` at a moment it holds queue jobs, so that the kill tests their
+ * redelivery: the server is stopped (SIGSTOP: it cannot finish or take a job), its locked
+ * rows counted, and killed when there are some, else continued and tried again (60 s at
+ * most, then killed anyway). Returns the rows it held (undefined without runlog's queue).
+ */
+async function strikeHoldingJobs(s, pgUrl, queueSchema) {
+  if (WORLD !== 'runlog') return void (await s.kill('SIGKILL'));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    process.kill(-s.pid, 'SIGSTOP');
+    let held;
+    try {
+      held = jobsLockedBy(s, pgUrl, queueSchema);
+    } catch (err) {
+      process.kill(-s.pid, 'SIGCONT');
+      throw err;
+    }
+    if (held > 0 || Date.now() > deadline) {
+      await s.kill('SIGKILL');
+      return held;
+    }
+    process.kill(-s.pid, 'SIGCONT');
+    await sleep(100);
+  }
 }
 
 function pgServer() {
@@ -386,8 +436,8 @@ async function scenario(kind, pg) {
       // Undisturbed.
     } else if (kind === 'kill') {
       const victim = servers[servers.length - 1];
-      await victim.kill('SIGKILL');
-      summary.killed = { server: victim.i, exited: victim.exited };
+      const jobsHeld = await strikeHoldingJobs(victim, pg.url, env.WORKFLOW_RUNLOG_QUEUE_SCHEMA);
+      summary.killed = { server: victim.i, exited: victim.exited, ...(jobsHeld !== undefined && { jobsHeld }) };
     } else {
       const tr = now();
       restartPostgres(pg.dir);
@@ -514,7 +564,8 @@ async function scenario(kind, pg) {
       streamsWhole: streamsWhole === runCount,
       ...(verify && { verifyClean: verify.status === 0 }),
       // The released-jobs log line is runlog's queue's.
-      ...(kind === 'kill' && WORLD === 'runlog' && { redeliveredAfterKill: released > 0 }),
+      // Every job the killed server held (counted with it stopped) is released, and no more.
+      ...(kind === 'kill' && WORLD === 'runlog' && { redeliveredAfterKill: summary.killed.jobsHeld > 0 && released === summary.killed.jobsHeld }),
       ...(sequential && { noConcurrentReplay: replays.total === 0 }),
     };
     summary.ok = Object.values(summary.checks).every(Boolean);
