@@ -23,6 +23,9 @@ const must = (xs, what) => {
 const peers = files(/^peers-\d+\.json$/).map((f) => JSON.parse(readFileSync(f, 'utf8')));
 const peer = (workload, metric, against) =>
   must(peers.map((p) => p.rows.find((r) => r.workload === workload && r.metric === metric)?.runlog_advantage?.[against]), `${workload} ${metric} vs ${against}`);
+/** Peer `a`'s value over peer `b`'s in a row where higher is better (a ceiling's ratio). */
+const between = (workload, metric, a, b) =>
+  must(peers.map((p) => { const v = p.rows.find((r) => r.workload === workload && r.metric === metric)?.values; return v?.[a] / v?.[b]; }), `${workload} ${metric} ${a} ÷ ${b}`);
 const randomLines = files(/^random-\d+\.jsonl$/).map((f) => jsonLines(f).find((l) => l.bench === 'random_appends'));
 const random = must(randomLines.map((l) => l?.random_vs_warm), 'random_appends');
 const rawRandom = must(randomLines.map((l) => l?.raw_random_vs_warm), 'random_appends raw');
@@ -55,7 +58,9 @@ const row = (figure, shape, xs, unit, target, ok) =>
 row('W1, 1 durable writer, vs `raw-pre`', '1 run, one corpus event (~404 B) per append', peer('w1 facts 1 writer', 'events/s', 'raw-pre'), '×', '≥ 0.9×', (x) => x >= 0.9);
 row('W3, 64 runs × 1 writer, vs `raw`', '64 runs, one writer thread each', peer('w3 64 runs × 1 writer', 'events/s', 'raw'), '×', '≥ 0.9×', (x) => x >= 0.9);
 row('W5 full read, owned (`read`), vs SQLite', '1 run × 10,000 corpus events in one-event batches', peer('w5 read 10k-event run', 'full reads/s', 'sqlite-mutex'), '×', '≥ 5×', (x) => x >= 5);
+row('the raw reader handing out owned events (kind `String`, payload view, pages of 1,024), vs SQLite owned', 'the same events as raw frames in one file', between('w5 read 10k-event run', 'full reads/s', 'raw', 'sqlite-mutex'), '×', 'ceiling of the 5× above', CEILING);
 row('W5 full read, borrowed (`read_each`), vs SQLite', 'the same', peer('w5 read 10k-event run, borrowed', 'full reads/s', 'sqlite-mutex'), '×', '≥ 10×', (x) => x >= 10);
+row('the raw reader checking frames in place, vs SQLite borrowed', 'the same events as raw frames in one file', between('w5 read 10k-event run, borrowed', 'full reads/s', 'raw', 'sqlite-mutex'), '×', 'ceiling of the 10× above', CEILING);
 const l1 = listing('1000 runs x 1 event');
 const l1k = listing('1000 runs x 1000 events');
 const l1m = listing('1 run x 1000000 events');

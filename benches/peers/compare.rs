@@ -294,7 +294,8 @@ pub fn w5_reads(ctx: &Ctx) -> BenchResult<Vec<Row>> {
         )
         .note(
             "owned events (runlog: Event; sqlite-*: Strings + Vec, the same read in all three); \
-             raw-*: parse one file of frames",
+             raw-*: one file of frames checked and handed out as owned events (kind String, \
+             payload view) in pages of 1024, the ceiling of an owned read",
         ),
         Row::new(
             "w5 read 10k-event run, borrowed",
@@ -303,8 +304,8 @@ pub fn w5_reads(ctx: &Ctx) -> BenchResult<Vec<Row>> {
             &borrowed,
         )
         .note(
-            "no per-event allocation (runlog: read_each; sqlite-*: get_ref); raw-*: same as \
-             above",
+            "no per-event allocation (runlog: read_each; sqlite-*: get_ref); raw-*: the frames \
+             checked in place",
         ),
         Row::new(
             "w5 read after N, 10 events",

@@ -15,6 +15,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bytes::Bytes;
+
 use super::{BenchResult, Ev, Peer, ReadStat, Session};
 
 /// Frame header: u32 body length, u32 crc32 of the body.
@@ -62,7 +64,48 @@ pub fn write_load(dir: &Path, run: &str, events: &[Ev]) -> BenchResult<()> {
 pub fn read_load(dir: &Path, run: &str) -> BenchResult<ReadStat> {
     let mut bytes = Vec::new();
     File::open(load_path(dir, run))?.read_to_end(&mut bytes)?;
-    parse_frames(&bytes)
+    let mut stat = ReadStat::default();
+    for_each_frame(&bytes, |_, payload| stat.add(payload.len()))?;
+    Ok(stat)
+}
+
+/// Events per page of [`read_load_owned`], as the runlog peer reads (`READ_PAGE_EVENTS`).
+const OWNED_PAGE_EVENTS: usize = 1024;
+
+/// What an owned read hands out at the least: a kind it owns and a payload that outlives the
+/// read's buffer. runlog's `Event` is this plus a correlation id and a key (owned too, when
+/// present), an event id, a creation time and a seq, which the raw frame does not hold.
+struct OwnedFrame {
+    kind: String,
+    payload: Bytes,
+}
+
+/// [`read_load`] handing out owned events, a page of [`OWNED_PAGE_EVENTS`] at a time, as an
+/// owned read of a log store must (runlog's `read` fills a `Vec<Event>` per page): each
+/// kind a `String`, each payload a view of the file's buffer. The ceiling of an owned read.
+pub fn read_load_owned(dir: &Path, run: &str) -> BenchResult<ReadStat> {
+    let mut bytes = Vec::new();
+    File::open(load_path(dir, run))?.read_to_end(&mut bytes)?;
+    let file = Bytes::from(bytes);
+    let mut stat = ReadStat::default();
+    let mut page: Vec<OwnedFrame> = Vec::with_capacity(OWNED_PAGE_EVENTS);
+    let mut hand_out = |page: &mut Vec<OwnedFrame>| {
+        for event in page.drain(..) {
+            stat.add(std::hint::black_box(&event).payload.len());
+            debug_assert!(!event.kind.is_empty());
+        }
+    };
+    for_each_frame(&file, |kind, payload| {
+        page.push(OwnedFrame {
+            kind: kind.to_owned(),
+            payload: file.slice_ref(payload),
+        });
+        if page.len() == OWNED_PAGE_EVENTS {
+            hand_out(&mut page);
+        }
+    })?;
+    hand_out(&mut page);
+    Ok(stat)
 }
 
 impl Peer for RawPeer {
@@ -176,16 +219,16 @@ impl Session for RawSession {
     }
 
     fn read_all(&mut self, run: &str) -> BenchResult<ReadStat> {
-        read_load(&self.dir, run)
+        read_load_owned(&self.dir, run)
     }
 
     fn read_after(&mut self, _: &str, _: u64, _: usize) -> BenchResult<Option<ReadStat>> {
         Ok(None)
     }
 
-    /// Frames are parsed in place already: the same read.
+    /// Frames parsed in place.
     fn read_all_borrowed(&mut self, run: &str) -> BenchResult<Option<ReadStat>> {
-        self.read_all(run).map(Some)
+        read_load(&self.dir, run).map(Some)
     }
 }
 
@@ -203,8 +246,9 @@ pub fn frame_into(buf: &mut Vec<u8>, ev: &Ev) {
     buf[start + 4..start + FRAME_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
 }
 
-fn parse_frames(mut bytes: &[u8]) -> BenchResult<ReadStat> {
-    let mut stat = ReadStat::default();
+/// Checks every frame of `bytes` (checksum, lengths, the kind as UTF-8) and hands its kind
+/// and payload to `f`, in order.
+fn for_each_frame<'a>(mut bytes: &'a [u8], mut f: impl FnMut(&'a str, &'a [u8])) -> BenchResult<()> {
     while !bytes.is_empty() {
         let header = bytes
             .get(..FRAME_HEADER_LEN)
@@ -219,8 +263,8 @@ fn parse_frames(mut bytes: &[u8]) -> BenchResult<ReadStat> {
         }
         let kind_len = usize::from(*body.first().ok_or("empty raw frame")?);
         let kind = std::str::from_utf8(body.get(1..1 + kind_len).ok_or("short raw kind")?)?;
-        stat.add(body.len() - 1 - kind.len());
+        f(kind, &body[1 + kind_len..]);
         bytes = &bytes[FRAME_HEADER_LEN + body_len..];
     }
-    Ok(stat)
+    Ok(())
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::raw::{RawFile, frame_into, read_load, write_load};
+use super::raw::{RawFile, frame_into, read_load, read_load_owned, write_load};
 use super::{BenchResult, Ev, GroupStats, Peer, ReadStat, Session};
 
 /// The shared logs of one directory, by run.
@@ -226,15 +226,15 @@ impl Session for RawGroupSession {
     }
 
     fn read_all(&mut self, run: &str) -> BenchResult<ReadStat> {
-        read_load(&self.dir, run)
+        read_load_owned(&self.dir, run)
     }
 
     fn read_after(&mut self, _: &str, _: u64, _: usize) -> BenchResult<Option<ReadStat>> {
         Ok(None)
     }
 
-    /// Frames are parsed in place already: the same read.
+    /// Frames parsed in place.
     fn read_all_borrowed(&mut self, run: &str) -> BenchResult<Option<ReadStat>> {
-        self.read_all(run).map(Some)
+        read_load(&self.dir, run).map(Some)
     }
 }
