@@ -632,7 +632,9 @@ impl Store {
     pub fn delete_run(&self, run: &RunId) -> Result<()> {
         self.check_writable(|| format!("delete run {run}"))?;
         let handle = self.run(run)?;
-        handle.exclusive(|| self.delete_locked(run, &handle, None))
+        let grave = handle.exclusive(|| self.delete_locked(run, &handle, None))?;
+        grave.remove(self.inner.fs.as_ref());
+        Ok(())
     }
 
     /// Deletes a run as [`Store::delete_run`] does, only while its last seq is
@@ -646,12 +648,17 @@ impl Store {
     pub fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
         self.check_writable(|| format!("delete run {run}"))?;
         let handle = self.run(run)?;
-        handle.exclusive(|| self.delete_locked(run, &handle, Some(expected_last_seq)))
+        let grave =
+            handle.exclusive(|| self.delete_locked(run, &handle, Some(expected_last_seq)))?;
+        grave.remove(self.inner.fs.as_ref());
+        Ok(())
     }
 
     /// The body of [`Store::delete_run`], with the run's writer and kernel lock held; with
-    /// `expected`, only while the run's last seq is that.
-    fn delete_locked(&self, run: &RunId, handle: &Run, expected: Option<Seq>) -> Result<()> {
+    /// `expected`, only while the run's last seq is that. Returns the renamed-away directory,
+    /// whose files the caller removes once the locks are released (rule 8: a leftover file
+    /// may have to be found by listing it).
+    fn delete_locked(&self, run: &RunId, handle: &Run, expected: Option<Seq>) -> Result<Grave> {
         let fs = self.inner.fs.as_ref();
         if handle.is_deleted()? {
             return Err(Error::RunNotFound {
@@ -678,9 +685,11 @@ impl Store {
         self.inner.runs.lock().remove(run);
         fs.sync_dir(&self.inner.runs_dir)
             .map_err(|e| Error::io("syncing", &self.inner.runs_dir, e))?;
-        let segments = handle.segment_paths().len() as u32;
-        remove_run_files(fs, &grave, segments + 1);
-        Ok(())
+        let segments = handle.segment_paths().len() as u32 + 1;
+        Ok(Grave {
+            dir: grave,
+            segments,
+        })
     }
 
     /// Repairs a damaged run, only when asked: cuts it at its first bad batch so that it holds
@@ -732,6 +741,29 @@ fn close_idle_runs(runs: &mut HashMap<RunId, Arc<Run>>, keep: usize) -> Vec<Arc<
         .take(runs.len().saturating_sub(keep))
         .collect();
     idle.iter().filter_map(|id| runs.remove(id)).collect()
+}
+
+/// A deleted run's directory, renamed away (`runs/.deleted-<run>-<ulid>`), with the number
+/// of segments it may hold.
+#[must_use = "a grave's files are removed by `remove`"]
+struct Grave {
+    dir: PathBuf,
+    segments: u32,
+}
+
+impl Grave {
+    /// Removes its files and itself, best effort; with no lock held, it may list itself to
+    /// find what a writer killed mid-write left under a name of its own (an index's
+    /// `seg-N.idx.tmp-<ulid>`), which would otherwise keep the directory forever.
+    fn remove(self, fs: &dyn Fs) {
+        remove_run_files(fs, &self.dir, self.segments);
+        if fs.is_dir(&self.dir).unwrap_or(false) {
+            for name in fs.read_dir(&self.dir).unwrap_or_default() {
+                let _ = fs.remove_file(&self.dir.join(name));
+            }
+            let _ = fs.remove_dir(&self.dir);
+        }
+    }
 }
 
 /// Removes the files runlog puts in a run directory (segments `1..=segments`, their temp

@@ -248,7 +248,10 @@ pub fn frame_into(buf: &mut Vec<u8>, ev: &Ev) {
 
 /// Checks every frame of `bytes` (checksum, lengths, the kind as UTF-8) and hands its kind
 /// and payload to `f`, in order.
-fn for_each_frame<'a>(mut bytes: &'a [u8], mut f: impl FnMut(&'a str, &'a [u8])) -> BenchResult<()> {
+fn for_each_frame<'a>(
+    mut bytes: &'a [u8],
+    mut f: impl FnMut(&'a str, &'a [u8]),
+) -> BenchResult<()> {
     while !bytes.is_empty() {
         let header = bytes
             .get(..FRAME_HEADER_LEN)
