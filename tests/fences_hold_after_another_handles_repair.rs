@@ -332,6 +332,74 @@ fn warm_handle_repair_cuts_the_damage_its_verify_reports() {
     );
 }
 
+/// `EIO` at each op of a repair by another handle (the simulator), then a repair that
+/// finishes the job (or finds it done): the handle whose commit was the last before the repair
+/// is fenced at the repaired tail and its fact gets the next seq, readable by a fresh open.
+/// Where the repair's last write — the cut counter into the lock file's commit slots — fails,
+/// the second repair finds nothing to do and writes nothing: only the repair's announcement
+/// (SPEC §5) keeps the old writer from skipping its refresh and appending at its old length.
+#[cfg(feature = "sim")]
+#[test]
+fn fenced_after_a_repair_that_failed_at_any_op_and_was_finished() {
+    use runlog::io::sim::{Fault, FaultKind, SimFs, Trigger};
+    use runlog::io::{Fs, OpenMode};
+    use std::sync::Arc;
+    let root = Path::new("/s");
+    let open = |fs: &SimFs| Store::open_with_fs(Arc::new(fs.clone()), root, Config::default());
+    let mut op = 0;
+    loop {
+        let fs = SimFs::new(7);
+        let w = open(&fs).unwrap();
+        w.create_run(&run()).unwrap();
+        for i in 0..20 {
+            w.append_facts(&run(), vec![keyed(i)]).unwrap();
+        }
+        let seg = fs
+            .open(&root.join("runs/cut/seg-00000001.log"), OpenMode::ReadWrite)
+            .unwrap();
+        let bytes = seg.map(seg.len().unwrap()).unwrap().to_vec();
+        let mut at = 4096;
+        for _ in 0..5 {
+            at += u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        }
+        seg.write_all_at(&[bytes[at + 30] ^ 1], (at + 30) as u64)
+            .unwrap();
+        let repairer = open(&fs).unwrap();
+        let start = fs.op_count();
+        fs.inject(Fault::once(Trigger::Op(start + op), FaultKind::Eio));
+        let first = repairer.repair_run(&run());
+        let ops = fs.op_count() - start;
+        if op >= ops {
+            // The repair ran whole before the op: every op of it has failed once.
+            assert!(op > 8, "a repair of {ops} ops");
+            return;
+        }
+        drop(repairer);
+        let second = open(&fs).unwrap().repair_run(&run()).unwrap();
+        let case = format!("EIO at op {op} of {ops}: {first:?}, then {second:?}");
+        let got = w.append_decisions(&run(), 20, vec![NewEvent::new("decision", "{}")]);
+        assert!(
+            matches!(
+                got,
+                Err(Error::Fenced {
+                    expected: 20,
+                    actual: 5,
+                    ..
+                })
+            ),
+            "{case}: {got:?}"
+        );
+        let a = w.append_facts(&run(), vec![after_repair()]).unwrap();
+        assert_eq!(a[0].seq, 6, "{case}");
+        assert_eq!(
+            listing(&open(&fs).unwrap()).unwrap(),
+            repaired(5, 1),
+            "{case}"
+        );
+        op += 1;
+    }
+}
+
 /// The variable that tells a child process which child to be, and the store it uses.
 const CHILD: &str = "RUNLOG_FENCES_AFTER_REPAIR_CHILD";
 const CHILD_DIR: &str = "RUNLOG_FENCES_AFTER_REPAIR_DIR";
