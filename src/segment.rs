@@ -144,6 +144,7 @@ impl Segment {
             committed_len: HEADER_LEN,
             updated_at_ms: new.now_ms,
             sealed: false,
+            repair_epoch: 0,
         };
         let both = [
             slot,

@@ -495,6 +495,7 @@ fn forge_slot(fs: &SimFs, path: &str, sealed: bool, committed_len: u64) {
         committed_len,
         updated_at_ms: 0,
         sealed,
+        repair_epoch: 0,
     };
     f.write_all_at(&slot.encode(salt), slot.offset()).unwrap();
 }

@@ -247,6 +247,7 @@ fn forge_slot(u: &mut Unstructured<'_>, bytes: &mut Vec<u8>) -> Result<()> {
         },
         updated_at_ms: u.arbitrary()?,
         sealed: u.arbitrary()?,
+        repair_epoch: u.int_in_range(0..=2)?,
     };
     let at = *u.choose(&SLOT_OFFSETS)? as usize;
     let position = usize::from(at != SLOT_OFFSETS[0] as usize);

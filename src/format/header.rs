@@ -181,6 +181,11 @@ pub struct CounterSlot {
     pub updated_at_ms: u64,
     /// The segment is closed; the run continues in the next segment.
     pub sealed: bool,
+    /// How many times `repair` has cut this segment (wrapping; 0 in a slot written before
+    /// the field existed, whose bytes 40..44 are reserved zeros). Every other slot written
+    /// carries the epoch of the counter it follows, so a view that applied a counter of
+    /// another epoch knows that the bytes it applied may have been cut (format/SPEC.md §3).
+    pub repair_epoch: u32,
 }
 
 impl CounterSlot {
@@ -198,6 +203,7 @@ impl CounterSlot {
         b[16..24].copy_from_slice(&self.last_seq.to_le_bytes());
         b[24..32].copy_from_slice(&self.committed_len.to_le_bytes());
         b[32..40].copy_from_slice(&self.updated_at_ms.to_le_bytes());
+        b[40..44].copy_from_slice(&self.repair_epoch.to_le_bytes());
         let crc = checksum(salt, &b[..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
@@ -219,6 +225,7 @@ impl CounterSlot {
             committed_len: u64_at(b, 24),
             updated_at_ms: u64_at(b, 32),
             sealed: flags & 1 == 1,
+            repair_epoch: u32_at(b, 40),
         };
         let parity_ok = (1..=GENERATION_MAX).contains(&slot.generation)
             && ((slot.generation - 1) % 2) as usize == position;

@@ -52,6 +52,7 @@ fn golden_slot() -> CounterSlot {
         committed_len: 4096,
         updated_at_ms: T,
         sealed: false,
+        repair_epoch: 0,
     }
 }
 
@@ -87,6 +88,21 @@ fn counter_slot_matches_golden_bytes() {
         CounterSlot::decode(&unhex(SLOT_HEX), SALT, 0),
         Some(golden_slot())
     );
+}
+
+/// SPEC §3: `repair_epoch` lives at bytes 40..44 (little-endian) under the slot's checksum;
+/// the golden slot (epoch 0) has zeros there, as a slot of a build before the field has.
+#[test]
+fn counter_slot_keeps_its_repair_epoch_at_bytes_40_to_44() {
+    let slot = CounterSlot {
+        repair_epoch: 0x0102_0304,
+        ..golden_slot()
+    };
+    let b = slot.encode(SALT);
+    assert_eq!(b[40..44], [4, 3, 2, 1]);
+    assert_eq!(b[44..60], [0; 16]);
+    assert_eq!(CounterSlot::decode(&b, SALT, 0), Some(slot));
+    assert_eq!(unhex(SLOT_HEX)[40..44], [0; 4]);
 }
 
 const ENTRIES_HEX: &str = "
@@ -261,6 +277,7 @@ fn header_generations_never_land_on_the_newest_header_slot() {
         committed_len: 4096,
         updated_at_ms: 0,
         sealed: false,
+        repair_epoch: 0,
     };
     // (newest counter anywhere, newest header slot) -> next header generation
     for (newest, header, want) in [

@@ -549,6 +549,7 @@ impl Run {
             committed_len: base.committed_len + buf.len() as u64,
             updated_at_ms: now,
             sealed: false,
+            repair_epoch: base.repair_epoch,
         };
         let checkpoint = checkpoint_due(at.header_generation, slot.generation);
         let published = self

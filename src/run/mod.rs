@@ -156,7 +156,10 @@ impl Run {
             let st = self.state.read();
             let known = st.known_counter();
             let disk = st.last().seg.read_counter(self.run_str(), lock)?.newest;
-            if !state::disk_is_ahead(&known, &disk) && !known.sealed {
+            if !state::disk_is_ahead(&known, &disk)
+                && !known.sealed
+                && !state::cut_under(&known, &disk)
+            {
                 return Ok(());
             }
         }

@@ -291,6 +291,7 @@ impl RunState {
             committed_len: at,
             updated_at_ms: now_ms,
             sealed: false,
+            repair_epoch: slot.repair_epoch,
         };
         self.last_mut().counter = next;
         Ok(Some(next))
@@ -323,6 +324,10 @@ impl Run {
     pub(crate) fn repair(&self, saved: &std::path::Path) -> Result<Option<Repair>> {
         let lock_file = self.write_lock()?;
         let mut st = self.state.write();
+        // Judged from the files, as a fresh process judges: a view built from this handle's
+        // own commits never reads their bytes again, so it cannot know of damage in them
+        // (what `verify_run`, which reads the files, reports).
+        st.reload();
         // Every batch of the last segment is read, none taken from its open-segment index.
         st.decode_every_batch();
         st.catch_up(
@@ -367,21 +372,31 @@ impl Run {
             Ok(())
         };
         keep().map_err(|e| Error::io("keeping the cut bytes in", saved, e))?;
-        // The new counter must outrank every slot on disk, including the commit slot that
-        // claimed the damaged bytes.
         let on_disk = seg
             .read_counter(self.run_str(), Some(lock_file.as_ref()))?
-            .newest
-            .generation;
-        let newest = st.last().counter.generation.max(on_disk);
+            .newest;
+        // Announced before anything is cut, as a seal or a cut marker is (SPEC §5): a writer
+        // of another process whose last commit left the commit slots as they are would skip
+        // its refresh, and append at its old length, were the slot written after the cut
+        // lost. The same counter one generation newer: nothing changes for readers.
+        let announced = CounterSlot {
+            generation: st.last().counter.generation.max(on_disk.generation) + 1,
+            ..on_disk
+        };
+        st.known_slots = None;
+        seg.write_commit_slot(lock_file.as_ref(), &announced)
+            .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
+        // The new counter outranks every slot on disk, including the commit slot that
+        // claimed the damaged bytes, and is of a new repair epoch: every view that applied a
+        // counter of the segment before the cut reads the run again from its files (SPEC §3).
         let slot = CounterSlot {
-            generation: next_header_generation(newest, st.last().header_generation),
+            generation: next_header_generation(announced.generation, st.last().header_generation),
             last_seq: st.last_seq,
             committed_len: cut_at,
             updated_at_ms: now_ms(),
             sealed: false,
+            repair_epoch: on_disk.repair_epoch.wrapping_add(1),
         };
-        st.known_slots = None;
         // An index of the segment's first batches may cover the bytes cut: removed for good
         // before the cut, so no later view adopts it over batches written after the cut.
         seg.remove_index(self.fs.as_ref());

@@ -265,6 +265,12 @@ impl RunState {
                 newest: disk,
                 header_generation,
             } = self.last().seg.read_counter(run, lock)?;
+            if cut_under(&self.known_counter(), &disk) {
+                // What this view applied of the segment may be cut away, or hold other
+                // batches now: the view is read again from the files, from segment 1.
+                self.reload();
+                continue;
+            }
             self.last_mut().header_generation = header_generation;
             if self.take_indexed(fs, &disk) {
                 // Served by its index: nothing of it is decoded or held in memory.
@@ -276,8 +282,10 @@ impl RunState {
             } else if disk_is_ahead(&self.last().counter, &disk) {
                 self.advance_to(fs, run, disk, len_max)?;
             } else if disk.generation > self.last().counter.generation {
-                // A counter behind this view's content but of a newer generation (a stale
-                // lock file copied back): the next commit must outrank it.
+                // A counter behind this view's content but of a newer generation and of the
+                // same repair epoch (a stale lock file copied back, SPEC §3: the batches it
+                // omits are in the file): the next commit must outrank it. A repair's
+                // shorter counter is of another epoch (`cut_under`, above).
                 self.last_mut().counter.generation = disk.generation;
             }
             if !self.last().counter.sealed {
@@ -289,6 +297,18 @@ impl RunState {
             self.compact(fs);
         }
         Ok(())
+    }
+
+    /// Forgets everything this view applied: the view is as [`Self::new`] makes it (segment 1,
+    /// nothing applied, no dedupe maps, no adopted index), so the next catch-up reads the run
+    /// again from its files, as a fresh open would. Whether an open segment's index may be
+    /// adopted is kept (a repair decodes every batch). For a view that another handle's repair
+    /// cut under it (`cut_under`), and for the repair itself, which judges from the files.
+    pub(crate) fn reload(&mut self) {
+        let first = self.segments[0].seg.clone();
+        let open_index_allowed = self.open_index_allowed;
+        *self = RunState::new(first, self.access);
+        self.open_index_allowed = open_index_allowed;
     }
 
     /// Keeps `disk`, the last segment's counter, in `unscanned` instead of reading its
@@ -434,9 +454,10 @@ impl RunState {
         self.last_seq = seg.header.base_seq - 1;
         self.damage = None;
         self.open_index = None;
-        let generation = self.last().counter.generation;
+        let applied = self.last().counter;
         self.last_mut().counter = CounterSlot {
-            generation,
+            generation: applied.generation,
+            repair_epoch: applied.repair_epoch,
             ..empty_slot(&seg)
         };
         // The keys and ids the scan added (of this segment); the earlier segments' stay.
@@ -1012,11 +1033,21 @@ impl RunState {
 /// commit slots' generations below what an open handle has seen, and the commits made after
 /// that must still be seen (rules 6–7). A counter *behind* the view is ignored unless it is a
 /// seal (then `advance_to` reports it as `Corrupt`): the batches it omits are in the file and
-/// the next writer re-adopts them (SPEC §6).
+/// the next writer re-adopts them (SPEC §6). All of this within one repair epoch: a counter of
+/// another one is [`cut_under`] the view, whatever its content.
 pub(crate) fn disk_is_ahead(cur: &CounterSlot, disk: &CounterSlot) -> bool {
     disk.committed_len > cur.committed_len
         || (disk.sealed && !cur.sealed)
         || (disk.committed_len == cur.committed_len && disk.generation > cur.generation)
+}
+
+/// Whether the segment whose counter this view applied as `cur` was cut by a repair since:
+/// `disk`, its counter now, is of another repair epoch (SPEC §3). Judged by the epoch, not by
+/// content: after the cut the run may have grown past what the view holds, with other batches
+/// where the view's were. A view that applied nothing of the segment (generation 0) holds
+/// nothing that could have been cut.
+pub(crate) fn cut_under(cur: &CounterSlot, disk: &CounterSlot) -> bool {
+    cur.generation != 0 && cur.repair_epoch != disk.repair_epoch
 }
 
 /// The counter a segment has before anything of it is applied.
@@ -1027,6 +1058,7 @@ fn empty_slot(seg: &Segment) -> CounterSlot {
         committed_len: HEADER_LEN,
         updated_at_ms: seg.header.created_at_ms,
         sealed: false,
+        repair_epoch: 0,
     }
 }
 

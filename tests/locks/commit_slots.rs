@@ -207,6 +207,7 @@ fn commit_slot_with_generation_u64_max_gives_no_panic() {
             committed_len: HEADER_LEN + bytes,
             updated_at_ms: 0,
             sealed: false,
+            repair_epoch: 0,
         },
     );
     let store = Store::open(dir.path(), Config::default()).unwrap();
@@ -250,6 +251,7 @@ fn forged_commit_slot_past_eof_or_mid_batch_is_corrupt_and_harmless() {
                 committed_len,
                 updated_at_ms: 0,
                 sealed: false,
+                repair_epoch: 0,
             },
         );
         let store = Store::open(dir.path(), Config::default());
@@ -378,6 +380,7 @@ fn a_commit_after_a_stale_slot_of_newer_generation_is_seen_by_open_handles() {
                 committed_len: HEADER_LEN + 2 * per_batch,
                 updated_at_ms: 0,
                 sealed: false,
+                repair_epoch: 0,
             },
         );
     }
