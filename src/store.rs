@@ -710,6 +710,25 @@ impl Store {
         let done = handle.exclusive(|| handle.repair(&saved))?;
         // Readers of this process reopen the run from its files.
         self.inner.runs.lock().remove(run);
+        if done.is_none() {
+            // The repair reads the last segment's batches; a sealed segment it takes from its
+            // index. Damage there is never cut (it would orphan the segments after it), and
+            // never answered with "nothing to repair" either: what verify finds is refused.
+            let report = self.verify_run(run)?;
+            if let Some(p) = report.problems.first() {
+                let last = segment_name(handle.segment_paths().len() as u32);
+                let which = match p.segment == last {
+                    true => "found by verify",
+                    false => "damage in a sealed segment",
+                };
+                return Err(Error::corrupt(
+                    run.as_str(),
+                    &p.segment,
+                    p.offset,
+                    format!("{} ({which}: not repaired automatically)", p.detail),
+                ));
+            }
+        }
         Ok(done)
     }
 
