@@ -448,6 +448,24 @@ impl Segment {
         self.file.set_len(len)
     }
 
+    /// Writes zeros over `[len, end of file)`, keeping the file's length: what a repair does
+    /// to the bytes it cuts. A handle of another process may have them mapped (an event's
+    /// payload is a view of the map): truncating would make its next touch of a page past the
+    /// new end a SIGBUS; zeros read as no batch (SPEC §4), as preallocated space does. Not
+    /// synced.
+    pub(crate) fn zero_from(&self, len: u64) -> io::Result<()> {
+        const CHUNK: u64 = 64 << 10;
+        let end = self.file.len()?;
+        let zeros = vec![0u8; CHUNK.min(end.saturating_sub(len)) as usize];
+        let mut at = len;
+        while at < end {
+            let n = CHUNK.min(end - at) as usize;
+            self.file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
     /// fdatasync: everything written so far, and the length, durable.
     pub(crate) fn sync(&self) -> io::Result<()> {
         self.file.sync_data()

@@ -404,7 +404,7 @@ impl Run {
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("syncing", &self.dir, e))?;
         st.open_index = None;
-        seg.truncate(cut_at)
+        seg.zero_from(cut_at)
             .and_then(|()| seg.write_slot(&slot))
             .and_then(|()| seg.sync())
             .map_err(|e| Error::io("cutting", &seg.path, e))?;
