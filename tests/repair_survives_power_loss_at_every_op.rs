@@ -95,7 +95,7 @@ fn sweep(config: Config, min_segments: usize) {
         .expect("damaged")
         .last_seq;
     let ops = probe.op_count() - start;
-    assert!(kept >= 1 && kept < 20, "kept {kept}");
+    assert!((1..20).contains(&kept), "kept {kept}");
     let want: Vec<(u64, String)> = (0..kept).map(|i| (i + 1, format!("kind_{i}"))).collect();
 
     let policies = [
@@ -188,7 +188,10 @@ fn sweep(config: Config, min_segments: usize) {
         }
     }
     eprintln!("segment {last}, {kept} events kept, {ops} ops of a repair, {cases} cases");
-    assert!(ops >= 8 && cases > 5 * ops as usize, "{cases} cases over {ops} ops");
+    assert!(
+        ops >= 8 && cases > 5 * ops as usize,
+        "{cases} cases over {ops} ops"
+    );
     assert!(
         bad.is_empty(),
         "{} of {cases} cases broke:\n{}",
