@@ -54,12 +54,34 @@ pub(crate) fn spawn<T: IntoJs>(
 fn settle<T: IntoJs>(out: Result<T, BindError>) -> Resolver {
     Box::new(move |env: Env| {
         let converted = catch_unwind(AssertUnwindSafe(|| match out {
-            Ok(v) => v.into_js(&env).map(|v| Ok(Raw::new(v))),
+            Ok(v) => match v.into_js(&env) {
+                Ok(v) => Ok(Ok(Raw::new(v))),
+                // A result JavaScript cannot hold (a string past V8's longest): a typed
+                // rejection, never napi's bare `GenericFailure` with an empty message.
+                Err(e) => unconverted(&env, &e).to_js(&env).map(Err),
+            },
             Err(e) => e.to_js(&env).map(Err),
         }))
         .unwrap_or_else(|panic| BindError::panicked(&*panic).to_js(&env).map(Err))?;
         converted.map_err(napi::Error::from)
     })
+}
+
+/// Why a result could not become a JavaScript value: `INTERNAL`, with napi's status and
+/// message and the exception V8 left pending (cleared here), if any.
+fn unconverted(env: &Env, e: &napi::Error) -> BindError {
+    let pending = take_exception(env)
+        .map(|t| format!(": {t}"))
+        .unwrap_or_default();
+    let reason = match e.reason.trim() {
+        "" => String::new(),
+        r => format!(", {r}"),
+    };
+    BindError::internal(format!(
+        "cannot hand the result to JavaScript (napi status {:?}{reason}; a string past V8's \
+         longest, about 512 MiB, fails so){pending}",
+        e.status
+    ))
 }
 
 /// A promise already rejected with `err` (for errors found before any work is queued).

@@ -67,5 +67,6 @@ pub use retention::{Retention, RetentionTask};
 pub use streams::{StreamError, Streams};
 pub use tokens::{HOOK_TOKENS_RUN, RebuildReport, TokenClaim};
 pub use world::{
-    EVENTS_PAGE_DEFAULT, HOOK_RETENTION_MAX_MS, PRELOAD_EVENTS_MAX, World, WorldConfig,
+    EVENTS_PAGE_DEFAULT, HOOK_RETENTION_MAX_MS, PAGE_TEXT_BUDGET_BYTES, PRELOAD_EVENTS_MAX, World,
+    WorldConfig,
 };

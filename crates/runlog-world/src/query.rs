@@ -8,6 +8,7 @@ use runlog::{RunId, RunLog, Seq};
 use crate::cursor;
 use crate::error::WorldError;
 use crate::ids::{parse_event_id, parse_run_id};
+use crate::json::RawJson;
 use crate::logs::ATTRIBUTE_LOG_PREFIX;
 use crate::model::{
     Event, EventView, Hook, ListRunsParams, PAGE_LIMIT_MAX, Page, Pagination, ResolveData,
@@ -51,14 +52,73 @@ fn shape_hook(mut hook: Hook, resolve: ResolveData) -> Hook {
     hook
 }
 
+/// The JSON text an item of a listing carries, in bytes, for
+/// [`crate::WorldConfig::page_text_budget_bytes`].
+pub(crate) trait PageText {
+    /// The bytes of its JSON values (the rest of an item is small and bounded).
+    fn text_bytes(&self) -> usize;
+}
+
+fn json_bytes<'a>(values: impl IntoIterator<Item = &'a Option<RawJson>>) -> usize {
+    values
+        .into_iter()
+        .map(|v| v.as_ref().map_or(0, |v| v.as_str().len()))
+        .sum()
+}
+
+impl PageText for WorkflowRun {
+    fn text_bytes(&self) -> usize {
+        json_bytes([
+            &self.execution_context,
+            &self.input,
+            &self.output,
+            &self.error,
+        ])
+    }
+}
+
+impl PageText for Step {
+    fn text_bytes(&self) -> usize {
+        json_bytes([&self.input, &self.output, &self.error])
+    }
+}
+
+impl PageText for Hook {
+    fn text_bytes(&self) -> usize {
+        json_bytes([&self.metadata])
+    }
+}
+
+impl PageText for Event {
+    fn text_bytes(&self) -> usize {
+        json_bytes([&self.event_data])
+    }
+}
+
+/// A hit of `events.listByCorrelationId` before its event is read: run, seq, spec version.
+struct Hit(String, Seq, Option<u32>);
+
+impl PageText for Hit {
+    fn text_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// Whether a page holding `bytes` of JSON in `items` items is full by `budget`: never before
+/// its first item.
+fn over_budget(items: usize, bytes: usize, budget: usize) -> bool {
+    items > 0 && bytes >= budget
+}
+
 /// Pages `items` (already in the list's order: ascending by key, or descending when
-/// `desc`) after the cursor key `after`: up to `limit` items, the last one's key as the
-/// cursor, and whether more follow. A cursor whose item is gone still positions the page.
-fn page_of<T, K: Ord>(
+/// `desc`) after the cursor key `after`: up to `limit` items, fewer once their JSON reaches
+/// `budget` bytes, the last one's key as the cursor, and whether more follow. A cursor whose
+/// item is gone still positions the page.
+fn page_of<T: PageText, K: Ord>(
     items: impl Iterator<Item = (K, T)>,
     after: Option<&K>,
     desc: bool,
-    limit: usize,
+    (limit, budget): (usize, usize),
     encode: impl Fn(&K) -> String,
 ) -> Page<T> {
     let mut items = items
@@ -70,7 +130,12 @@ fn page_of<T, K: Ord>(
         .peekable();
     let mut data = Vec::new();
     let mut last = None;
-    for (k, item) in items.by_ref().take(limit) {
+    let mut bytes = 0;
+    while data.len() < limit && !over_budget(data.len(), bytes, budget) {
+        let Some((k, item)) = items.next() else {
+            break;
+        };
+        bytes += item.text_bytes();
         data.push(item);
         last = Some(k);
     }
@@ -190,7 +255,8 @@ impl<B: RunLog> World<B> {
             self.listed_run(&run, params, has_log)
                 .map(|r| (run.to_string(), r))
         });
-        Ok(page_of(matching, after.as_ref(), desc, limit, |id| {
+        let bounds = (limit, self.config.page_text_budget_bytes);
+        Ok(page_of(matching, after.as_ref(), desc, bounds, |id| {
             cursor::encode("run", id)
         }))
     }
@@ -334,7 +400,7 @@ impl<B: RunLog> World<B> {
             pagination,
             SortOrder::Desc,
             after,
-            ENTITIES_PAGE_DEFAULT,
+            (ENTITIES_PAGE_DEFAULT, self.config.page_text_budget_bytes),
             "step",
         ))
     }
@@ -424,12 +490,15 @@ impl<B: RunLog> World<B> {
         if desc {
             hooks.reverse();
         }
-        let limit = limit(pagination, ENTITIES_PAGE_DEFAULT);
+        let bounds = (
+            limit(pagination, ENTITIES_PAGE_DEFAULT),
+            self.config.page_text_budget_bytes,
+        );
         Ok(page_of(
             hooks.into_iter(),
             after.as_ref(),
             desc,
-            limit,
+            bounds,
             |(r, s)| cursor::encode_pair("hook", r, *s),
         ))
     }
@@ -576,6 +645,7 @@ impl<B: RunLog> World<B> {
             let state = self.load(&entry, &run)?;
             (state.seq(), state.spec_version())
         };
+        let budget = self.config.page_text_budget_bytes;
         let mut visit = |e: runlog::EventRef<'_>| -> Result<u64, E> {
             f(&event_view(&run, spec, &e)?)?;
             Ok(e.seq)
@@ -588,8 +658,12 @@ impl<B: RunLog> World<B> {
                 .backend
                 .read(&run, low - 1, count)
                 .map_err(WorldError::from)?;
-            let mut lowest = None;
-            for e in page.events.iter().rev() {
+            let (mut lowest, mut bytes) = (None, 0);
+            for (i, e) in page.events.iter().rev().enumerate() {
+                if over_budget(i, bytes, budget) {
+                    break;
+                }
+                bytes += e.payload.len();
                 lowest = Some(visit(e.as_event_ref())?);
             }
             return Ok((
@@ -599,21 +673,30 @@ impl<B: RunLog> World<B> {
         }
         let mut failed = None;
         let mut highest = None;
+        let (mut visited, mut bytes, mut cut) = (0, 0, false);
         let (_, has_more) = self
             .backend
             .read_each(&run, cursor.unwrap_or(0), limit, &mut |e| {
-                if failed.is_none() {
-                    match visit(e) {
-                        Ok(seq) => highest = Some(seq),
-                        Err(err) => failed = Some(err),
-                    }
+                if failed.is_some() || cut {
+                    return;
+                }
+                if over_budget(visited, bytes, budget) {
+                    // The page ends here: what follows is the next page's.
+                    cut = true;
+                    return;
+                }
+                bytes += e.payload.len();
+                visited += 1;
+                match visit(e) {
+                    Ok(seq) => highest = Some(seq),
+                    Err(err) => failed = Some(err),
                 }
             })
             .map_err(WorldError::from)?;
         if let Some(err) = failed {
             return Err(err);
         }
-        Ok((highest.map(cursor::encode_seq), has_more))
+        Ok((highest.map(cursor::encode_seq), has_more || cut))
     }
 
     /// `events.listByCorrelationId`: events with this correlation id, within one run (in
@@ -664,22 +747,43 @@ impl<B: RunLog> World<B> {
         let limit = limit(pagination, EVENTS_PAGE_DEFAULT);
         let keyed = hits
             .into_iter()
-            .map(|(r, s, spec)| ((r.clone(), s), (r, s, spec)));
-        let page = page_of(keyed, after.as_ref(), desc, limit, |(r, s)| {
-            cursor::encode_pair("evc", r, *s)
-        });
-        let mut data = Vec::with_capacity(page.data.len());
-        for (r, seq, spec) in page.data {
+            .map(|(r, s, spec)| ((r.clone(), s), Hit(r, s, spec)));
+        // The hits weigh nothing until read: the budget is applied as they are read.
+        let page = page_of(
+            keyed,
+            after.as_ref(),
+            desc,
+            (limit, usize::MAX),
+            |(r, s)| cursor::encode_pair("evc", r, *s),
+        );
+        let (mut data, mut bytes) = (Vec::with_capacity(page.data.len()), 0);
+        let (mut included, mut cut) = (None, false);
+        for (i, Hit(r, seq, spec)) in page.data.into_iter().enumerate() {
+            if over_budget(i, bytes, self.config.page_text_budget_bytes) {
+                cut = true;
+                break;
+            }
             let run = self.run_id(&r)?;
             let read = self.backend.read(&run, seq - 1, 1)?;
             if let Some(e) = read.events.first() {
-                data.push(stored_event(&run, spec, e, resolve)?);
+                let e = stored_event(&run, spec, e, resolve)?;
+                bytes += e.text_bytes();
+                data.push(e);
             }
+            included = Some((r, seq));
         }
+        // A page cut by the budget ends after its last hit: that hit's key is the cursor.
+        let (cursor, has_more) = match cut {
+            true => (
+                included.map(|(r, s)| cursor::encode_pair("evc", &r, s)),
+                true,
+            ),
+            false => (page.cursor, page.has_more),
+        };
         Ok(Page {
             data,
-            cursor: page.cursor,
-            has_more: page.has_more,
+            cursor,
+            has_more,
         })
     }
 
@@ -743,12 +847,12 @@ fn decode_seq_cursor(p: &Pagination, tag: &str) -> Result<Option<Seq>, WorldErro
 }
 
 /// A page of `items` (ascending by key) in the requested order after the cursor key.
-fn ordered_page<T>(
+fn ordered_page<T: PageText>(
     mut items: Vec<(Seq, T)>,
     p: &Pagination,
     default_order: SortOrder,
     after: Option<Seq>,
-    default_limit: usize,
+    (default_limit, budget): (usize, usize),
     tag: &'static str,
 ) -> Page<T> {
     let desc = p.sort_order.unwrap_or(default_order) == SortOrder::Desc;
@@ -759,7 +863,7 @@ fn ordered_page<T>(
         items.into_iter(),
         after.as_ref(),
         desc,
-        limit(p, default_limit),
+        (limit(p, default_limit), budget),
         |k| cursor::encode(tag, &k.to_string()),
     )
 }

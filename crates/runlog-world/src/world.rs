@@ -64,7 +64,17 @@ pub struct WorldConfig {
     /// Collect finished runs in the background ([`crate::Retention`],
     /// [`World::start_retention`]); `None` (the default): never.
     pub retention: Option<crate::Retention>,
+    /// A listing's page ends early (with `hasMore` and the cursor of its last item) once the
+    /// JSON its items carry (event data; a run's, step's or hook's input, output, error,
+    /// metadata) reaches this many bytes; a page always holds one item at least. Default
+    /// [`PAGE_TEXT_BUDGET_BYTES`].
+    pub page_text_budget_bytes: usize,
 }
+
+/// The default [`WorldConfig::page_text_budget_bytes`]: 64 MiB. A page goes to JavaScript as
+/// one string, which V8 caps at 2^29 − 24 characters (about 512 MiB): a budget of 64 MiB
+/// plus one item (a payload is at most 16 MiB by default) stays far below it.
+pub const PAGE_TEXT_BUDGET_BYTES: usize = 64 << 20;
 
 /// The default [`WorldConfig::hook_retention_max_ms`]: 30 days.
 pub const HOOK_RETENTION_MAX_MS: u64 = 30 * 24 * 60 * 60 * 1000;
@@ -81,6 +91,7 @@ impl Default for WorldConfig {
             hook_retention_max_ms: HOOK_RETENTION_MAX_MS,
             clock: Clock::system(),
             retention: None,
+            page_text_budget_bytes: PAGE_TEXT_BUDGET_BYTES,
         }
     }
 }
