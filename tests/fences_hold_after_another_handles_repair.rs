@@ -39,16 +39,18 @@ fn segments(dir: &Path) -> u32 {
     (1..100).take_while(|&n| seg_path(dir, n).exists()).count() as u32
 }
 
-/// The offsets of the batches of segment `n`, walked by their length fields.
+/// Asserts that `got` is `Fenced` at `expected` with the run at `actual`.
+#[track_caller]
+fn assert_fenced<T: std::fmt::Debug>(got: &Result<T, Error>, expected: u64, actual: u64) {
+    assert!(
+        matches!(got, Err(Error::Fenced { expected: e, actual: a, .. }) if *e == expected && *a == actual),
+        "want Fenced {{ expected: {expected}, actual: {actual} }}: {got:?}"
+    );
+}
+
+/// The offsets of the batches of segment `n`.
 fn batch_offsets(dir: &Path, n: u32) -> Vec<u64> {
-    let b = std::fs::read(seg_path(dir, n)).unwrap();
-    let mut at = 4096usize;
-    let mut out = Vec::new();
-    while at + 8 <= b.len() && &b[at..at + 4] == b"RLB2" {
-        out.push(at as u64);
-        at += u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
-    }
-    out
+    common::batch_offsets(&seg_path(dir, n))
 }
 
 /// Flips one bit inside the batch at `at` of segment `n` (committed bytes: no writer cuts
@@ -475,29 +477,9 @@ fn repair_by_another_process_fences_this_processs_stale_handle() {
     );
     let _ = child.child.wait();
     let got = w.append_decisions(&run(), 20, vec![NewEvent::new("decision", "{}")]);
-    assert!(
-        matches!(
-            got,
-            Err(Error::Fenced {
-                expected: 20,
-                actual: 8,
-                ..
-            })
-        ),
-        "{got:?}"
-    );
+    assert_fenced(&got, 20, 8);
     let got = w.delete_run_at(&run(), 20);
-    assert!(
-        matches!(
-            got,
-            Err(Error::Fenced {
-                expected: 20,
-                actual: 8,
-                ..
-            })
-        ),
-        "{got:?}"
-    );
+    assert_fenced(&got, 20, 8);
     assert_eq!(listing(&w).unwrap(), repaired(5, 3));
     assert_eq!(
         fresh_listing(dir.path(), &Config::default()),

@@ -6,23 +6,13 @@
 //! failure of this test shows as that signal). The cut events' payloads then read zeros;
 //! every read of the run returns the repaired run.
 
+mod common;
+
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 
 use runlog::{Config, NewEvent, RunId, Store};
 
 const PAYLOAD: usize = 8 << 10;
-
-fn batch_offsets(seg: &Path) -> Vec<u64> {
-    let b = std::fs::read(seg).unwrap();
-    let mut at = 4096usize;
-    let mut out = Vec::new();
-    while at + 8 <= b.len() && &b[at..at + 4] == b"RLB2" {
-        out.push(at as u64);
-        at += u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
-    }
-    out
-}
 
 #[test]
 fn a_kept_payload_of_a_cut_event_reads_zeros_instead_of_killing_the_process() {
@@ -46,7 +36,7 @@ fn a_kept_payload_of_a_cut_event_reads_zeros_instead_of_killing_the_process() {
     // Damage in the second batch (the first big event): a repair keeps only seq 1, and the
     // bytes of the later payloads lie pages past the cut.
     let seg = dir.path().join("runs/r/seg-00000001.log");
-    let at = batch_offsets(&seg)[1] + 40;
+    let at = common::batch_offsets(&seg)[1] + 40;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

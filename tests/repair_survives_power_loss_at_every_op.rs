@@ -7,6 +7,8 @@
 //! writes zeros over the bytes it cuts instead of truncating them, and announces itself in
 //! the commit slots first, format/SPEC.md §6.)
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -74,12 +76,10 @@ fn sweep(config: Config, min_segments: usize) {
     let seg = root.join(format!("runs/cut/seg-{last:08}.log"));
     let f = fs.open(&seg, OpenMode::ReadWrite).unwrap();
     let b = f.map(f.len().unwrap()).unwrap().to_vec();
-    let mut at = 4096usize;
-    let mut batches = Vec::new();
-    while at + 8 <= b.len() && &b[at..at + 4] == b"RLB2" {
-        batches.push(at);
-        at += u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
-    }
+    let batches: Vec<usize> = common::batch_offsets_in(&b)
+        .iter()
+        .map(|&o| o as usize)
+        .collect();
     let k = if last == 1 { 5 } else { 1 };
     f.write_all_at(&[b[batches[k] + 30] ^ 1], (batches[k] + 30) as u64)
         .unwrap();

@@ -141,3 +141,20 @@ impl runlog::io::Fs for OpenHookFs {
         runlog::io::StdFs.is_dir(path)
     }
 }
+
+/// The offsets of the version-2 batches of the segment file at `seg`, from its first batch
+/// (past the 4 KiB header), walked by their length fields.
+pub fn batch_offsets(seg: &Path) -> Vec<u64> {
+    batch_offsets_in(&std::fs::read(seg).unwrap())
+}
+
+/// [`batch_offsets`] of a segment's bytes.
+pub fn batch_offsets_in(b: &[u8]) -> Vec<u64> {
+    let mut at = 4096usize;
+    let mut out = Vec::new();
+    while at + 8 <= b.len() && &b[at..at + 4] == b"RLB2" {
+        out.push(at as u64);
+        at += u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    out
+}

@@ -44,6 +44,15 @@ fn blob(n: usize, fill: u8) -> String {
     bin(&vec![fill; n])
 }
 
+/// Creates step `step` of `run` with an input of `n` bytes of `fill`.
+fn big_step(w: &TestWorld, run: &str, step: &str, n: usize, fill: u8) {
+    let data = format!(
+        r#"{{"stepName":"step//./wf//s","input":{}}}"#,
+        blob(n, fill)
+    );
+    ev(w, run, EventType::StepCreated, Some(step), Some(&data)).unwrap();
+}
+
 /// Every page of a listing from the start, following cursors; asserts each page's shape.
 fn walk<T: Clone>(
     limit: usize,
@@ -104,18 +113,13 @@ fn events_pages_ascending_and_descending() {
     let (_dir, w, whole) = worlds();
     let run = running_run(&w);
     for i in 0..12u8 {
-        let data = format!(
-            r#"{{"stepName":"step//./wf//s","input":{}}}"#,
-            blob(2_000 + usize::from(i) * 100, i)
-        );
-        ev(
+        big_step(
             &w,
             &run,
-            EventType::StepCreated,
-            Some(&format!("step_{i:02}")),
-            Some(&data),
-        )
-        .unwrap();
+            &format!("step_{i:02}"),
+            2_000 + usize::from(i) * 100,
+            i,
+        );
     }
     for order in [SortOrder::Asc, SortOrder::Desc] {
         let all = whole
@@ -150,18 +154,7 @@ fn steps_runs_and_hooks_pages() {
     let (_dir, w, whole) = worlds();
     let run = running_run(&w);
     for i in 0..9u8 {
-        let data = format!(
-            r#"{{"stepName":"step//./wf//s","input":{}}}"#,
-            blob(3_000, i)
-        );
-        ev(
-            &w,
-            &run,
-            EventType::StepCreated,
-            Some(&format!("step_{i}")),
-            Some(&data),
-        )
-        .unwrap();
+        big_step(&w, &run, &format!("step_{i}"), 3_000, i);
         let data = format!(r#"{{"token":"tok_{i}","metadata":{}}}"#, blob(3_000, i));
         ev(
             &w,
@@ -248,18 +241,7 @@ fn steps_runs_and_hooks_pages() {
 fn events_by_correlation_id_pages() {
     let (_dir, w, whole) = worlds();
     let run = running_run(&w);
-    let data = format!(
-        r#"{{"stepName":"step//./wf//s","input":{}}}"#,
-        blob(3_000, 1)
-    );
-    ev(
-        &w,
-        &run,
-        EventType::StepCreated,
-        Some("step_a"),
-        Some(&data),
-    )
-    .unwrap();
+    big_step(&w, &run, "step_a", 3_000, 1);
     for i in 0..6u8 {
         ev(&w, &run, EventType::StepStarted, Some("step_a"), None).unwrap();
         let data = format!(r#"{{"error":{}}}"#, blob(3_000, i));
@@ -295,18 +277,7 @@ fn one_item_larger_than_the_budget_is_a_page_of_its_own() {
     let (_dir, w, _) = worlds();
     let run = running_run(&w);
     for i in 0..3u8 {
-        let data = format!(
-            r#"{{"stepName":"step//./wf//s","input":{}}}"#,
-            blob(3 * BUDGET, i)
-        );
-        ev(
-            &w,
-            &run,
-            EventType::StepCreated,
-            Some(&format!("step_{i}")),
-            Some(&data),
-        )
-        .unwrap();
+        big_step(&w, &run, &format!("step_{i}"), 3 * BUDGET, i);
     }
     let steps = walk(
         20,
