@@ -192,7 +192,9 @@ pub struct Event {
     pub correlation_id: Option<String>,
     /// Idempotency key, if any.
     pub key: Option<String>,
-    /// Payload bytes (a zero-copy view of the mapped segment).
+    /// Payload bytes: a slice of one buffer its page of [`crate::Store::read`] owns (copied out
+    /// of the mapped segment once per page), so it stays as read whatever the segment later
+    /// goes through (a repair, a seal). [`crate::Store::read_each`] lends views of the map.
     pub payload: Bytes,
 }
 

@@ -19,7 +19,7 @@ use arbitrary::{Result, Unstructured};
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use runlog::format::{
-    EncodedEvent, FrameKey, checksum, decode_batch, decode_batch_each, decode_batch_into,
+    EncodedEvent, FrameKey, checksum, decode_batch, decode_batch_each,
     encode_batch, find_batch_after, peek_batch,
 };
 use ulid::Ulid;
@@ -165,14 +165,13 @@ fn decode_all(bytes: &Bytes, at: usize, key: FrameKey, first_seq: u64, len_max: 
         }
         Err(e) => assert!(e.offset as usize <= bytes.len().max(at), "{e:?}"),
     }
-    let mut into = Vec::new();
-    let r = decode_batch_into(bytes, at, key, first_seq, len_max, 0..=u64::MAX, &mut into);
+    let whole = decode_batch(bytes, at, key, first_seq, len_max);
     let mut each = 0u64;
     let r2 = decode_batch_each(bytes, at, key, first_seq, len_max, 0..=u64::MAX, |e| {
         assert_eq!(e.seq, first_seq + each);
         each += 1;
     });
-    assert_eq!(r.is_ok(), r2.is_ok(), "decoders disagree");
+    assert_eq!(whole.is_ok(), r2.is_ok(), "decoders disagree");
     let _ = peek_batch(bytes.get(at..).unwrap_or(&[]), key);
     let _ = find_batch_after(bytes, at, key, first_seq);
 }

@@ -213,36 +213,9 @@ pub fn decode_batch(
 }
 
 /// The read path's decoder: validates the batch at byte `at` exactly as [`decode_batch`]
-/// does (checksum, density, every record's bounds and UTF-8, whatever is kept), then
-/// appends to `out` only the events whose seq lies in `seqs`. Events outside `seqs` are
-/// validated but never allocated; nothing else is built (no per-batch `Vec`, no caller-id
-/// flags). Returns the batch header.
-///
-/// On error `out` may hold some of this batch's events; callers discard it.
-///
-/// # Errors
-/// The same [`FormatError`]s, at the same offsets, as [`decode_batch`].
-#[allow(clippy::too_many_arguments)] // the decode_batch inputs plus the filter and the sink
-pub fn decode_batch_into(
-    file: &Bytes,
-    at: usize,
-    key: FrameKey,
-    expected_first_seq: u64,
-    len_max: u32,
-    seqs: RangeInclusive<u64>,
-    out: &mut Vec<Event>,
-) -> Result<BatchHeader, FormatError> {
-    let (header, start, end) = check_batch(file, at, key, expected_first_seq, len_max)?;
-    for_each_record(file, key, start, &header, end, |r| {
-        if seqs.contains(&r.seq) {
-            out.push(r.to_event(file));
-        }
-    })?;
-    Ok(header)
-}
-
-/// [`decode_batch_into`] without building events: validates the batch at `at` the same way
-/// and calls `f` with a borrowed [`EventRef`] for each event whose seq lies in `seqs`.
+/// does (checksum, density, every record's bounds and UTF-8, whatever is kept) and calls `f`
+/// with a borrowed [`EventRef`] for each event whose seq lies in `seqs` (events outside it
+/// are validated, never handed out); nothing is built.
 /// Returns the batch header and the last seq handed to `f` (`None` if none was).
 ///
 /// # Errors

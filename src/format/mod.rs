@@ -9,8 +9,8 @@ mod index;
 mod summary;
 
 pub use batch::{
-    BatchHeader, BatchView, EncodedEvent, FrameKey, decode_batch, decode_batch_each,
-    decode_batch_into, encode_batch, find_batch_after, peek_batch,
+    BatchHeader, BatchView, EncodedEvent, FrameKey, decode_batch, decode_batch_each, encode_batch,
+    find_batch_after, peek_batch,
 };
 pub use header::{CounterSlot, EntriesRecord, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{

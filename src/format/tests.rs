@@ -294,8 +294,24 @@ fn header_generations_never_land_on_the_newest_header_slot() {
     }
 }
 
-// `decode_batch_into`, the read path's decoder: same validation as `decode_batch`, events
-// filtered by seq into the caller's vector.
+// `decode_batch_each`, the read path's decoder: same validation as `decode_batch`, events
+// filtered by seq (collected here into a vector, owned).
+
+/// The events of `decode_batch_each` in `seqs`, owned, appended to `out`; its header.
+fn decode_batch_into(
+    file: &Bytes,
+    at: usize,
+    key: FrameKey,
+    first_seq: u64,
+    len_max: u32,
+    seqs: std::ops::RangeInclusive<u64>,
+    out: &mut Vec<crate::Event>,
+) -> Result<BatchHeader, FormatError> {
+    decode_batch_each(file, at, key, first_seq, len_max, seqs, |e| {
+        out.push(e.to_event())
+    })
+    .map(|(header, _)| header)
+}
 
 /// Five events, seqs `first_seq ..= first_seq + 4`: kind `k{i}`, correlation id `c{i}` on
 /// even `i`, payload `p{i}`.

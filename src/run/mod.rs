@@ -15,9 +15,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::event::{Event, EventRef, RunId, Seq};
-use crate::format::{
-    BATCH_LEN_READ_MAX, BatchHeader, CounterSlot, FormatError, decode_batch_each, decode_batch_into,
-};
+use crate::format::{BATCH_LEN_READ_MAX, BatchHeader, CounterSlot, FormatError, decode_batch_each};
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock::{self, LOCK_FILE};
 use crate::segment::{Access, Segment};
@@ -243,10 +241,10 @@ impl Run {
 
     /// Events with seq in `after+1 ..= after+limit`, checked for checksum and density.
     pub(crate) fn read(&self, after: Seq, limit: usize) -> Result<ReadPage> {
-        let mut events = Vec::new();
-        let (next, has_more) = self.scan(after, limit, &mut events)?;
+        let mut sink = OwnedSink::default();
+        let (next, has_more) = self.scan(after, limit, &mut sink)?;
         Ok(ReadPage {
-            events,
+            events: sink.finish(),
             next,
             has_more,
         })
@@ -531,9 +529,38 @@ trait ReadSink {
     ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError>;
 }
 
-impl ReadSink for Vec<Event> {
+/// The owned events of a page, their payloads copied out of the mapped segment into one
+/// buffer of the page's own (one allocation per page). An owned [`Event`] must stay what it
+/// was read as, and touching it must never fault, whatever happens to the segment later: a
+/// repair (of any process) writes zeros over the bytes it cuts and the run then grows over
+/// them, and the segment's seal truncates it; a view of the map would then change under the
+/// caller, or kill the process with SIGBUS.
+#[derive(Default)]
+struct OwnedSink {
+    events: Vec<Event>,
+    /// The payloads, in event order.
+    payloads: Vec<u8>,
+    /// Each event's payload length.
+    lens: Vec<usize>,
+}
+
+impl OwnedSink {
+    /// The events, each payload a slice of the page's buffer.
+    fn finish(mut self) -> Vec<Event> {
+        let buf = bytes::Bytes::from(self.payloads);
+        let mut at = 0;
+        for (e, len) in self.events.iter_mut().zip(self.lens) {
+            e.payload = buf.slice(at..at + len);
+            at += len;
+        }
+        self.events
+    }
+}
+
+impl ReadSink for OwnedSink {
     fn reserve(&mut self, n: usize) {
-        Vec::reserve(self, n);
+        self.events.reserve(n);
+        self.lens.reserve(n);
     }
 
     fn batch(
@@ -541,11 +568,21 @@ impl ReadSink for Vec<Event> {
         b: &BatchAt<'_>,
         seqs: RangeInclusive<Seq>,
     ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError> {
-        let before = self.len();
-        let header =
-            decode_batch_into(b.file, b.offset, b.key, b.first_seq, b.len_max, seqs, self)?;
-        let last = self.get(before..).and_then(<[Event]>::last).map(|e| e.seq);
-        Ok((header, last))
+        let (events, payloads, lens) = (&mut self.events, &mut self.payloads, &mut self.lens);
+        decode_batch_each(b.file, b.offset, b.key, b.first_seq, b.len_max, seqs, |e| {
+            payloads.extend_from_slice(e.payload);
+            lens.push(e.payload.len());
+            events.push(Event {
+                seq: e.seq,
+                event_id: e.event_id,
+                created_at_ms: e.created_at_ms,
+                kind: e.kind.to_owned(),
+                correlation_id: e.correlation_id.map(str::to_owned),
+                key: e.key.map(str::to_owned),
+                // `finish` puts in the copy.
+                payload: bytes::Bytes::new(),
+            });
+        })
     }
 }
 

@@ -260,16 +260,20 @@ impl RunState {
         len_max: u32,
         lazy: bool,
     ) -> Result<()> {
-        while self.damage.is_none() {
+        loop {
             let Counter {
                 newest: disk,
                 header_generation,
             } = self.last().seg.read_counter(run, lock)?;
             if cut_under(&self.known_counter(), &disk) {
                 // What this view applied of the segment may be cut away, or hold other
-                // batches now: the view is read again from the files, from segment 1.
+                // batches now: the view is read again from the files, from segment 1. A
+                // damaged view too: the repair that cut the damage is what it waits for.
                 self.reload();
                 continue;
+            }
+            if self.damage.is_some() {
+                return Ok(());
             }
             self.last_mut().header_generation = header_generation;
             if self.take_indexed(fs, &disk) {
@@ -296,7 +300,6 @@ impl RunState {
             }
             self.compact(fs);
         }
-        Ok(())
     }
 
     /// Forgets everything this view applied: the view is as [`Self::new`] makes it (segment 1,
@@ -501,7 +504,7 @@ impl RunState {
                     Ok(len) => len,
                     Err(e) if e.incomplete && file_len < disk.committed_len => break,
                     Err(e) => {
-                        self.stop_at(at, &seg.name, start + e.offset, e.detail);
+                        self.stop_at(&disk, at, &seg.name, start + e.offset, e.detail);
                         return Ok(());
                     }
                 };
@@ -512,7 +515,7 @@ impl RunState {
                     "file is {file_len} bytes, committed length is {}",
                     disk.committed_len
                 );
-                self.stop_at(at, &seg.name, file_len, detail);
+                self.stop_at(&disk, at, &seg.name, file_len, detail);
                 return Ok(());
             }
             if at != disk.committed_len {
@@ -520,7 +523,7 @@ impl RunState {
                     "last batch ends at {at}, counter says {}",
                     disk.committed_len
                 );
-                self.stop_at(at, &seg.name, disk.committed_len, detail);
+                self.stop_at(&disk, at, &seg.name, disk.committed_len, detail);
                 return Ok(());
             }
         }
@@ -530,7 +533,7 @@ impl RunState {
                 disk.last_seq, self.last_seq
             );
             let at = disk.committed_len;
-            self.stop_at(at, &seg.name, disk.offset(), detail);
+            self.stop_at(&disk, at, &seg.name, disk.offset(), detail);
             return Ok(());
         }
         self.last_mut().counter = disk;
@@ -585,14 +588,25 @@ impl RunState {
         Ok(header.len)
     }
 
-    /// Records damage in the last segment: the view ends at `good_len` (the end of the last
-    /// batch that checked), and nothing past it is applied, followed or written (rule 5).
-    fn stop_at(&mut self, good_len: u64, segment: &str, offset: u64, detail: String) {
+    /// Records damage in the last segment, found reading up to `disk`: the view ends at
+    /// `good_len` (the end of the last batch that checked), and nothing past it is applied,
+    /// followed or written (rule 5). It holds `disk`'s generation and repair epoch, so the
+    /// repair that cuts the damage (a new epoch) makes it read the run again (`cut_under`).
+    fn stop_at(
+        &mut self,
+        disk: &CounterSlot,
+        good_len: u64,
+        segment: &str,
+        offset: u64,
+        detail: String,
+    ) {
         let last_seq = self.last_seq;
         let c = &mut self.last_mut().counter;
         c.committed_len = good_len;
         c.last_seq = last_seq;
         c.sealed = false;
+        c.generation = c.generation.max(disk.generation).max(1);
+        c.repair_epoch = disk.repair_epoch;
         self.damage = Some(Damage {
             segment: segment.to_string(),
             offset,
