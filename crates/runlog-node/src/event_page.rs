@@ -5,16 +5,18 @@
 //! JavaScript revives exactly those instead of walking every value of every event
 //! (`fromEventPage` in `packages/world-runlog/src/storage.js`).
 //!
-//! The place kinds ([`FixKind`]) and the date keys ([`DATE_KEYS`]) are defined here once;
+//! The place kinds ([`FixKind`]) and the date fields ([`REVIVED_DATES`]) are defined here once;
 //! `packages/world-runlog/src/event-page-format.js` is generated from them, and
 //! `packages/world-runlog/test/fixtures/event-page.json` is a set of pages written by this
 //! module that the package's tests decode (module `files`; `RUNLOG_WRITE_GENERATED=1 cargo
 //! test -p runlog-node generated_event_page` rewrites both).
 //!
 //! Only the page's text changes: the payload stored is the payload written, and JavaScript
-//! ends with the same values as its generic reviver (`revive` in storage.js) gives for the
-//! stored payload. These are that reviver's rules: a binary value's object is not looked
-//! into; strings inside arrays are not dates; of a repeated key the last value counts. A
+//! ends with the same values as its reviver (`reviveEvent` in codec.js) gives for the
+//! stored event. These are that reviver's rules: every binary value's object, at any depth,
+//! is bytes and is not looked into; a date is a string at one of the date fields of the
+//! event type's data ([`REVIVED_DATES`]), top level only; of a repeated key the last value
+//! counts. A
 //! payload the scanner cannot walk (nesting deeper than the JSON parser's limit) makes the
 //! page fall back to the plain JSON of the page with `"walk":true`, which JavaScript revives
 //! with the generic walk.
@@ -54,26 +56,75 @@ use crate::out::Json;
 mod scan;
 use scan::{Places, Scanned, scan};
 
-/// Keys whose string values are dates in the SDK's entities and event data: a string under
-/// one of them anywhere in a payload (except directly inside an array) is a place of
-/// [`FixKind::Date`]. JavaScript's generic reviver uses the same list (generated into
-/// `event-page-format.js`).
-pub(crate) const DATE_KEYS: [&str; 8] = [
-    "createdAt",
-    "updatedAt",
-    "startedAt",
-    "completedAt",
-    "retryAfter",
-    "resumeAt",
-    "expiredAt",
-    "tokenRetentionUntil",
-];
+/// Where the SDK's own World (`@workflow/world-local`) turns a string into a `Date`: the
+/// fields its zod schemas (`@workflow/world`'s `EventSchema`, `WorkflowRunSchema`,
+/// `StepSchema`, `HookSchema`, `WaitSchema`) declare `z.coerce.date()`, and nowhere else.
+/// This is the one table of those places; `packages/world-runlog/src/event-page-format.js`
+/// is generated from it (`REVIVED_DATES`), and the package's reviver (`src/codec.js`) reads
+/// it there. Binary values have no table: world-local's `jsonReviver` turns every
+/// `{"__type":"Uint8Array","data":<string>}` object into bytes, at any depth, whatever its
+/// key, and so do the encoder and the package's reviver.
+///
+/// The union over the SDK lines the package serves: 4.8.9 (`@workflow/world` 4.5.0),
+/// 5.0.0-beta.35 (5.0.0-beta.21) and 5.0.0-beta.55 (5.0.0-beta.37). They agree but for
+/// `tokenRetentionUntil` (of `hook_created`'s data and of a hook), which only the
+/// beta.55 line's schemas have; the older lines' schemas strip the key (it is not
+/// theirs), so no older world-local ever returns it as a string.
+pub(crate) struct RevivedDates {
+    /// Top-level fields of an event's `eventData`, by event type (types not listed: none).
+    pub(crate) event_data: [(EventType, &'static [&'static str]); 4],
+    /// Top-level fields of each entity the World returns, by its name in JavaScript. Read
+    /// by JavaScript alone (the package's reviver), through the generated file.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) entities: [(&'static str, &'static [&'static str]); 5],
+}
 
-/// Keys whose value is left as JSON has it, never looked into for places: a run's
-/// `attributes` are strings to strings whatever their names (an attribute named `startedAt`
-/// stays the string it was set to, as in world-local). JavaScript's generic reviver skips
-/// them too (generated into `event-page-format.js`).
-pub(crate) const PLAIN_KEYS: [&str; 1] = ["attributes"];
+/// The places of [`RevivedDates`].
+pub(crate) const REVIVED_DATES: RevivedDates = RevivedDates {
+    event_data: [
+        (EventType::StepRetrying, &["retryAfter"]),
+        (EventType::HookCreated, &["tokenRetentionUntil"]),
+        (EventType::WaitCreated, &["resumeAt"]),
+        (EventType::WaitCompleted, &["resumeAt"]),
+    ],
+    entities: [
+        ("event", &["createdAt", "occurredAt"]),
+        (
+            "run",
+            &[
+                "createdAt",
+                "updatedAt",
+                "startedAt",
+                "completedAt",
+                "expiredAt",
+            ],
+        ),
+        (
+            "step",
+            &[
+                "createdAt",
+                "updatedAt",
+                "startedAt",
+                "completedAt",
+                "retryAfter",
+            ],
+        ),
+        ("hook", &["createdAt", "tokenRetentionUntil"]),
+        (
+            "wait",
+            &["createdAt", "updatedAt", "resumeAt", "completedAt"],
+        ),
+    ],
+};
+
+/// The date fields of `eventData` of an event of type `ty` ([`REVIVED_DATES`]).
+pub(crate) fn event_data_dates(ty: EventType) -> &'static [&'static str] {
+    REVIVED_DATES
+        .event_data
+        .iter()
+        .find(|(t, _)| *t == ty)
+        .map_or(&[], |(_, keys)| *keys)
+}
 
 /// What JavaScript does at a revive place: the first element of each `fixPaths` entry, as
 /// its number.
@@ -84,8 +135,8 @@ pub(crate) enum FixKind {
     /// `{"__type":"Uint8Array","data":<base64>}` (its text has an escape or a non-string
     /// member, or its base64 is not canonical): JavaScript decodes `data` into a `Uint8Array`.
     BinaryObject = 0,
-    /// A string under one of [`DATE_KEYS`]: JavaScript makes it a `Date` when it parses as
-    /// one, and leaves it a string otherwise.
+    /// A string at a date field of the event's data ([`REVIVED_DATES`]): JavaScript makes
+    /// it a `Date` when it parses as one, and leaves it a string otherwise.
     Date = 1,
     /// A binary value sent as bytes: in the page its whole object is replaced by an integer
     /// `k`, and its bytes are `bins[2k]` (offset) and `bins[2k+1]` (length) into the page's
@@ -116,7 +167,7 @@ impl FixKind {
                 "a binary value's {__type: 'Uint8Array', data} object: decode its base64 `data` into a Uint8Array"
             }
             FixKind::Date => {
-                "a string under a date key: a Date when it parses as one, else left a string"
+                "a string at a date field of the event's data (REVIVED_DATES.eventData): a Date when it parses as one, else left a string"
             }
             FixKind::BinaryBytes => {
                 "a binary value sent as bytes: the integer k there stands for bins[2k] (offset) and bins[2k+1] (length) into the page's bytes"
@@ -305,7 +356,7 @@ impl PageWriter {
         match e.event_data {
             Some(payload) => {
                 self.flags.push(0);
-                self.payload(i, payload)?;
+                self.payload(i, payload, event_data_dates(e.event_type))?;
             }
             None => {
                 self.flags.push(FLAG_NO_DATA);
@@ -327,9 +378,15 @@ impl PageWriter {
     }
 
     /// Writes event `i`'s payload into `data` and its revive places into `fix`.
-    fn payload(&mut self, i: usize, payload: &str) -> Result<(), Unwalkable> {
-        if scan(payload, &mut self.places) == Scanned::Other {
-            walk_places(payload, &mut self.places)?;
+    /// `dates`: the date fields of the event type's data.
+    fn payload(
+        &mut self,
+        i: usize,
+        payload: &str,
+        dates: &'static [&'static str],
+    ) -> Result<(), Unwalkable> {
+        if scan(payload, dates, &mut self.places) == Scanned::Other {
+            walk_places(payload, dates, &mut self.places)?;
         }
         // The payload, each binary value of kind `BinaryBytes` written as its index into
         // `bins` (its bytes decoded into `bin`); one whose base64 is not canonical stays the
@@ -466,13 +523,18 @@ const HEADER_BYTES: usize = 16;
 
 /// The places of `payload` found by the generic walk into `places` (the payloads [`scan`]
 /// leaves to it).
-fn walk_places(payload: &str, places: &mut Places) -> Result<(), Unwalkable> {
+fn walk_places(
+    payload: &str,
+    dates: &'static [&'static str],
+    places: &mut Places,
+) -> Result<(), Unwalkable> {
     let mut found: Vec<Fix<'_>> = Vec::new();
     let mut path = vec![Seg::Key(Cow::Borrowed("eventData"))];
     let walk = Walk {
         path: &mut path,
         fixes: &mut found,
         date_key: false,
+        dates,
         text: payload,
     };
     let mut de = serde_json::Deserializer::from_str(payload);
@@ -650,12 +712,14 @@ struct Fix<'de> {
     replace: Option<(Range<usize>, Range<usize>)>,
 }
 
-/// One value of a payload at `path`; `date_key`: its key is one of [`DATE_KEYS`]; `text`:
+/// One value of a payload at `path`; `date_key`: it is at one of `dates`, the date fields
+/// of the event type's data (the payload's top level only); `text`:
 /// the whole payload (borrowed strings are located in it by address).
 struct Walk<'a, 'de> {
     path: &'a mut Vec<Seg<'de>>,
     fixes: &'a mut Vec<Fix<'de>>,
     date_key: bool,
+    dates: &'static [&'static str],
     text: &'de str,
 }
 
@@ -691,6 +755,7 @@ impl<'de> Walk<'_, 'de> {
             path: &mut *self.path,
             fixes: &mut *self.fixes,
             date_key,
+            dates: self.dates,
             text: self.text,
         }
     }
@@ -802,20 +867,16 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
                 Cow::Borrowed(_) => {}
                 Cow::Owned(_) => plain = false,
             }
-            let date_key = DATE_KEYS.contains(&key.as_ref());
+            // `path` is `["eventData"]` in the payload's own object.
+            let date_key = depth == 1 && self.dates.contains(&key.as_ref());
             let (is_type, is_data) = (key == "__type", key == "data");
             if !keys.insert(key.clone()) {
                 // A repeated key: `JSON.parse` keeps its last value, so the places found in
                 // the earlier one are gone.
                 drop_fixes_under(self.fixes, mark, depth, &key);
             }
-            let plain_value = PLAIN_KEYS.contains(&key.as_ref());
-            let key_mark = self.fixes.len();
             self.path.push(Seg::Key(key));
             let seen = map.next_value_seed(self.child(date_key))?;
-            if plain_value {
-                self.fixes.truncate(key_mark);
-            }
             self.path.pop();
             match &seen.at {
                 Some(at) => last_value = Some(at.end),
@@ -925,10 +986,14 @@ mod tests {
     use runlog_world::{EventType, RawJson};
 
     fn event(data: &str) -> Event {
+        event_of(EventType::StepCreated, data)
+    }
+
+    fn event_of(event_type: EventType, data: &str) -> Event {
         Event {
             run_id: "wrun_1".into(),
             event_id: "evnt_1".into(),
-            event_type: EventType::StepCreated,
+            event_type,
             correlation_id: Some("s\"1".into()),
             event_data: Some(RawJson::from_text(data).unwrap()),
             created_at_ms: 1_764_510_048_882,
@@ -1003,16 +1068,22 @@ mod tests {
     }
 
     fn fixes(data: &str) -> serde_json::Value {
+        fixes_of(EventType::StepCreated, data)
+    }
+
+    /// The places of `data` as the data of an event of type `ty` (the second of its page).
+    fn fixes_of(ty: EventType, data: &str) -> serde_json::Value {
         let page = Page {
-            data: vec![event(r#"{"a":1}"#), event(data)],
+            data: vec![event(r#"{"a":1}"#), event_of(ty, data)],
             cursor: Some("c".into()),
             has_more: true,
         };
         let v = decoded(&events_page_json(&page).unwrap());
         assert_eq!(v["run"], "wrun_1");
-        assert_eq!(v["typeNames"], serde_json::json!(["step_created"]));
         assert_eq!(v["ids"], serde_json::json!(["evnt_1", "evnt_1"]));
-        assert_eq!(v["types"], serde_json::json!([0, 0]));
+        let second = usize::from(ty != EventType::StepCreated);
+        assert_eq!(v["types"], serde_json::json!([0, second]));
+        assert_eq!(v["typeNames"][second], ty.as_str());
         assert_eq!(
             v["at"],
             serde_json::json!([1_764_510_048_882u64, 1_764_510_048_882u64])
@@ -1075,13 +1146,16 @@ mod tests {
     }
 
     // The payloads of the tests below. JavaScript must end with the same values from the
-    // page as its generic reviver gives for the stored payload: the fixture page
-    // `revivePlaces` (module `files`) holds every one of them, and the package's
+    // page as its reviver gives for the stored event: the fixture page `revivePlaces`
+    // (module `files`) holds every one of them, and the package's
     // test/event-page-fixture.test.mjs checks that for each.
+    /// Binary values at any depth; dates at the type's date field (`resumeAt` of
+    /// `wait_created`) and nowhere else: not nested, not under other date-named keys.
     const MARKERS_AND_DATES: &str = r#"{"input":{"__type":"Uint8Array","data":"AQI="},
             "list":[{"__type":"Uint8Array","data":"AA=="},"2026-01-01T00:00:00.000Z"],
             "resumeAt":"2026-11-30T10:00:00.000Z",
-            "nested":{"retryAfter":"soon","x\u0041":{"createdAt":5}},
+            "createdAt":"2026-11-30T10:00:00.000Z",
+            "nested":{"retryAfter":"soon","resumeAt":"2026-01-01","x\u0041":{"createdAt":5}},
             "notBinary":{"__type":"Uint8Array","data":7},
             "marker":{"__type":"Uint8Array","data":"", "resumeAt":"2026-01-01"}}"#;
     /// Whitespace anywhere JSON allows it.
@@ -1104,22 +1178,30 @@ mod tests {
     const REPEATED_DATA_KEY: &str =
         r#"{"a":{"data":"AA==","__type":"Uint8Array","data":"AQI="},"z":"AA=="}"#;
     const SIDE_BY_SIDE: &str = r#"{"a":{"__type":"Uint8Array","data":"AA=="},"b":[{"__type":"Uint8Array","data":"AQ=="}],"a":{"__type":"Uint8Array","data":"Ag=="}}"#;
-    const REPEATED_KEYS: &str = r#"{"a":{"b":{"createdAt":"2026-01-01"}},"a":null,
+    /// As the data of a `wait_created` (date field `resumeAt`).
+    const REPEATED_KEYS: &str = r#"{"a":{"b":{"__type":"Uint8Array","data":"AA=="}},"a":null,
             "c":{"__type":"Uint8Array","data":"AA=="},"c":{"data":"text"},
             "d":[{"__type":"Uint8Array","data":"AA=="}],"d":[{"resumeAt":"2026-01-02"}],
-            "e":1,"e":{"createdAt":"2026-01-03"}}"#;
+            "resumeAt":{"__type":"Uint8Array","data":"AA=="},"e":1,"resumeAt":"2026-01-03",
+            "f":"2026-01-04","f":{"__type":"Uint8Array","data":"AQ=="}}"#;
     const WHOLE_MARKER: &str = r#"{"__type":"Uint8Array","data":"AQI="}"#;
     const SCALAR: &str = r#""text""#;
-    /// A run's attributes named like dates (`run_created`'s eventData): left strings.
-    const ATTRIBUTES: &str = r#"{"attributes":{"startedAt":"2026-01-01T00:00:00.000Z","x":"y"},
-            "nested":{"attributes":{"createdAt":"2026-01-02"}},
-            "startedAt":"2026-01-03T00:00:00.000Z"}"#;
+    /// A run's attributes named like dates, and a binary value under a key named
+    /// `attributes` (user data may use the name): as the data of a `wait_created`, only its
+    /// own `resumeAt` is a date, and every binary value is bytes.
+    const ATTRIBUTES: &str = r#"{"attributes":{"startedAt":"2026-01-01T00:00:00.000Z","x":"y","b":{"__type":"Uint8Array","data":"AQI="}},
+            "nested":{"attributes":{"createdAt":"2026-01-02","blob":{"__type":"Uint8Array","data":"AA=="}}},
+            "attributes2":{"attributes":{"__type":"Uint8Array","data":"AQ=="}},
+            "startedAt":"2026-01-03T00:00:00.000Z","resumeAt":"2026-01-04T00:00:00.000Z"}"#;
+    /// The user data of a `step_created` with date-named keys (the breaker's D3): no place.
+    const DATE_NAMED_USER_DATA: &str = r#"{"stepName":"s","input":{"createdAt":"1","resumeAt":"2020-01-01","meta":{"completedAt":"0","expiredAt":"Tue, 1 Jan 2030"}},"createdAt":"2026-01-01"}"#;
 
-    /// More keys in one object than [`Keys::INLINE`], some repeated.
+    /// More keys in one object than [`Keys::INLINE`], some repeated (as the data of a
+    /// `wait_created`).
     fn many_keys() -> String {
         let many: String = (0..12).map(|i| format!(r#""k{i}":0,"#)).collect();
         format!(
-            r#"{{{many}"x":{{"createdAt":"2026-01-01"}},"k1":{{"resumeAt":"2026-01-02"}},"x":null,"k11":{{"createdAt":"2026-01-03"}},"k1":1,"y":{{"updatedAt":"2026-01-04"}}}}"#
+            r#"{{{many}"resumeAt":"2026-01-01","k1":{{"__type":"Uint8Array","data":"AA=="}},"resumeAt":null,"k11":{{"__type":"Uint8Array","data":"AQ=="}},"k1":1,"y":{{"__type":"Uint8Array","data":"Ag=="}}}}"#
         )
     }
 
@@ -1132,42 +1214,108 @@ mod tests {
         )
     }
 
-    /// Every payload of the tests of the revive places.
-    pub(super) fn revive_payloads() -> Vec<String> {
-        let mut all: Vec<String> = [MARKERS_AND_DATES, SPACED_MARKER]
-            .into_iter()
-            .chain(LEFT_AS_OBJECTS)
-            .chain([
-                REPEATED_DATA_KEY,
-                SIDE_BY_SIDE,
-                REPEATED_KEYS,
-                WHOLE_MARKER,
-                SCALAR,
-                ATTRIBUTES,
-            ])
-            .map(str::to_owned)
-            .collect();
-        all.extend([many_keys(), deep()]);
+    /// Every payload of the tests of the revive places, with the event type it is the data
+    /// of.
+    pub(super) fn revive_payloads() -> Vec<(EventType, String)> {
+        let step = |p: &str| (EventType::StepCompleted, p.to_owned());
+        let wait = |p: &str| (EventType::WaitCreated, p.to_owned());
+        let mut all = vec![
+            wait(MARKERS_AND_DATES),
+            step(MARKERS_AND_DATES),
+            step(SPACED_MARKER),
+        ];
+        all.extend(LEFT_AS_OBJECTS.into_iter().map(step));
+        all.extend([
+            step(REPEATED_DATA_KEY),
+            step(SIDE_BY_SIDE),
+            wait(REPEATED_KEYS),
+            step(WHOLE_MARKER),
+            step(SCALAR),
+            wait(ATTRIBUTES),
+            (EventType::RunCreated, ATTRIBUTES.to_owned()),
+            (EventType::StepCreated, DATE_NAMED_USER_DATA.to_owned()),
+            (
+                EventType::StepRetrying,
+                r#"{"error":{"__type":"Uint8Array","data":"AQI="},"retryAfter":"2026-01-01T00:00:00.000Z","resumeAt":"2026-01-02"}"#.to_owned(),
+            ),
+            (
+                EventType::HookCreated,
+                r#"{"token":"t","tokenRetentionUntil":"2026-01-01T00:00:00.000Z","metadata":{"tokenRetentionUntil":"2026-01-02"}}"#.to_owned(),
+            ),
+            (
+                EventType::WaitCompleted,
+                r#"{"resumeAt":"2026-01-01T00:00:00.000Z","retryAfter":"2026-01-02"}"#.to_owned(),
+            ),
+            wait(&many_keys()),
+            step(&deep()),
+        ]);
         all
     }
 
     #[test]
-    fn binary_values_and_date_strings_are_found_where_the_generic_walk_finds_them() {
+    fn binary_values_are_places_at_any_depth_and_dates_only_at_the_types_date_fields() {
         assert_eq!(
-            fixes(MARKERS_AND_DATES),
+            fixes_of(EventType::WaitCreated, MARKERS_AND_DATES),
             serde_json::json!([
                 [1, 2, "eventData", "input"],
                 [1, 2, "eventData", "list", 0],
                 [1, 1, "eventData", "resumeAt"],
-                [1, 1, "eventData", "nested", "retryAfter"],
                 [1, 2, "eventData", "marker"],
             ])
         );
+        // A type without date fields: the same binary values, no date.
+        assert_eq!(
+            fixes_of(EventType::StepCompleted, MARKERS_AND_DATES),
+            serde_json::json!([
+                [1, 2, "eventData", "input"],
+                [1, 2, "eventData", "list", 0],
+                [1, 2, "eventData", "marker"],
+            ])
+        );
+        assert_eq!(fixes(DATE_NAMED_USER_DATA), json!([]));
     }
 
     #[test]
-    fn nothing_under_attributes_is_a_place_whatever_the_keys_are_named() {
-        assert_eq!(fixes(ATTRIBUTES), json!([[1, 1, "eventData", "startedAt"]]));
+    fn each_types_date_field_is_a_place_in_its_data_alone() {
+        let data = r#"{"retryAfter":"2026-01-01","resumeAt":"2026-01-02","tokenRetentionUntil":"2026-01-03","createdAt":"2026-01-04"}"#;
+        for (ty, key) in [
+            (EventType::StepRetrying, "retryAfter"),
+            (EventType::WaitCreated, "resumeAt"),
+            (EventType::WaitCompleted, "resumeAt"),
+            (EventType::HookCreated, "tokenRetentionUntil"),
+        ] {
+            assert_eq!(event_data_dates(ty), [key]);
+            assert_eq!(
+                fixes_of(ty, data),
+                json!([[1, 1, "eventData", key]]),
+                "{ty:?}"
+            );
+        }
+        for ty in EventType::ALL {
+            if !matches!(
+                ty,
+                EventType::StepRetrying
+                    | EventType::WaitCreated
+                    | EventType::WaitCompleted
+                    | EventType::HookCreated
+            ) {
+                assert_eq!(event_data_dates(ty), [] as [&str; 0], "{ty:?}");
+                assert_eq!(fixes_of(ty, data), json!([]), "{ty:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn under_attributes_binary_values_are_places_and_nothing_is_a_date() {
+        assert_eq!(
+            fixes_of(EventType::WaitCreated, ATTRIBUTES),
+            json!([
+                [1, 2, "eventData", "attributes", "b"],
+                [1, 2, "eventData", "nested", "attributes", "blob"],
+                [1, 2, "eventData", "attributes2", "attributes"],
+                [1, 1, "eventData", "resumeAt"],
+            ])
+        );
     }
 
     #[test]
@@ -1192,22 +1340,16 @@ mod tests {
         // earlier value are not in the parsed payload (a fix there would walk into null,
         // or revive a non-marker object that has a string `data`).
         assert_eq!(
-            fixes(REPEATED_KEYS),
-            serde_json::json!([
-                [1, 1, "eventData", "d", 0, "resumeAt"],
-                [1, 1, "eventData", "e", "createdAt"],
-            ])
+            fixes_of(EventType::WaitCreated, REPEATED_KEYS),
+            serde_json::json!([[1, 1, "eventData", "resumeAt"], [1, 2, "eventData", "f"],])
         );
     }
 
     #[test]
     fn repeated_keys_are_found_past_the_keys_kept_in_place() {
         assert_eq!(
-            fixes(&many_keys()),
-            json!([
-                [1, 1, "eventData", "k11", "createdAt"],
-                [1, 1, "eventData", "y", "updatedAt"]
-            ])
+            fixes_of(EventType::WaitCreated, &many_keys()),
+            json!([[1, 2, "eventData", "k11"], [1, 2, "eventData", "y"]])
         );
     }
 

@@ -1,6 +1,6 @@
 // `events.create` calls batched per run and per turn of the event loop.
 import { toWorkflowError } from './errors.js';
-import { fromJson, toJson } from './codec.js';
+import { fromJson, SHAPE, toJson } from './codec.js';
 
 /**
  * `events.create` calls made in the same turn of the event loop, gathered per run and sent
@@ -27,7 +27,7 @@ export function createBatcher(openWorld) {
         continue;
       }
       try {
-        calls[i].resolve(fromJson(out));
+        calls[i].resolve(fromJson(out, SHAPE.eventResult));
       } catch (err) {
         calls[i].reject(toWorkflowError(err));
       }

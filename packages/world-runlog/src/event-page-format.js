@@ -5,14 +5,30 @@
 export const FIX_KIND = Object.freeze({
   /** a binary value's {__type: 'Uint8Array', data} object: decode its base64 `data` into a Uint8Array */
   BINARY_OBJECT: 0,
-  /** a string under a date key: a Date when it parses as one, else left a string */
+  /** a string at a date field of the event's data (REVIVED_DATES.eventData): a Date when it parses as one, else left a string */
   DATE: 1,
   /** a binary value sent as bytes: the integer k there stands for bins[2k] (offset) and bins[2k+1] (length) into the page's bytes */
   BINARY_BYTES: 2,
 });
 
-/** Keys whose string values are dates in the SDK's entities and event data: a string under one of them (not directly in an array) becomes a `Date` when it parses as one (places of kind DATE, and the generic reviver). */
-export const DATE_KEYS = Object.freeze(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt', 'tokenRetentionUntil']);
-
-/** Keys whose values are left as JSON has them, never looked into (a run's attributes: strings whatever their names). */
-export const PLAIN_KEYS = Object.freeze(['attributes']);
+/**
+ * Where a string becomes a `Date` when it parses as one (else it stays the string), as @workflow/world-local's schemas
+ * revive (`z.coerce.date()`), and nowhere else: `eventData` fields by event type (top level of the data; places of kind DATE),
+ * and the top-level fields of each entity the World returns. Binary values have no table: every
+ * {__type: 'Uint8Array', data: <string>} object is bytes, at any depth.
+ */
+export const REVIVED_DATES = Object.freeze({
+  eventData: Object.freeze({
+    step_retrying: Object.freeze(['retryAfter']),
+    hook_created: Object.freeze(['tokenRetentionUntil']),
+    wait_created: Object.freeze(['resumeAt']),
+    wait_completed: Object.freeze(['resumeAt']),
+  }),
+  entities: Object.freeze({
+    event: Object.freeze(['createdAt', 'occurredAt']),
+    run: Object.freeze(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'expiredAt']),
+    step: Object.freeze(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter']),
+    hook: Object.freeze(['createdAt', 'tokenRetentionUntil']),
+    wait: Object.freeze(['createdAt', 'updatedAt', 'resumeAt', 'completedAt']),
+  }),
+});

@@ -1,7 +1,7 @@
 // The addon's event pages (docs/EVENT-PAGE.md) decoded into the SDK's events, and a large
 // `events.list` page fetched as slices.
 import { FIX_KIND } from './event-page-format.js';
-import { revive, toJson } from './codec.js';
+import { revive, SHAPE, toJson } from './codec.js';
 
 /** The binary part's header: four 32-bit words (docs/EVENT-PAGE.md). */
 const HEADER_BYTES = 16;
@@ -30,12 +30,12 @@ function aligned(part) {
  * `fixPaths`, each path `[kind, 'eventData', key or index...]` with a kind of `FIX_KIND`,
  * src/event-page-format.js, generated from the encoder) and the bytes of binary values.
  * Building each event here and reviving just those places gives what `fromJson` gives for
- * the same events, without visiting every value of every event.
+ * the same events (`SHAPE.event`), without visiting every value of every event.
  */
 export function fromEventPage(wire) {
   const [text, part] = wire;
   const page = JSON.parse(text);
-  if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore });
+  if (page.walk) return revive({ data: page.data, cursor: page.cursor, hasMore: page.hasMore }, SHAPE.eventPage);
   const { run, runs, ids, corr, typeNames, data: payloads, fixPaths } = page;
   const mem = aligned(part);
   const [n, fixes, bins, bytesAt] = new Uint32Array(mem.buffer, mem.byteOffset, 4);

@@ -6,7 +6,7 @@
 // Results come back as the World's entities do (`Uint8Array`s, `Date`s); rejections are the
 // SDK's classes (`toWorkflowError`): seq 0, a seq past the log's end or a time before its first
 // event is WorkflowWorldError 400 `INVALID_INPUT` (with `runId` and `lastSeq` on its cause).
-import { fromJson } from './codec.js';
+import { fromJson, SHAPE } from './codec.js';
 import { toWorkflowError } from './errors.js';
 import { invalidInput } from './validate.js';
 
@@ -22,9 +22,9 @@ function point(v, field) {
 
 /** `{ runAt, runDiff }` on the addon World `openWorld()` resolves to. */
 export function createHistory(openWorld) {
-  const call = async (f) => {
+  const call = async (f, shape) => {
     try {
-      return fromJson(await f(await openWorld()));
+      return fromJson(await f(await openWorld()), shape);
     } catch (err) {
       throw toWorkflowError(err);
     }
@@ -34,7 +34,7 @@ export function createHistory(openWorld) {
     return v;
   };
   return {
-    runAt: (id, at) => call((w) => w.runAt(runId(id), point(at, 'at'))),
-    runDiff: (id, from, to) => call((w) => w.runDiff(runId(id), point(from, 'from'), point(to, 'to'))),
+    runAt: (id, at) => call((w) => w.runAt(runId(id), point(at, 'at')), SHAPE.runAt),
+    runDiff: (id, from, to) => call((w) => w.runDiff(runId(id), point(from, 'from'), point(to, 'to')), SHAPE.runDiff),
   };
 }

@@ -15,7 +15,7 @@
 // log has no hole to seal and never a `noop`.
 import { toWorkflowError } from './errors.js';
 import { withMaxEvents } from './max-events.js';
-import { fromJson, toJson } from './storage.js';
+import { fromJson, SHAPE, toJson } from './storage.js';
 import { BETA55_SIGNATURES, checkArg, checked } from './validate.js';
 import { writeSessionFactory } from './write-session.js';
 
@@ -43,9 +43,9 @@ export const BETA55_METHODS = Object.freeze(
  * shapes it (`cursor: null`) and `maxEvents` on results carrying the run.
  */
 export function extendForBeta55(world, { line, openWorld }) {
-  const call = async (f) => {
+  const call = async (f, shape) => {
     try {
-      return fromJson(await f(await openWorld()));
+      return fromJson(await f(await openWorld()), shape);
     } catch (err) {
       throw toWorkflowError(err);
     }
@@ -68,7 +68,7 @@ export function extendForBeta55(world, { line, openWorld }) {
         const bad = checkArg(`events[${i}].occurredAt`, 'optionalDate', items[i].occurredAt);
         if (bad !== null) throw toWorkflowError(bad);
       }
-      return call((w) => w.createBatch(runId, toJson(items, 'events'), toJson(params)));
+      return call((w) => w.createBatch(runId, toJson(items, 'events'), toJson(params)), SHAPE.batchResult);
     },
   };
   const list = world.runs.list;
@@ -89,15 +89,15 @@ export function extendForBeta55(world, { line, openWorld }) {
       const passes = (r) => wanted.some((s) => (r.storageError === undefined ? r.status === s : mayReach(r.status, s)));
       return { ...page, data: page.data.filter(passes) };
     },
-    getMany: (runIds, params) => call((w) => w.runsGetMany(toJson(runIds, 'runIds'), toJson(params))),
-    cancelMany: (request) => call((w) => w.runsCancelMany(toJson(request, 'request'))),
+    getMany: (runIds, params) => call((w) => w.runsGetMany(toJson(runIds, 'runIds'), toJson(params)), SHAPE.runs),
+    cancelMany: (request) => call((w) => w.runsCancelMany(toJson(request, 'request')), SHAPE.none),
     waitForTerminalStatus: async (runId, params = {}) => {
       const { timeoutMs = TERMINAL_WAIT_DEFAULT_MS, signal, ...rest } = params;
       const deadline = Date.now() + Math.max(0, timeoutMs);
       for (;;) {
         const left = Math.max(0, deadline - Date.now());
         const slice = signal ? Math.min(left, TERMINAL_WAIT_SLICE_MS) : left;
-        const run = await call((w) => w.runsWaitForTerminalStatus(runId, Math.min(slice, 0xffffffff), toJson(rest)));
+        const run = await call((w) => w.runsWaitForTerminalStatus(runId, Math.min(slice, 0xffffffff), toJson(rest)), SHAPE.run);
         if (isTerminal(run.status) || Date.now() >= deadline || signal?.aborted) return run;
       }
     },

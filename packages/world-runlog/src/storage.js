@@ -15,13 +15,13 @@
 // them and re-exports what the rest of the package imports from it.
 import { toWorkflowError } from './errors.js';
 import { createBatcher } from './batcher.js';
-import { fromJson, toJson } from './codec.js';
+import { fromJson, SHAPE, toJson } from './codec.js';
 import { listEventsInSlices, PAGE_LIMIT_MAX } from './event-page.js';
 import { createStreams } from './streams.js';
 import { needsV4Error, STEP_ERROR_EVENTS, structuredError, v4Run, v4Steps } from './v4-shapes.js';
 import { checked, SIGNATURES } from './validate.js';
 
-export { fromJson, jsonReplacer, toJson } from './codec.js';
+export { fromJson, jsonReplacer, SHAPE, toJson } from './codec.js';
 export { EVENTS_SLICE, fromEventPage } from './event-page.js';
 export { SPEC_VERSION_V4_MAX } from './v4-shapes.js';
 
@@ -43,7 +43,8 @@ export function createStorage(openWorld) {
       throw toWorkflowError(err);
     }
   };
-  const json = (f) => call(async (w) => fromJson(await f(w)));
+  /** `f(world)`'s JSON text, revived as a result of shape `shape` (codec.js `SHAPE`). */
+  const json = (f, shape) => call(async (w) => fromJson(await f(w), shape));
   const eventPage = (list, params, options) => call((w) => listEventsInSlices((text) => list(w, text), params, options));
   /** `events.list` of a run: its cursors are seqs (`listEventsInSlices`). */
   const runEvents = (params) => eventPage((w, text) => w.eventsList(text), params, { seqCursors: true });
@@ -81,31 +82,31 @@ export function createStorage(openWorld) {
   const storage = {
     available: true,
     runs: {
-      get: async (runId, params) => v4Run(await json((w) => w.runsGet(runId, toJson(params)))),
+      get: async (runId, params) => v4Run(await json((w) => w.runsGet(runId, toJson(params)), SHAPE.run)),
       list: async (params) => {
-        const page = await json((w) => w.runsList(toJson(params)));
+        const page = await json((w) => w.runsList(toJson(params)), SHAPE.runPage);
         page.data.forEach(v4Run);
         return page;
       },
     },
     steps: {
-      get: async (runId, stepId, params) => v4Step(await json((w) => w.stepsGet(runId, stepId, toJson(params)))),
+      get: async (runId, stepId, params) => v4Step(await json((w) => w.stepsGet(runId, stepId, toJson(params)), SHAPE.step)),
       list: async (params) => {
-        const page = await json((w) => w.stepsList(toJson(params)));
+        const page = await json((w) => w.stepsList(toJson(params)), SHAPE.stepPage);
         await v4Steps(page.data, eventsOf);
         return page;
       },
     },
     events: {
       create: async (runId, request, params) => v4Created(await creates(runId, request, params), request),
-      get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params))),
+      get: (runId, eventId, params) => json((w) => w.eventsGet(runId, eventId, toJson(params)), SHAPE.event),
       list: (params) => runEvents(params),
       listByCorrelationId: (params) => eventPage((w, text) => w.eventsListByCorrelationId(text), params),
     },
     hooks: {
-      get: (hookId, params) => json((w) => w.hooksGet(hookId, toJson(params))),
-      getByToken: (token) => json((w) => w.hooksGetByToken(token)),
-      list: (params) => json((w) => w.hooksList(toJson(params))),
+      get: (hookId, params) => json((w) => w.hooksGet(hookId, toJson(params)), SHAPE.hook),
+      getByToken: (token) => json((w) => w.hooksGetByToken(token), SHAPE.hook),
+      list: (params) => json((w) => w.hooksList(toJson(params)), SHAPE.hookPage),
     },
     streams,
     /** Ends live readers (their streams close); the store itself is closed by the World. */

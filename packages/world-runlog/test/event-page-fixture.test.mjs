@@ -2,15 +2,16 @@
 // fixtures/event-page.json are written by the addon's encoder (crates/runlog-node/src/
 // event_page/files.rs, checked for staleness by `cargo test -p runlog-node
 // generated_event_page`) and decoded here by the package's own decoder (`fromEventPage`).
-// Each page decodes to exact values, and every event's data to what the generic reviver
-// (`fromJson`) gives for its stored payload. The place kinds are the generated constants.
+// Each page decodes to exact values, and every event to what the package's reviver
+// (`fromJson` as an event, `SHAPE.event`) gives for the stored event. The place kinds and
+// the date fields are the generated constants.
 import { readFileSync } from 'node:fs';
 
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { createWorld } from '../index.js';
-import { DATE_KEYS, FIX_KIND, PLAIN_KEYS } from '../src/event-page-format.js';
-import { fromEventPage, fromJson } from '../src/storage.js';
+import { FIX_KIND, REVIVED_DATES } from '../src/event-page-format.js';
+import { fromEventPage, fromJson, SHAPE } from '../src/storage.js';
 import { storeTarget, tempDir } from './helpers.mjs';
 
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/event-page.json', import.meta.url), 'utf8'));
@@ -33,11 +34,25 @@ function wire(name) {
 const decode = (name) => fromEventPage(wire(name));
 
 describe('the generated constants', () => {
-  test('name the three place kinds by number, the eight date keys and the one key never looked into', () => {
+  test('name the three place kinds by number, and the date fields of world-local’s schemas by event type and entity', () => {
     expect(FIX_KIND).toStrictEqual({ BINARY_OBJECT: 0, DATE: 1, BINARY_BYTES: 2 });
     expect(Object.isFrozen(FIX_KIND)).toBe(true);
-    expect(DATE_KEYS).toStrictEqual(['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter', 'resumeAt', 'expiredAt', 'tokenRetentionUntil']);
-    expect(PLAIN_KEYS).toStrictEqual(['attributes']);
+    expect(REVIVED_DATES).toStrictEqual({
+      eventData: {
+        step_retrying: ['retryAfter'],
+        hook_created: ['tokenRetentionUntil'],
+        wait_created: ['resumeAt'],
+        wait_completed: ['resumeAt'],
+      },
+      entities: {
+        event: ['createdAt', 'occurredAt'],
+        run: ['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'expiredAt'],
+        step: ['createdAt', 'updatedAt', 'startedAt', 'completedAt', 'retryAfter'],
+        hook: ['createdAt', 'tokenRetentionUntil'],
+        wait: ['createdAt', 'updatedAt', 'resumeAt', 'completedAt'],
+      },
+    });
+    expect(Object.isFrozen(REVIVED_DATES.eventData.wait_created)).toBe(true);
   });
 
   test('every kind is in the fixture, and no other', () => {
@@ -60,9 +75,9 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
     const event = (eventId, eventType, createdAt) => ({ runId: 'wrun_1', eventId, eventType, correlationId: 'step_1', createdAt: new Date(createdAt), specVersion: 5 });
     expect(decode('docExample')).toStrictEqual({
       data: [
-        { ...event('evnt_0', 'step_created', 1_764_510_048_882), eventData: { stepName: 'add', input: new Uint8Array([1, 2]), resumeAt: new Date('2026-12-01T00:00:00.000Z') } },
+        { ...event('evnt_0', 'step_created', 1_764_510_048_882), eventData: { stepName: 'add', input: new Uint8Array([1, 2]), meta: { createdAt: '2026-12-01T00:00:00.000Z' } } },
         event('evnt_1', 'step_started', 1_764_510_048_887),
-        { ...event('evnt_2', 'step_completed', 1_764_510_048_899), eventData: { result: new Uint8Array([1]) } },
+        { ...event('evnt_2', 'step_retrying', 1_764_510_048_899), eventData: { error: new Uint8Array([1]), retryAfter: new Date('2026-12-01T00:00:00.000Z') } },
       ],
       cursor: 'seq:3',
       hasMore: false,
@@ -89,9 +104,10 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
           correlationId: 'step_1',
           eventData: {
             stepName: 'step//add',
-            // A string in an array is no date; an object in an array is looked into.
-            input: [new Uint8Array([0]), '2026-01-01T00:00:00.000Z', { resumeAt: new Date('2026-11-30T10:00:00.000Z') }],
-            meta: { retryAfter: new Date('2026-11-30T10:00:01.500Z'), startedAt: 'soon', completedAt: 5, expiredAt: null },
+            // User data: binary values are bytes at any depth, and nothing is a date,
+            // whatever its key.
+            input: [new Uint8Array([0]), '2026-01-01T00:00:00.000Z', { resumeAt: '2026-11-30T10:00:00.000Z' }],
+            meta: { retryAfter: '2026-11-30T10:00:01.500Z', startedAt: 'soon', completedAt: 5, expiredAt: null },
           },
           createdAt: new Date(1_764_510_048_889),
           specVersion: 5,
@@ -172,7 +188,7 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
       specVersion: 5,
     });
     expect(page.data[0].eventData).toStrictEqual({ stepName: 's', input: new Uint8Array([1, 2]) });
-    expect(page.data[2].eventData).toStrictEqual({ result: { at: 'x', createdAt: new Date('2026-01-01T00:00:00.000Z') } });
+    expect(page.data[2].eventData).toStrictEqual({ result: { at: 'x', createdAt: '2026-01-01T00:00:00.000Z' } });
     expect([page.cursor, page.hasMore]).toStrictEqual(['c2', false]);
     expect(JSON.parse(pages.get('severalRunsWalk').wire[0]).walk).toBe(true);
     expect(decode('severalRunsWalk')).toStrictEqual(page);
@@ -187,29 +203,48 @@ describe('pages written by the encoder, decoded by fromEventPage', () => {
     expect(page.data[0].eventData).toStrictEqual({ deploymentId: 'd', workflowName: 'wf', input: new Uint8Array(0) });
   });
 
-  test('nothing under attributes is revived, whatever the keys are named (a run’s attributes are strings)', () => {
-    const i = pages.get('revivePlaces').stored.findIndex((t) => t?.startsWith('{"attributes"'));
-    expect(i).toBeGreaterThanOrEqual(0);
-    expect(decode('revivePlaces').data[i].eventData).toStrictEqual({
-      attributes: { startedAt: '2026-01-01T00:00:00.000Z', x: 'y' },
-      nested: { attributes: { createdAt: '2026-01-02' } },
-      startedAt: new Date('2026-01-03T00:00:00.000Z'),
+  test('under attributes binary values are bytes and nothing is a date; only the type’s own date field is', () => {
+    const places = decode('revivePlaces').data;
+    const of = (eventType) => places.find((e) => e.eventType === eventType && Object.hasOwn(e.eventData, 'attributes'));
+    const attributes = {
+      attributes: { startedAt: '2026-01-01T00:00:00.000Z', x: 'y', b: new Uint8Array([1, 2]) },
+      nested: { attributes: { createdAt: '2026-01-02', blob: new Uint8Array([0]) } },
+      attributes2: { attributes: new Uint8Array([1]) },
+      startedAt: '2026-01-03T00:00:00.000Z',
+    };
+    expect(of('wait_created').eventData).toStrictEqual({ ...attributes, resumeAt: new Date('2026-01-04T00:00:00.000Z') });
+    expect(of('run_created').eventData).toStrictEqual({ ...attributes, resumeAt: '2026-01-04T00:00:00.000Z' });
+  });
+
+  test('each type’s date field is a Date, the same key elsewhere stays a string', () => {
+    const places = decode('revivePlaces').data;
+    const of = (eventType) => places.find((e) => e.eventType === eventType).eventData;
+    expect(of('step_retrying')).toStrictEqual({ error: new Uint8Array([1, 2]), retryAfter: new Date('2026-01-01T00:00:00.000Z'), resumeAt: '2026-01-02' });
+    expect(of('hook_created')).toStrictEqual({ token: 't', tokenRetentionUntil: new Date('2026-01-01T00:00:00.000Z'), metadata: { tokenRetentionUntil: '2026-01-02' } });
+    expect(of('wait_completed')).toStrictEqual({ resumeAt: new Date('2026-01-01T00:00:00.000Z'), retryAfter: '2026-01-02' });
+    expect(of('step_created')).toStrictEqual({
+      stepName: 's',
+      input: { createdAt: '1', resumeAt: '2020-01-01', meta: { completedAt: '0', expiredAt: 'Tue, 1 Jan 2030' } },
+      createdAt: '2026-01-01',
     });
   });
 
-  test('every event’s data is what the generic reviver gives for its stored payload', () => {
-    expect(pages.get('revivePlaces').stored).toHaveLength(19);
+  test('every event is what the package’s reviver gives for the stored event', () => {
+    expect(pages.get('revivePlaces').stored).toHaveLength(25);
     let checked = 0;
     for (const { name, stored } of fixture.pages) {
       const page = decode(name);
       expect(page.data).toHaveLength(stored.length);
       stored.forEach((text, i) => {
-        const want = text === null ? undefined : fromJson(text);
-        expect(page.data[i].eventData, `${name} event ${i}: ${text}`).toStrictEqual(want);
+        const e = page.data[i];
+        const plain = { ...e, createdAt: e.createdAt.toISOString() };
+        if (text === null) delete plain.eventData;
+        else plain.eventData = JSON.parse(text);
+        expect(e, `${name} event ${i}: ${text}`).toStrictEqual(fromJson(JSON.stringify(plain), SHAPE.event));
         checked++;
       });
     }
-    expect(checked).toBe(3 + 6 + 3 + 3 + 0 + 1 + 19);
+    expect(checked).toBe(3 + 6 + 3 + 3 + 0 + 1 + 25);
   });
 });
 

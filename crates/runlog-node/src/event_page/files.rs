@@ -1,5 +1,5 @@
 //! The files generated from the event page's encoder: the JavaScript constants
-//! (`packages/world-runlog/src/event-page-format.js`: the place kinds and the date keys) and
+//! (`packages/world-runlog/src/event-page-format.js`: the place kinds and the date fields) and
 //! the fixture (`packages/world-runlog/test/fixtures/event-page.json`: pages this module
 //! writes, decoded by `test/event-page-fixture.test.mjs` with the package's decoder). The
 //! tests below fail when a checked-in file differs; `RUNLOG_WRITE_GENERATED=1 cargo test -p
@@ -11,7 +11,7 @@ use base64::Engine as _;
 use runlog_world::{Event, EventType, Page, RawJson};
 use serde::Serialize;
 
-use super::{DATE_KEYS, FixKind, PLAIN_KEYS, PageWire, events_page_json, walk_page_json};
+use super::{FixKind, PageWire, REVIVED_DATES, events_page_json, walk_page_json};
 use crate::generated::{check_files, header};
 
 const SOURCE: &str = "the event page's encoder (crates/runlog-node/src/event_page.rs)";
@@ -38,23 +38,26 @@ fn format_js() -> String {
         );
     }
     out.push_str("});\n\n");
-    let keys: Vec<String> = DATE_KEYS.iter().map(|k| format!("'{k}'")).collect();
-    let _ = writeln!(
-        out,
-        "/** Keys whose string values are dates in the SDK's entities and event data: a string \
-         under one of them (not directly in an array) becomes a `Date` when it parses as one \
-         (places of kind DATE, and the generic reviver). */\nexport const DATE_KEYS = \
-         Object.freeze([{}]);",
-        keys.join(", ")
+    let list = |keys: &[&str]| {
+        let quoted: Vec<String> = keys.iter().map(|k| format!("'{k}'")).collect();
+        format!("Object.freeze([{}])", quoted.join(", "))
+    };
+    out.push_str(
+        "/**\n * Where a string becomes a `Date` when it parses as one (else it stays the string), \
+         as @workflow/world-local's schemas\n * revive (`z.coerce.date()`), and nowhere else: \
+         `eventData` fields by event type (top level of the data; places of kind DATE),\n * and \
+         the top-level fields of each entity the World returns. Binary values have no table: \
+         every\n * {__type: 'Uint8Array', data: <string>} object is bytes, at any depth.\n */\n\
+         export const REVIVED_DATES = Object.freeze({\n  eventData: Object.freeze({\n",
     );
-    let plain: Vec<String> = PLAIN_KEYS.iter().map(|k| format!("'{k}'")).collect();
-    let _ = writeln!(
-        out,
-        "\n/** Keys whose values are left as JSON has them, never looked into (a run's \
-         attributes: strings whatever their names). */\nexport const PLAIN_KEYS = \
-         Object.freeze([{}]);",
-        plain.join(", ")
-    );
+    for (ty, keys) in REVIVED_DATES.event_data {
+        let _ = writeln!(out, "    {}: {},", ty.as_str(), list(keys));
+    }
+    out.push_str("  }),\n  entities: Object.freeze({\n");
+    for (name, keys) in REVIVED_DATES.entities {
+        let _ = writeln!(out, "    {name}: {},", list(keys));
+    }
+    out.push_str("  }),\n});\n");
     out
 }
 
@@ -287,15 +290,17 @@ fn doc_example() -> Page<Event> {
                 "evnt_0",
                 EventType::StepCreated,
                 Some(
-                    r#"{"stepName":"add","input":{"__type":"Uint8Array","data":"AQI="},"resumeAt":"2026-12-01T00:00:00.000Z"}"#,
+                    r#"{"stepName":"add","input":{"__type":"Uint8Array","data":"AQI="},"meta":{"createdAt":"2026-12-01T00:00:00.000Z"}}"#,
                 ),
                 1_764_510_048_882,
             ),
             e("evnt_1", EventType::StepStarted, None, 1_764_510_048_887),
             e(
                 "evnt_2",
-                EventType::StepCompleted,
-                Some(r#"{"result":{"__type":"Uint8Array","data":"AR=="}}"#),
+                EventType::StepRetrying,
+                Some(
+                    r#"{"error":{"__type":"Uint8Array","data":"AR=="},"retryAfter":"2026-12-01T00:00:00.000Z"}"#,
+                ),
                 1_764_510_048_899,
             ),
         ],
@@ -311,10 +316,10 @@ fn revive_places() -> Page<Event> {
         data: payloads
             .iter()
             .enumerate()
-            .map(|(i, data)| Event {
+            .map(|(i, (event_type, data))| Event {
                 run_id: "wrun_places".into(),
                 event_id: format!("evnt_{i}"),
-                event_type: EventType::StepCompleted,
+                event_type: *event_type,
                 correlation_id: Some(format!("step_{i}")),
                 event_data: Some(
                     RawJson::from_text(data).unwrap_or_else(|e| panic!("{data}: {e}")),

@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use super::{DATE_KEYS, FixKind, PLAIN_KEYS, object_span, push_uint};
+use super::{FixKind, object_span, push_uint};
 
 /// Deepest nesting taken here (serde_json's own limit is 128).
 const DEPTH_MAX: usize = 100;
@@ -106,10 +106,10 @@ enum Step {
     Index(u64),
 }
 
-/// Whether `name` is one of [`DATE_KEYS`] (looked at by length first: most keys are of no
-/// date key's length).
-fn is_date_key(name: &[u8]) -> bool {
-    matches!(name.len(), 8..=11 | 19) && DATE_KEYS.iter().any(|k| k.as_bytes() == name)
+/// Whether `name` is one of `dates` (the date fields of an event type's data: most types
+/// have none, the others one).
+fn is_date_key(dates: &[&str], name: &[u8]) -> bool {
+    dates.iter().any(|k| k.as_bytes() == name)
 }
 
 /// What [`scan`] made of a payload.
@@ -134,8 +134,8 @@ struct Seen {
 }
 
 /// Finds the places of `payload` into `places` (cleared first), as the generic walk would
-/// under the path `eventData`.
-pub(super) fn scan(payload: &str, places: &mut Places) -> Scanned {
+/// under the path `eventData`; `dates`: the date fields of the event type's data.
+pub(super) fn scan(payload: &str, dates: &'static [&'static str], places: &mut Places) -> Scanned {
     places.clear();
     places.here.clear();
     places.keys.clear();
@@ -145,6 +145,7 @@ pub(super) fn scan(payload: &str, places: &mut Places) -> Scanned {
         i: 0,
         places,
         depth: 0,
+        dates,
     };
     let done = s.ws().and_then(|()| s.value(false)).and_then(|_| s.ws());
     if done.is_err() || s.i != s.b.len() {
@@ -160,6 +161,8 @@ struct Scan<'a> {
     i: usize,
     places: &'a mut Places,
     depth: usize,
+    /// The date fields of the event type's data (places in the payload's own object only).
+    dates: &'static [&'static str],
 }
 
 impl Scan<'_> {
@@ -190,7 +193,7 @@ impl Scan<'_> {
         Ok(Seen::default())
     }
 
-    /// One value at the current path; `date_key`: its key is one of `DATE_KEYS`.
+    /// One value at the current path; `date_key`: it is at one of the date fields.
     fn value(&mut self, date_key: bool) -> Result<Seen, Other> {
         match self.peek()? {
             b'"' => {
@@ -333,18 +336,14 @@ impl Scan<'_> {
                 }
                 first_key.get_or_insert(key.start);
                 self.places.keys.push(key.clone());
-                let date_key = is_date_key(name);
-                let plain_value = PLAIN_KEYS.iter().any(|k| k.as_bytes() == name);
+                // The payload's own object is at depth 1.
+                let date_key = self.depth == 1 && is_date_key(self.dates, name);
                 let (is_type, is_data) = (name == b"__type", name == b"data");
                 self.ws()?;
                 self.eat(b':')?;
                 self.ws()?;
                 self.places.here.push(Step::Key(key));
-                let key_mark = self.places.list.len();
                 let seen = self.value(date_key)?;
-                if plain_value {
-                    self.places.list.truncate(key_mark);
-                }
                 self.places.here.pop();
                 match &seen.at {
                     Some(at) => last_value = Some(at.end),
@@ -391,8 +390,10 @@ impl Scan<'_> {
 mod tests {
     use proptest::prelude::*;
 
+    use runlog_world::EventType;
+
     use super::super::tests::revive_payloads;
-    use super::super::walk_places;
+    use super::super::{REVIVED_DATES, event_data_dates, walk_places};
     use super::*;
 
     /// The places of `payload` as `(kind, path, replace)`, by the scan (`None` when it
@@ -413,44 +414,70 @@ mod tests {
             .collect()
     }
 
-    fn both(payload: &str) -> (Option<Found>, Option<Found>) {
+    /// As the data of an event of type `ty`.
+    fn both_of(ty: EventType, payload: &str) -> (Option<Found>, Option<Found>) {
+        let dates = event_data_dates(ty);
         let mut places = Places::default();
-        let fast = (scan(payload, &mut places) == Scanned::Done).then(|| listed(&places));
-        let slow = walk_places(payload, &mut places)
+        let fast = (scan(payload, dates, &mut places) == Scanned::Done).then(|| listed(&places));
+        let slow = walk_places(payload, dates, &mut places)
             .ok()
             .map(|()| listed(&places));
         (fast, slow)
     }
 
+    fn both(payload: &str) -> (Option<Found>, Option<Found>) {
+        both_of(EventType::WaitCreated, payload)
+    }
+
     /// Where the scan takes a payload it finds what the walk finds.
-    fn agrees(payload: &str) -> bool {
-        match both(payload) {
+    fn agrees(ty: EventType, payload: &str) -> bool {
+        match both_of(ty, payload) {
             (Some(fast), slow) => Some(fast) == slow,
             (None, _) => true,
         }
     }
 
-    #[test]
-    fn date_keys_are_told_by_length_first_and_then_by_name() {
-        for key in DATE_KEYS {
-            assert!(is_date_key(key.as_bytes()), "{key}");
-        }
-        for key in [
-            "stepName",
-            "createdA",
-            "createdAtt",
-            "data",
-            "",
-            "xreatedAt",
-        ] {
-            assert!(!is_date_key(key.as_bytes()), "{key}");
+    /// Every date place the walk finds is one of the type's date fields, at the top level
+    /// of the data (`,"eventData","<field>"`), whatever the payload.
+    fn dates_only_at_the_types_fields(ty: EventType, payload: &str) -> bool {
+        let allowed: Vec<String> = event_data_dates(ty)
+            .iter()
+            .map(|k| format!(",\"eventData\",\"{k}\""))
+            .collect();
+        match both_of(ty, payload).1 {
+            Some(slow) => slow
+                .iter()
+                .filter(|(kind, ..)| *kind == FixKind::Date as u8)
+                .all(|(_, path, _)| allowed.contains(path)),
+            None => true,
         }
     }
 
     #[test]
+    fn date_fields_are_told_by_name_among_the_types_own() {
+        for (ty, keys) in REVIVED_DATES.event_data {
+            for key in keys {
+                assert!(is_date_key(event_data_dates(ty), key.as_bytes()), "{key}");
+            }
+            for key in ["stepName", "createdAt", "resumeA", "resumeAtt", "data", ""] {
+                assert!(!is_date_key(event_data_dates(ty), key.as_bytes()), "{key}");
+            }
+        }
+        assert!(!is_date_key(
+            event_data_dates(EventType::StepCreated),
+            b"resumeAt"
+        ));
+    }
+
+    #[test]
     fn the_scan_finds_the_places_the_generic_walk_finds_in_every_revive_payload() {
-        for payload in revive_payloads() {
-            assert!(agrees(&payload), "{payload}: {:?}", both(&payload));
+        for (ty, payload) in revive_payloads() {
+            assert!(
+                agrees(ty, &payload),
+                "{payload}: {:?}",
+                both_of(ty, &payload)
+            );
+            assert!(dates_only_at_the_types_fields(ty, &payload), "{payload}");
         }
     }
 
@@ -464,7 +491,7 @@ mod tests {
             "{ \"a\" : [ 0 , { } ] }",
         ] {
             assert!(matches!(both(taken), (Some(_), Some(_))), "{taken}");
-            assert!(agrees(taken), "{taken}");
+            assert!(agrees(EventType::WaitCreated, taken), "{taken}");
         }
         for left in [
             r#"{"a":"\u0041"}"#,
@@ -488,6 +515,8 @@ mod tests {
             "data",
             "createdAt",
             "resumeAt",
+            "retryAfter",
+            "tokenRetentionUntil",
             "attributes",
             "a",
             "b",
@@ -537,8 +566,18 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
         #[test]
-        fn the_scan_agrees_with_the_generic_walk_wherever_it_takes_a_payload(payload in text()) {
-            prop_assert!(agrees(&payload), "{}: {:?}", payload, both(&payload));
+        fn the_scan_agrees_with_the_generic_walk_wherever_it_takes_a_payload(
+            ty in prop::sample::select(vec![
+                EventType::StepCreated,
+                EventType::StepRetrying,
+                EventType::HookCreated,
+                EventType::WaitCreated,
+                EventType::WaitCompleted,
+            ]),
+            payload in text(),
+        ) {
+            prop_assert!(agrees(ty, &payload), "{:?} {}: {:?}", ty, payload, both_of(ty, &payload));
+            prop_assert!(dates_only_at_the_types_fields(ty, &payload), "{:?} {}", ty, payload);
         }
     }
 }
