@@ -30,15 +30,7 @@ fn batch_offsets(dir: &Path, n: u32) -> Vec<u64> {
 
 /// Flips one bit inside the batch at `at` of segment `n` (bit rot in committed bytes).
 fn damage(dir: &Path, n: u32, at: u64) {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(seg_path(dir, n))
-        .unwrap();
-    let mut byte = [0u8; 1];
-    f.read_exact_at(&mut byte, at + 30).unwrap();
-    f.write_all_at(&[byte[0] ^ 1], at + 30).unwrap();
+    common::flip(&seg_path(dir, n), at + 30, 1);
 }
 
 fn kinds(store: &Store) -> Result<Vec<(u64, String)>, Error> {

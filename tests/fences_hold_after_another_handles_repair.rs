@@ -56,15 +56,7 @@ fn batch_offsets(dir: &Path, n: u32) -> Vec<u64> {
 /// Flips one bit inside the batch at `at` of segment `n` (committed bytes: no writer cuts
 /// them; only a repair does).
 fn damage(dir: &Path, n: u32, at: u64) {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(seg_path(dir, n))
-        .unwrap();
-    let mut byte = [0u8; 1];
-    f.read_exact_at(&mut byte, at + 30).unwrap();
-    f.write_all_at(&[byte[0] ^ 1], at + 30).unwrap();
+    common::flip(&seg_path(dir, n), at + 30, 1);
 }
 
 /// Damages the `k`-th batch of the last segment.

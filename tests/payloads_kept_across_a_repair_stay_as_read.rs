@@ -12,21 +12,7 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
-use std::path::Path;
-
 use runlog::{Config, NewEvent, RunId, Store};
-
-fn flip(seg: &Path, at: u64) {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(seg)
-        .unwrap();
-    let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, at).unwrap();
-    f.write_all_at(&[b[0] ^ 0x20], at).unwrap();
-}
 
 /// A run of one small event and `big` events of `len` bytes (`i + 1` each), kept by a
 /// reader; then the second batch damaged and the run repaired by another `Store` (1 kept).
@@ -50,7 +36,7 @@ fn keep_then_repair(
     let kept = reader.read(&run, 0, 1000).unwrap().events;
     assert_eq!(kept.len(), usize::from(big) + 1);
     let seg = dir.path().join("runs/r/seg-00000001.log");
-    flip(&seg, common::batch_offsets(&seg)[1] + 40);
+    common::flip(&seg, common::batch_offsets(&seg)[1] + 40, 0x20);
     let repairer = Store::open(dir.path(), config.clone()).unwrap();
     let repair = repairer.repair_run(&run).unwrap().expect("damaged");
     assert_eq!(repair.last_seq, 1);

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
@@ -22,17 +21,6 @@ fn seg_path(dir: &Path, n: u32) -> std::path::PathBuf {
 
 fn last_segment(dir: &Path) -> u32 {
     (1..1000).take_while(|&n| seg_path(dir, n).exists()).count() as u32
-}
-
-fn flip(seg: &Path, at: u64) {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(seg)
-        .unwrap();
-    let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, at).unwrap();
-    f.write_all_at(&[b[0] ^ 1], at).unwrap();
 }
 
 fn seqs_and_tags(store: &Store) -> Vec<(u64, String)> {
@@ -84,7 +72,7 @@ fn scenario(config: Config, rounds: usize, grow: usize, payload: usize) -> usize
             continue;
         }
         let k = offs.len() * 3 / 4;
-        flip(&seg_path(d, last), offs[k] + 30);
+        common::flip(&seg_path(d, last), offs[k] + 30, 1);
         let r = Store::open(d, config.clone()).unwrap();
         let done = r.repair_run(&run()).unwrap().expect("damaged");
         drop(r);

@@ -158,3 +158,16 @@ pub fn batch_offsets_in(b: &[u8]) -> Vec<u64> {
     }
     out
 }
+
+/// Flips the bits of `mask` in the byte at `at` of the file at `path`, in place (bit rot).
+pub fn flip(path: &Path, at: u64, mask: u8) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ mask], at).unwrap();
+}
