@@ -26,6 +26,14 @@ fn keyed(i: u64) -> NewEvent {
     NewEvent::new(format!("kind_{i}"), format!("{{\"i\":{i}}}")).key(format!("key_{i}"))
 }
 
+/// Creates the run and appends 20 keyed facts (seqs 1..=20) through `w`.
+fn write_twenty(w: &Store) {
+    w.create_run(&run()).unwrap();
+    for i in 0..20 {
+        w.append_facts(&run(), vec![keyed(i)]).unwrap();
+    }
+}
+
 fn after_repair() -> NewEvent {
     NewEvent::new("after_repair", "{}")
 }
@@ -213,10 +221,7 @@ fn observe_then_repair(
     added: u64,
 ) -> (Store, u64) {
     let w = Store::open(dir, config.clone()).unwrap();
-    w.create_run(&run()).unwrap();
-    for i in 0..20 {
-        w.append_facts(&run(), vec![keyed(i)]).unwrap();
-    }
+    write_twenty(&w);
     drop(w);
     let observer = match read_only {
         true => Store::open_read_only(dir, config.clone()).unwrap(),
@@ -299,10 +304,7 @@ fn reader_opened_before_another_handles_repair_reads_a_repaired_run_that_outgrew
 fn warm_handle_repair_cuts_the_damage_its_verify_reports() {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(dir.path(), Config::default()).unwrap();
-    s.create_run(&run()).unwrap();
-    for i in 0..20 {
-        s.append_facts(&run(), vec![keyed(i)]).unwrap();
-    }
+    write_twenty(&s);
     let damaged_at = batch_offsets(dir.path(), 1)[5];
     damage(dir.path(), 1, damaged_at);
     let report = s.verify_run(&run()).unwrap();
@@ -344,10 +346,7 @@ fn fenced_after_a_repair_that_failed_at_any_op_and_was_finished() {
     loop {
         let fs = SimFs::new(7);
         let w = open(&fs).unwrap();
-        w.create_run(&run()).unwrap();
-        for i in 0..20 {
-            w.append_facts(&run(), vec![keyed(i)]).unwrap();
-        }
+        write_twenty(&w);
         let seg = fs
             .open(&root.join("runs/cut/seg-00000001.log"), OpenMode::ReadWrite)
             .unwrap();
@@ -457,10 +456,7 @@ fn stale_writer_process_is_fenced_after_a_repair_by_this_process() {
 fn repair_by_another_process_fences_this_processs_stale_handle() {
     let dir = tempfile::tempdir().unwrap();
     let w = Store::open(dir.path(), Config::default()).unwrap();
-    w.create_run(&run()).unwrap();
-    for i in 0..20 {
-        w.append_facts(&run(), vec![keyed(i)]).unwrap();
-    }
+    write_twenty(&w);
     damage(dir.path(), 1, batch_offsets(dir.path(), 1)[5]);
     let mut child = spawn_child("repairer", dir.path());
     assert_eq!(
@@ -484,10 +480,7 @@ fn repair_by_another_process_fences_this_processs_stale_handle() {
 fn child_stale_writer(dir: &Path) {
     use std::io::BufRead;
     let w = Store::open(dir, Config::default()).unwrap();
-    w.create_run(&run()).unwrap();
-    for i in 0..20 {
-        w.append_facts(&run(), vec![keyed(i)]).unwrap();
-    }
+    write_twenty(&w);
     println!("ready");
     let fenced = |r: Result<(), Error>| match r {
         Err(Error::Fenced {
