@@ -49,10 +49,15 @@ fn segments(dir: &Path) -> u32 {
 
 /// Asserts that `got` is `Fenced` at `expected` with the run at `actual`.
 #[track_caller]
-fn assert_fenced<T: std::fmt::Debug>(got: &Result<T, Error>, expected: u64, actual: u64) {
+fn assert_fenced<T: std::fmt::Debug>(
+    got: &Result<T, Error>,
+    expected: u64,
+    actual: u64,
+    why: &str,
+) {
     assert!(
         matches!(got, Err(Error::Fenced { expected: e, actual: a, .. }) if *e == expected && *a == actual),
-        "want Fenced {{ expected: {expected}, actual: {actual} }}: {got:?}"
+        "{why}: want Fenced {{ expected: {expected}, actual: {actual} }}: {got:?}"
     );
 }
 
@@ -130,17 +135,7 @@ fn decision_fenced_at_the_old_tail_is_rejected_with_the_repaired_tail() {
     let w = Store::open(dir.path(), Config::default()).unwrap();
     repair_under(&w, dir.path());
     let got = w.append_decisions(&run(), 20, vec![NewEvent::new("decision", "{}")]);
-    assert!(
-        matches!(
-            got,
-            Err(Error::Fenced {
-                expected: 20,
-                actual: 8,
-                ..
-            })
-        ),
-        "decision fenced at 20 on a run at 8: {got:?}"
-    );
+    assert_fenced(&got, 20, 8, "decision fenced at 20 on a run at 8");
     assert_eq!(
         fresh_listing(dir.path(), &Config::default()),
         repaired(5, 3)
@@ -160,17 +155,7 @@ fn delete_fenced_at_the_old_tail_is_rejected_with_the_repaired_tail() {
     let w = Store::open(dir.path(), Config::default()).unwrap();
     repair_under(&w, dir.path());
     let got = w.delete_run_at(&run(), 20);
-    assert!(
-        matches!(
-            got,
-            Err(Error::Fenced {
-                expected: 20,
-                actual: 8,
-                ..
-            })
-        ),
-        "delete fenced at 20 on a run at 8: {got:?}"
-    );
+    assert_fenced(&got, 20, 8, "delete fenced at 20 on a run at 8");
     assert_eq!(
         fresh_listing(dir.path(), &Config::default()),
         repaired(5, 3)
@@ -371,17 +356,7 @@ fn fenced_after_a_repair_that_failed_at_any_op_and_was_finished() {
         let second = open(&fs).unwrap().repair_run(&run()).unwrap();
         let case = format!("EIO at op {op} of {ops}: {first:?}, then {second:?}");
         let got = w.append_decisions(&run(), 20, vec![NewEvent::new("decision", "{}")]);
-        assert!(
-            matches!(
-                got,
-                Err(Error::Fenced {
-                    expected: 20,
-                    actual: 5,
-                    ..
-                })
-            ),
-            "{case}: {got:?}"
-        );
+        assert_fenced(&got, 20, 5, &case);
         let a = w.append_facts(&run(), vec![after_repair()]).unwrap();
         assert_eq!(a[0].seq, 6, "{case}");
         assert_eq!(
@@ -465,9 +440,9 @@ fn repair_by_another_process_fences_this_processs_stale_handle() {
     );
     let _ = child.child.wait();
     let got = w.append_decisions(&run(), 20, vec![NewEvent::new("decision", "{}")]);
-    assert_fenced(&got, 20, 8);
+    assert_fenced(&got, 20, 8, "");
     let got = w.delete_run_at(&run(), 20);
-    assert_fenced(&got, 20, 8);
+    assert_fenced(&got, 20, 8, "");
     assert_eq!(listing(&w).unwrap(), repaired(5, 3));
     assert_eq!(
         fresh_listing(dir.path(), &Config::default()),
