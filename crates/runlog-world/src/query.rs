@@ -104,10 +104,10 @@ impl PageText for Hit {
     }
 }
 
-/// Whether a page holding `bytes` of JSON in `items` items is full by `budget`: never before
+/// Whether a page holding `bytes` of JSON (`has_items`: in one item or more) is full by `budget`: never before
 /// its first item.
-fn over_budget(items: usize, bytes: usize, budget: usize) -> bool {
-    items > 0 && bytes >= budget
+fn over_budget(has_items: bool, bytes: usize, budget: usize) -> bool {
+    has_items && bytes >= budget
 }
 
 /// Pages `items` (already in the list's order: ascending by key, or descending when
@@ -131,7 +131,7 @@ fn page_of<T: PageText, K: Ord>(
     let mut data = Vec::new();
     let mut last = None;
     let mut bytes = 0;
-    while data.len() < limit && !over_budget(data.len(), bytes, budget) {
+    while data.len() < limit && !over_budget(!data.is_empty(), bytes, budget) {
         let Some((k, item)) = items.next() else {
             break;
         };
@@ -659,8 +659,8 @@ impl<B: RunLog> World<B> {
                 .read(&run, low - 1, count)
                 .map_err(WorldError::from)?;
             let (mut lowest, mut bytes) = (None, 0);
-            for (i, e) in page.events.iter().rev().enumerate() {
-                if over_budget(i, bytes, budget) {
+            for e in page.events.iter().rev() {
+                if over_budget(lowest.is_some(), bytes, budget) {
                     break;
                 }
                 bytes += e.payload.len();
@@ -673,20 +673,19 @@ impl<B: RunLog> World<B> {
         }
         let mut failed = None;
         let mut highest = None;
-        let (mut visited, mut bytes, mut cut) = (0, 0, false);
+        let (mut bytes, mut cut) = (0, false);
         let (_, has_more) = self
             .backend
             .read_each(&run, cursor.unwrap_or(0), limit, &mut |e| {
                 if failed.is_some() || cut {
                     return;
                 }
-                if over_budget(visited, bytes, budget) {
+                if over_budget(highest.is_some(), bytes, budget) {
                     // The page ends here: what follows is the next page's.
                     cut = true;
                     return;
                 }
                 bytes += e.payload.len();
-                visited += 1;
                 match visit(e) {
                     Ok(seq) => highest = Some(seq),
                     Err(err) => failed = Some(err),
@@ -759,7 +758,7 @@ impl<B: RunLog> World<B> {
         let (mut data, mut bytes) = (Vec::with_capacity(page.data.len()), 0);
         let (mut included, mut cut) = (None, false);
         for (i, Hit(r, seq, spec)) in page.data.into_iter().enumerate() {
-            if over_budget(i, bytes, self.config.page_text_budget_bytes) {
+            if over_budget(i > 0, bytes, self.config.page_text_budget_bytes) {
                 cut = true;
                 break;
             }
