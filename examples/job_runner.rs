@@ -176,7 +176,7 @@ impl JobState {
         let mut s = JobState::default();
         for ev in events {
             let step = field(&ev.payload, "step").map(|n| n as usize);
-            match ev.kind.as_str() {
+            match &*ev.kind {
                 "job_created" => s.steps = field(&ev.payload, "steps").unwrap_or(0) as usize,
                 "step_started" if step == Some(s.done.len()) => {
                     s.open_attempt = Some(ev.seq);
@@ -485,7 +485,7 @@ fn check_job(job: usize, events: &[Event], journal: &Journal) -> JobCheck {
         if completed > 0 {
             problem(&mut c, ev.seq, format!("{} after job_completed", ev.kind));
         }
-        match (ev.kind.as_str(), step) {
+        match (&*ev.kind, step) {
             ("job_created", _) if ev.seq == 1 => {
                 c.steps = field(&ev.payload, "steps").unwrap_or(0) as usize;
                 starts.resize(c.steps, Vec::new());

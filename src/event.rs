@@ -4,6 +4,7 @@
 use std::fmt;
 
 use bytes::Bytes;
+use bytestring::ByteString;
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
@@ -186,12 +187,14 @@ pub struct Event {
     pub event_id: Ulid,
     /// Creation time, ms since the Unix epoch.
     pub created_at_ms: u64,
-    /// Event type.
-    pub kind: String,
+    /// Event type: like the correlation id and the key, text in one buffer its page of
+    /// [`crate::Store::read`] owns, not an allocation of its own
+    /// ([`ByteString`] dereferences to `str`).
+    pub kind: ByteString,
     /// Correlation id, if any.
-    pub correlation_id: Option<String>,
+    pub correlation_id: Option<ByteString>,
     /// Idempotency key, if any.
-    pub key: Option<String>,
+    pub key: Option<ByteString>,
     /// Payload bytes: a slice of one buffer its page of [`crate::Store::read`] owns (copied out
     /// of the mapped segment once per page), so it stays as read whatever the segment later
     /// goes through (a repair, a seal). [`crate::Store::read_each`] lends views of the map.
@@ -217,10 +220,10 @@ impl Event {
     /// store assigns only the seq.
     pub fn to_new_event(&self) -> NewEvent {
         NewEvent {
-            kind: self.kind.clone(),
-            correlation_id: self.correlation_id.clone(),
+            kind: self.kind.to_string(),
+            correlation_id: self.correlation_id.as_deref().map(str::to_owned),
             payload: self.payload.clone(),
-            key: self.key.clone(),
+            key: self.key.as_deref().map(str::to_owned),
             event_id: Some(self.event_id),
             created_at_ms: Some(self.created_at_ms),
         }
@@ -255,9 +258,9 @@ impl EventRef<'_> {
             seq: self.seq,
             event_id: self.event_id,
             created_at_ms: self.created_at_ms,
-            kind: self.kind.to_owned(),
-            correlation_id: self.correlation_id.map(str::to_owned),
-            key: self.key.map(str::to_owned),
+            kind: ByteString::from(self.kind),
+            correlation_id: self.correlation_id.map(ByteString::from),
+            key: self.key.map(ByteString::from),
             payload: Bytes::copy_from_slice(self.payload),
         }
     }

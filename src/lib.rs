@@ -87,6 +87,7 @@ pub mod replay;
 
 pub use backend::{CollectorLock, RunLog};
 pub use backup::{BackupReport, RunBackup, RunBackupResult};
+pub use bytestring::ByteString;
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use run::Repair;

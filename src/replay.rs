@@ -379,7 +379,10 @@ mod tests {
 
     fn kinds(store: &Store, run: &RunId) -> Vec<String> {
         let page = store.read(run, 0, 100).unwrap();
-        page.events.into_iter().map(|e| e.kind).collect()
+        page.events
+            .into_iter()
+            .map(|e| e.kind.to_string())
+            .collect()
     }
 
     fn ev(kind: &str) -> NewEvent {

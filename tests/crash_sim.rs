@@ -431,10 +431,7 @@ fn ack_after_failed_roll_survives_power_loss(seed: u64, sync_offset: u64, what: 
     let store = store_at(&fs, harness::ROOT);
     let events = store.read(&run, last, 10).unwrap().events;
     assert_eq!(
-        events
-            .iter()
-            .map(|e| (e.seq, e.kind.as_str()))
-            .collect::<Vec<_>>(),
+        events.iter().map(|e| (e.seq, &*e.kind)).collect::<Vec<_>>(),
         [(acked[0].seq, "acked")],
         "acknowledged append {what}"
     );

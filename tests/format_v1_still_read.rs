@@ -127,8 +127,11 @@ fn assert_run_is(store: &Store, events: u64) {
         );
         assert_eq!(Some(got.created_at_ms), want.created_at_ms);
         assert_eq!(got.kind, want.kind);
-        assert_eq!(got.correlation_id, want.correlation_id);
-        assert_eq!(got.key, want.key);
+        assert_eq!(
+            got.correlation_id.as_deref(),
+            want.correlation_id.as_deref()
+        );
+        assert_eq!(got.key.as_deref(), want.key.as_deref());
         assert_eq!(got.payload, want.payload);
     }
     let report = store.verify_run(&run).unwrap();

@@ -186,7 +186,7 @@ fn decision_batch_is_all_or_nothing() {
         .unwrap()
         .events
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind.to_string())
         .collect();
     assert_eq!(kinds, ["hook_created", "step_created", "wait_created"]);
 }

@@ -158,10 +158,7 @@ fn assert_each_job_completed_once(store: &Path) {
         assert_eq!(count("job_completed"), 1, "{run}");
         assert_eq!(count("step_completed"), STEPS, "{run}");
         assert!(count("step_started") >= STEPS, "{run}");
-        assert_eq!(
-            events.last().map(|e| e.kind.as_str()),
-            Some("job_completed")
-        );
+        assert_eq!(events.last().map(|e| &*e.kind), Some("job_completed"));
         let done: Vec<Option<&str>> = events
             .iter()
             .filter(|e| e.kind == "step_completed")

@@ -186,7 +186,7 @@ impl World {
         for e in &page.events {
             let (kind, key, payload) = &m.events[(e.seq - 1) as usize];
             prop_assert_eq!(&e.kind, kind);
-            prop_assert_eq!(&e.key, key);
+            prop_assert_eq!(e.key.as_deref(), key.as_deref());
             prop_assert_eq!(&e.payload[..], &payload[..]);
         }
         prop_assert_eq!(page.next, want.last().copied().unwrap_or(after));

@@ -360,7 +360,7 @@ fn an_index_of_bytes_written_again_with_the_same_ids_and_length_is_not_adopted()
         .unwrap()
         .events
         .into_iter()
-        .map(|e| e.key)
+        .map(|e| e.key.map(String::from))
         .collect();
     assert_eq!(
         keys.iter().filter(|k| k.as_deref() == Some("x12")).count(),

@@ -23,8 +23,8 @@ fn scanned(store: &Store, run: &RunId) -> RunSummary {
     assert_eq!(events.len() as u64, last);
     let mut kinds: Vec<(String, u64)> = Vec::new();
     for e in &events {
-        if !kinds.iter().any(|(k, _)| *k == e.kind) {
-            kinds.push((e.kind.clone(), e.seq));
+        if !kinds.iter().any(|(k, _)| **k == *e.kind) {
+            kinds.push((e.kind.to_string(), e.seq));
         }
     }
     RunSummary {

@@ -43,8 +43,8 @@ fn scanned(store: &Store, run: &RunId, upto: u64) -> RunSummary {
     );
     let mut kinds: Vec<(String, u64)> = Vec::new();
     for e in &events {
-        if !kinds.iter().any(|(k, _)| *k == e.kind) {
-            kinds.push((e.kind.clone(), e.seq));
+        if !kinds.iter().any(|(k, _)| **k == *e.kind) {
+            kinds.push((e.kind.to_string(), e.seq));
         }
     }
     RunSummary {

@@ -374,9 +374,9 @@ fn decode_event(body: &[u8], at: usize, ctx: &Ctx<'_>) -> Result<Event> {
             seq,
             event_id: Ulid::from_bytes(id),
             created_at_ms,
-            kind,
-            correlation_id,
-            key,
+            kind: kind.into(),
+            correlation_id: correlation_id.map(Into::into),
+            key: key.map(Into::into),
             payload,
         })
     })();

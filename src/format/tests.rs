@@ -161,7 +161,7 @@ fn batch_matches_golden_bytes_and_decodes() {
     assert_eq!(b.header.len, 103);
     assert_eq!(b.header.count, 1);
     let e = &b.events[0];
-    assert_eq!((e.seq, e.kind.as_str()), (1, "step_completed"));
+    assert_eq!((e.seq, &*e.kind), (1, "step_completed"));
     assert_eq!(e.correlation_id.as_deref(), Some("step_1"));
     assert_eq!(e.key.as_deref(), Some("k"));
     assert_eq!(&e.payload[..], b"{}");
@@ -361,14 +361,7 @@ fn decode_into_keeps_only_the_wanted_seqs_of_a_multi_event_batch() {
     assert_eq!((h.first_seq, h.count, h.len as usize), (10, 5, bytes.len()));
     let got: Vec<_> = out
         .iter()
-        .map(|e| {
-            (
-                e.seq,
-                e.kind.as_str(),
-                e.correlation_id.as_deref(),
-                &e.payload[..],
-            )
-        })
+        .map(|e| (e.seq, &*e.kind, e.correlation_id.as_deref(), &e.payload[..]))
         .collect();
     assert_eq!(
         got,
@@ -840,15 +833,7 @@ fn v2_batch_of_three_matches_golden_bytes_and_decodes() {
     let got: Vec<_> = b
         .events
         .iter()
-        .map(|e| {
-            (
-                e.seq,
-                e.event_id,
-                e.created_at_ms,
-                e.kind.as_str(),
-                &e.payload[..],
-            )
-        })
+        .map(|e| (e.seq, e.event_id, e.created_at_ms, &*e.kind, &e.payload[..]))
         .collect();
     assert_eq!(
         got,
@@ -1013,3 +998,45 @@ fn hex(b: &[u8]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Event ids at the edges of the version-2 record's two id forms: an id whose time is the
+/// event's own (10 bytes stored, the time rebuilt from the event's) and a caller's id (16
+/// bytes), with times from 0 to the largest a ULID holds and random parts from 0 to all ones.
+/// Each reads back whole, in the owned and the borrowed decoders.
+#[test]
+fn v2_event_ids_read_back_whole_at_the_edges_of_time_and_randomness() {
+    let times = [0, 1, 0xff, T, (1 << 40) + 7, ID_TIME_MAX_FOR_TESTS];
+    let randoms: [u128; 5] = [0, 1, 0xffff, 0x1234_5678_9abc_def0_1234, (1 << 80) - 1];
+    for &created_at_ms in &times {
+        for &random in &randoms {
+            for caller_id in [false, true] {
+                let at_time = Ulid::from_parts(created_at_ms, random);
+                // A caller's id of another time and the same random part, and of this time.
+                let ids = [at_time, Ulid::from_parts(created_at_ms ^ 1, random)];
+                for event_id in ids {
+                    let e = EncodedEvent {
+                        created_at_ms,
+                        event_id,
+                        caller_id,
+                        kind: "k",
+                        correlation_id: None,
+                        key: None,
+                        payload: b"p",
+                    };
+                    let mut out = Vec::new();
+                    encode_batch(&mut out, V2, 1, false, created_at_ms, &[e]);
+                    let bytes = Bytes::from(out);
+                    let owned = decode_batch(&bytes, 0, V2, 1, 1 << 20).unwrap();
+                    assert_eq!(owned.events[0].event_id, event_id, "owned, {e:?}");
+                    let mut lent = Vec::new();
+                    decode_batch_into(&bytes, 0, V2, 1, 1 << 20, 1..=1, &mut lent).unwrap();
+                    assert_eq!(lent[0].event_id, event_id, "borrowed, {e:?}");
+                    assert_eq!(lent[0].created_at_ms, created_at_ms);
+                }
+            }
+        }
+    }
+}
+
+/// The largest time a ULID holds (48 bits), as the codec bounds it.
+const ID_TIME_MAX_FOR_TESTS: u64 = (1 << 48) - 1;

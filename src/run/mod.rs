@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use bytestring::ByteString;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
@@ -278,7 +279,7 @@ impl Run {
             }
             self.settle()?;
         };
-        sink.reserve(plan.events.min(limit));
+        sink.reserve(plan.events.min(limit), plan.bytes_hint());
         let mut next = Seqs {
             after,
             expect: after + 1,
@@ -497,6 +498,26 @@ struct ReadPlan {
 }
 
 /// One segment's share of a read: one `Arc` clone and one view per segment, not per batch.
+impl ReadPlan {
+    /// About the bytes of the planned batches: each segment's span from its first batch to
+    /// its last, and the last batch as long as the average of the others.
+    fn bytes_hint(&self) -> usize {
+        let spans = self.segments.iter().map(|part| {
+            let locs = self.batches.get(part.batches.clone()).unwrap_or_default();
+            let (Some(first), Some(last)) = (locs.first(), locs.last()) else {
+                return 0;
+            };
+            let span = last.offset - first.offset;
+            span + span / (locs.len() as u64 - 1).max(1)
+        });
+        usize::try_from(spans.sum::<u64>()).unwrap_or(usize::MAX)
+    }
+}
+
+/// Text bytes (kind, correlation id, key) an event is planned to hold when a page reserves
+/// its text buffer: the SDK's events hold ~45 (a kind of 11–14 bytes, a correlation id of 31).
+const TEXT_BYTES_HINT: usize = 48;
+
 struct SegmentPart {
     /// Position in `RunState::segments`.
     index: usize,
@@ -519,8 +540,8 @@ struct BatchAt<'a> {
 
 /// Where a read puts the events it keeps: owned [`Event`]s, or a caller's callback.
 trait ReadSink {
-    /// Room for `n` more events.
-    fn reserve(&mut self, n: usize);
+    /// Room for `n` more events in about `bytes` of frames.
+    fn reserve(&mut self, n: usize, bytes: usize);
     /// Decodes `b`, keeps the events in `seqs`; returns the header and the last seq kept.
     fn batch(
         &mut self,
@@ -529,38 +550,60 @@ trait ReadSink {
     ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError>;
 }
 
-/// The owned events of a page, their payloads copied out of the mapped segment into one
-/// buffer of the page's own (one allocation per page). An owned [`Event`] must stay what it
-/// was read as, and touching it must never fault, whatever happens to the segment later: a
-/// repair (of any process) writes zeros over the bytes it cuts and the run then grows over
-/// them, and the segment's seal truncates it; a view of the map would then change under the
-/// caller, or kill the process with SIGBUS.
+/// The owned events of a page, their texts and payloads copied out of the mapped segment
+/// into two buffers of the page's own (two allocations per page, none per event). An owned
+/// [`Event`] must stay what it was read as, and touching it must never fault, whatever
+/// happens to the segment later: a repair (of any process) writes zeros over the bytes it
+/// cuts and the run then grows over them, and the segment's seal truncates it; a view of the
+/// map would then change under the caller, or kill the process with SIGBUS.
 #[derive(Default)]
 struct OwnedSink {
+    /// The events, their texts and payloads empty until [`Self::finish`].
     events: Vec<Event>,
+    /// The kinds, correlation ids and keys, in event order.
+    texts: String,
     /// The payloads, in event order.
     payloads: Vec<u8>,
-    /// Each event's payload length.
-    lens: Vec<usize>,
+    /// Each event's lengths: kind, correlation id, key, payload.
+    lens: Vec<[usize; 4]>,
 }
 
 impl OwnedSink {
-    /// The events, each payload a slice of the page's buffer.
+    /// The events, each text a slice of the page's text buffer and each payload one of its
+    /// payload buffer.
     fn finish(mut self) -> Vec<Event> {
-        let buf = bytes::Bytes::from(self.payloads);
-        let mut at = 0;
-        for (e, len) in self.events.iter_mut().zip(self.lens) {
-            e.payload = buf.slice(at..at + len);
-            at += len;
+        let texts = ByteString::from(self.texts);
+        let payloads = bytes::Bytes::from(self.payloads);
+        let (mut t, mut p) = (0, 0);
+        let mut text = |len: usize| {
+            let s = texts.slice_ref(&texts[t..t + len]);
+            t += len;
+            s
+        };
+        for (e, [kind, corr, key, payload]) in self.events.iter_mut().zip(self.lens) {
+            e.kind = text(kind);
+            if let Some(c) = &mut e.correlation_id {
+                *c = text(corr);
+            }
+            if let Some(k) = &mut e.key {
+                *k = text(key);
+            }
+            e.payload = payloads.slice(p..p + payload);
+            p += payload;
         }
         self.events
     }
 }
 
 impl ReadSink for OwnedSink {
-    fn reserve(&mut self, n: usize) {
+    fn reserve(&mut self, n: usize, bytes: usize) {
         self.events.reserve(n);
         self.lens.reserve(n);
+        // Frames hold the payloads and texts and more: no buffer grows (copying itself) or
+        // outgrows what the page reads.
+        self.payloads.reserve(bytes);
+        self.texts
+            .reserve(n.saturating_mul(TEXT_BYTES_HINT).min(bytes));
     }
 
     fn batch(
@@ -568,18 +611,27 @@ impl ReadSink for OwnedSink {
         b: &BatchAt<'_>,
         seqs: RangeInclusive<Seq>,
     ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError> {
-        let (events, payloads, lens) = (&mut self.events, &mut self.payloads, &mut self.lens);
+        let Self {
+            events,
+            texts,
+            payloads,
+            lens,
+        } = self;
         decode_batch_each(b.file, b.offset, b.key, b.first_seq, b.len_max, seqs, |e| {
+            let (corr, key) = (e.correlation_id.unwrap_or(""), e.key.unwrap_or(""));
+            texts.push_str(e.kind);
+            texts.push_str(corr);
+            texts.push_str(key);
             payloads.extend_from_slice(e.payload);
-            lens.push(e.payload.len());
+            lens.push([e.kind.len(), corr.len(), key.len(), e.payload.len()]);
+            // `finish` puts in the texts and the payload; `ByteString::new` allocates nothing.
             events.push(Event {
                 seq: e.seq,
                 event_id: e.event_id,
                 created_at_ms: e.created_at_ms,
-                kind: e.kind.to_owned(),
-                correlation_id: e.correlation_id.map(str::to_owned),
-                key: e.key.map(str::to_owned),
-                // `finish` puts in the copy.
+                kind: ByteString::new(),
+                correlation_id: e.correlation_id.map(|_| ByteString::new()),
+                key: e.key.map(|_| ByteString::new()),
                 payload: bytes::Bytes::new(),
             });
         })
@@ -590,7 +642,7 @@ impl ReadSink for OwnedSink {
 struct EachSink<'f, 'g>(&'f mut (dyn FnMut(EventRef<'_>) + 'g));
 
 impl ReadSink for EachSink<'_, '_> {
-    fn reserve(&mut self, _n: usize) {}
+    fn reserve(&mut self, _n: usize, _bytes: usize) {}
 
     fn batch(
         &mut self,

@@ -103,8 +103,8 @@ impl Expected {
     fn matches(&self, e: &Event) -> bool {
         e.kind == self.kind
             && e.payload.as_ref() == self.payload.as_slice()
-            && e.key == self.key
-            && e.correlation_id == self.corr
+            && e.key.as_deref() == self.key.as_deref()
+            && e.correlation_id.as_deref() == self.corr.as_deref()
             && self.id.is_none_or(|id| id == e.event_id)
     }
 
@@ -656,9 +656,9 @@ struct Index {
 }
 
 impl Index {
-    fn add(&mut self, key: Option<&String>, id: Option<Ulid>, seq: Seq) {
+    fn add(&mut self, key: Option<&str>, id: Option<Ulid>, seq: Seq) {
         if let Some(k) = key {
-            self.keys.entry(k.clone()).or_insert(seq);
+            self.keys.entry(k.to_string()).or_insert(seq);
         }
         if let Some(id) = id {
             self.ids.entry(id).or_insert(seq);
@@ -697,7 +697,7 @@ fn plan<'a>(batch: &'a Issued, index: &Index, cursor: Seq) -> Option<Plan<'a>> {
             continue;
         }
         let seq = cursor + 1 + written.len() as Seq;
-        local.add(e.key.as_ref(), e.id, seq);
+        local.add(e.key.as_deref(), e.id, seq);
         written.push(e);
         answers.push((seq, false));
     }
@@ -715,7 +715,7 @@ fn check_log(run: &RunId, model: &RunModel, log: &[Event]) {
     );
     let mut index = Index::default();
     for e in &model.base {
-        index.add(e.key.as_ref(), Some(e.event_id), e.seq);
+        index.add(e.key.as_deref(), Some(e.event_id), e.seq);
     }
     let mut cursor = model.base.len();
     for (b, batch) in model.issued.iter().enumerate() {
@@ -789,7 +789,7 @@ fn check_batch(
             at + 1,
             got.map(|l| String::from_utf8_lossy(&l.payload).into_owned())
         );
-        index.add(e.key.as_ref(), got.map(|l| l.event_id), at as Seq + 1);
+        index.add(e.key.as_deref(), got.map(|l| l.event_id), at as Seq + 1);
     }
     cursor + written.len()
 }

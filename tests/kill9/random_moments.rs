@@ -398,11 +398,16 @@ fn issued_id(e: &Event) -> Id {
     let id = parse_id(&e.payload).unwrap_or_else(|| panic!("foreign event {e:?}"));
     let issued = &batch(id.iter, id.thread, id.op)[id.j];
     assert_eq!(
-        (&e.kind, &e.key, &e.correlation_id, &e.payload),
         (
-            &issued.kind,
-            &issued.key,
-            &issued.correlation_id,
+            &*e.kind,
+            e.key.as_deref(),
+            e.correlation_id.as_deref(),
+            &e.payload
+        ),
+        (
+            issued.kind.as_str(),
+            issued.key.as_deref(),
+            issued.correlation_id.as_deref(),
             &issued.payload
         ),
         "event {} equals what was issued",
@@ -437,7 +442,7 @@ fn check_added_shape(added: &[Event], keys: &mut HashSet<String>) {
     }
     for e in added {
         if let Some(k) = &e.key {
-            assert!(keys.insert(k.clone()), "key {k} stored twice");
+            assert!(keys.insert(k.to_string()), "key {k} stored twice");
         }
     }
     for (thread, list) in &ops {

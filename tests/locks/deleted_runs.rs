@@ -31,7 +31,10 @@ fn two_handles() -> (tempfile::TempDir, Store, Store, RunId) {
 
 fn kinds(store: &Store, run: &RunId) -> Vec<String> {
     let page = store.read(run, 0, 100).unwrap();
-    page.events.into_iter().map(|e| e.kind).collect()
+    page.events
+        .into_iter()
+        .map(|e| e.kind.to_string())
+        .collect()
 }
 
 /// Reads and `last_seq` through a handle that had the run cached, after another handle deleted

@@ -270,7 +270,7 @@ fn check_entities(events: &[Event], found: &mut Found) {
         }
     }
     for e in events {
-        let Some(creation) = creation_kind_of(&e.kind).filter(|c| *c != e.kind) else {
+        let Some(creation) = creation_kind_of(&e.kind).filter(|c| **c != *e.kind) else {
             continue;
         };
         let corr = e.correlation_id.as_deref();
@@ -310,8 +310,8 @@ mod tests {
                 seq,
                 event_id: Ulid(u128::from(seq)),
                 created_at_ms: seq,
-                kind: kind.to_string(),
-                correlation_id: corr.map(str::to_string),
+                kind: kind.into(),
+                correlation_id: corr.map(Into::into),
                 key: None,
                 payload: Bytes::new(),
             })

@@ -205,9 +205,9 @@ pub fn event_json(run: &RunId, order: Option<OrderScheme>, e: &Event) -> Value {
         "seq": e.seq,
         "event_id": event_id_text(order, e.event_id),
         "created_at": format_created_at(e.created_at_ms),
-        "kind": e.kind,
-        "correlation_id": e.correlation_id,
-        "key": e.key,
+        "kind": &*e.kind,
+        "correlation_id": e.correlation_id.as_deref(),
+        "key": e.key.as_deref(),
     });
     let (field, value) = match Payload::of(&e.payload) {
         Payload::Empty => ("payload", Value::Null),
@@ -246,8 +246,8 @@ pub fn event_cells(order: Option<OrderScheme>, e: &Event) -> Vec<String> {
     vec![
         e.seq.to_string(),
         format_created_at(e.created_at_ms),
-        e.kind.clone(),
-        e.correlation_id.clone().unwrap_or_default(),
+        e.kind.to_string(),
+        e.correlation_id.as_deref().unwrap_or_default().to_string(),
         event_id_text(order, e.event_id),
         payload_preview(&e.payload),
     ]

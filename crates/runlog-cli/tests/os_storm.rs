@@ -298,8 +298,8 @@ fn check_run(store: &Store, r: usize) -> Vec<Event> {
         (1..=events.len() as Seq).collect::<Vec<_>>(),
         "{run} dense"
     );
-    let keys: Vec<&String> = events.iter().filter_map(|e| e.key.as_ref()).collect();
-    let unique: HashSet<&&String> = keys.iter().collect();
+    let keys: Vec<&str> = events.iter().filter_map(|e| e.key.as_deref()).collect();
+    let unique: HashSet<&&str> = keys.iter().collect();
     assert_eq!(keys.len(), unique.len(), "{run}: no key stored twice");
     let report = store.verify_run(&run).unwrap();
     assert!(
@@ -325,7 +325,8 @@ fn check_acks(programs: &HashMap<(usize, usize), Vec<Op>>, answers: &Answers, lo
             if dup {
                 assert_eq!(op.kind, OpKind::KeyedFact);
                 assert_eq!(
-                    stored.key, e.key,
+                    stored.key.as_deref(),
+                    e.key.as_deref(),
                     "a duplicate answer names the event with its key"
                 );
                 assert_ne!(
@@ -355,13 +356,18 @@ fn check_acks(programs: &HashMap<(usize, usize), Vec<Op>>, answers: &Answers, lo
         );
         for (e, (seq, issued)) in log.iter().zip(&expected[r]) {
             assert_eq!(e.seq, *seq);
-            let got = (&e.kind, &e.key, &e.correlation_id, &e.payload);
+            let got = (
+                &*e.kind,
+                e.key.as_deref(),
+                e.correlation_id.as_deref(),
+                &e.payload,
+            );
             assert_eq!(
                 got,
                 (
-                    &issued.kind,
-                    &issued.key,
-                    &issued.correlation_id,
+                    issued.kind.as_str(),
+                    issued.key.as_deref(),
+                    issued.correlation_id.as_deref(),
                     &issued.payload
                 )
             );

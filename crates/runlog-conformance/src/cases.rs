@@ -41,7 +41,7 @@ fn seqs(events: &[runlog::Event]) -> Vec<Seq> {
 }
 
 fn kinds(events: &[runlog::Event]) -> Vec<&str> {
-    events.iter().map(|e| e.kind.as_str()).collect()
+    events.iter().map(|e| &*e.kind).collect()
 }
 
 /// Rule 6: the store assigns 1, 2, 3, … at commit, whatever the write class.

@@ -114,9 +114,9 @@ impl IntoJs for EventsPage {
             let obj = ObjOut::new(env)?
                 .set("seq", e.seq as f64)?
                 .set("eventId", e.event_id.to_string())?
-                .set("kind", e.kind)?
-                .set("correlationId", e.correlation_id)?
-                .set("key", e.key)?
+                .set("kind", &*e.kind)?
+                .set("correlationId", e.correlation_id.as_deref())?
+                .set("key", e.key.as_deref())?
                 .set("createdAt", e.created_at_ms as f64)?
                 .set("payload", buffer(env, &e.payload)?)?;
             events.push(obj.done());

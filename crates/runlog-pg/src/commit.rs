@@ -362,7 +362,7 @@ mod tests {
             .unwrap()
             .events
             .into_iter()
-            .map(|e| e.key)
+            .map(|e| e.key.map(String::from))
             .collect();
         assert_eq!(keys, [Some("a".to_string()), Some("b".to_string())]);
     }

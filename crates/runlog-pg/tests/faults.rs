@@ -94,7 +94,15 @@ fn stored(log: &PgLog, run: &RunId) -> HashMap<String, Seq> {
     assert!(!page.has_more);
     page.events
         .iter()
-        .map(|e| (e.key.clone().expect("every hammer event has a key"), e.seq))
+        .map(|e| {
+            (
+                e.key
+                    .as_deref()
+                    .expect("every hammer event has a key")
+                    .to_string(),
+                e.seq,
+            )
+        })
         .collect()
 }
 

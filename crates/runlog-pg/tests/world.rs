@@ -84,7 +84,10 @@ fn running_run<B: RunLog>(w: &World<B>) -> String {
 fn kinds(log: &dyn RunLog, run: &str) -> Vec<String> {
     let run = RunId::new(run).unwrap();
     let page = log.read(&run, 0, 10_000).unwrap();
-    page.events.into_iter().map(|e| e.kind).collect()
+    page.events
+        .into_iter()
+        .map(|e| e.kind.to_string())
+        .collect()
 }
 
 #[test]
@@ -146,7 +149,7 @@ fn token_outcomes(log: &dyn RunLog, runs: &[String], token: &str) -> (usize, usi
             if !String::from_utf8_lossy(&e.payload).contains(&needle) {
                 continue;
             }
-            match e.kind.as_str() {
+            match &*e.kind {
                 "hook_created" => created += 1,
                 "hook_conflict" => conflicts += 1,
                 _ => {}

@@ -105,7 +105,10 @@ fn hook_on<B: RunLog>(
 /// across `runs`.
 fn kinds_of(store: &Store, run: &str) -> Vec<String> {
     let page = store.read(&RunId::new(run).unwrap(), 0, 1000).unwrap();
-    page.events.into_iter().map(|e| e.kind).collect()
+    page.events
+        .into_iter()
+        .map(|e| e.kind.to_string())
+        .collect()
 }
 
 fn created_with(store: &Store, runs: &[&str], token: &str) -> usize {
@@ -187,7 +190,7 @@ fn a_hook_created_rejected_after_its_claim_never_blocks_another_run_and_a_lost_r
     let a_log = store.read(&RunId::new(&a).unwrap(), 0, 100).unwrap().events;
     let last = a_log.last().unwrap();
     assert_eq!(
-        (last.kind.as_str(), last.correlation_id.as_deref()),
+        (&*last.kind, last.correlation_id.as_deref()),
         ("hook_conflict", Some("hook_a"))
     );
     assert_eq!(

@@ -28,7 +28,7 @@ fn outcomes(w: &TestWorld, runs: &[String], token: &str) -> (usize, usize) {
             if !data.contains(&format!(r#""token":"{token}""#)) {
                 continue;
             }
-            match e.kind.as_str() {
+            match &*e.kind {
                 "hook_created" => created += 1,
                 "hook_conflict" => conflicts += 1,
                 _ => {}
@@ -164,7 +164,7 @@ fn claims_release_on_dispose_and_on_run_end_and_are_logged() {
         .unwrap()
         .events
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind.to_string())
         .collect();
     assert_eq!(claims, ["rebuilt", "claim", "claim", "release", "release"]);
     let b = running_run(&w);

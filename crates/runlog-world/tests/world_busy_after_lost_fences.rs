@@ -93,7 +93,10 @@ fn kinds(w: &World<Contested>, run: &str) -> Vec<String> {
     let id = RunId::new(run).expect("run id");
     let page = w.backend().inner.read(&id, 0, 1000).expect("read");
     assert!(!page.has_more);
-    page.events.into_iter().map(|e| e.kind).collect()
+    page.events
+        .into_iter()
+        .map(|e| e.kind.to_string())
+        .collect()
 }
 
 #[track_caller]

@@ -232,7 +232,7 @@ fn batch_that_loses_its_fence_leaves_nothing_and_is_decided_again_after_the_winn
         .unwrap()
         .events
         .into_iter()
-        .map(|e| (e.kind, e.correlation_id))
+        .map(|e| (e.kind.to_string(), e.correlation_id.map(String::from)))
         .collect();
     let expected = [
         ("run_created", None),

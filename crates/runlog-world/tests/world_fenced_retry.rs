@@ -105,7 +105,7 @@ fn stored(store: &Store, run: &str) -> Vec<(String, Option<String>)> {
     let page = store.read(&RunId::new(run).unwrap(), 0, 100).unwrap();
     page.events
         .into_iter()
-        .map(|e| (e.kind, e.correlation_id))
+        .map(|e| (e.kind.into(), e.correlation_id.map(String::from)))
         .collect()
 }
 

@@ -195,7 +195,7 @@ fn a_stream_log_of_a_collected_run_joins_its_archive_at_the_next_gc_and_one_of_n
     let late = a
         .log(late_log.as_str())
         .expect("the late stream joined the archive");
-    let kinds: Vec<&str> = late.events.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = late.events.iter().map(|e| &*e.kind).collect();
     assert_eq!(kinds.len(), 2, "the chunk and the close: {kinds:?}");
     assert_eq!(&late.events[0].payload[..], b"late-1");
     assert_eq!(chunks_in_archive(&archive, &run), [b"chunk-1".to_vec()]);

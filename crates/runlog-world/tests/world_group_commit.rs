@@ -60,7 +60,7 @@ fn concurrent_creates_on_one_run_share_fdatasyncs_and_each_commits_once() {
     let logged: HashMap<String, u64> = page
         .events
         .iter()
-        .map(|e| (e.correlation_id.clone().unwrap(), e.seq))
+        .map(|e| (e.correlation_id.as_deref().unwrap().to_string(), e.seq))
         .collect();
     assert_eq!(logged.len() as u64, n);
     for (id, seq, ..) in &results {
@@ -218,7 +218,7 @@ fn logged_steps(store: &Store, run: &str) -> Vec<String> {
         .events
         .into_iter()
         .filter(|e| e.kind == "step_created")
-        .filter_map(|e| e.correlation_id)
+        .filter_map(|e| e.correlation_id.map(String::from))
         .collect()
 }
 
@@ -367,7 +367,7 @@ fn create_events_from_one_thread_commits_each_runs_requests_as_one_group_in_orde
     assert_eq!(after.events - before.events, 4);
     assert_eq!(after.groups - before.groups, 2);
     let page = store.read(&RunId::new(&a).unwrap(), 0, 100).unwrap();
-    let kinds_a: Vec<&str> = page.events.iter().map(|e| e.kind.as_str()).collect();
+    let kinds_a: Vec<&str> = page.events.iter().map(|e| &*e.kind).collect();
     assert_eq!(
         kinds_a,
         [

@@ -243,11 +243,14 @@ fn diff_of_each_event_names_exactly_the_entities_it_changed() {
                 assert_eq!(c.change, change);
                 // Every change is event N's: its own, or (a hook gone) the run's end.
                 assert_eq!(c.events.len(), 1, "{run} {n}: {c:?}");
-                assert_eq!((c.events[0].seq, &c.events[0].event_type), (n, kind));
+                assert_eq!((c.events[0].seq, &*c.events[0].event_type), (n, &**kind));
             }
             if d.changes.is_empty() {
                 assert_eq!(d.unchanged.len(), 1);
-                assert_eq!((d.unchanged[0].seq, &d.unchanged[0].event_type), (n, kind));
+                assert_eq!(
+                    (d.unchanged[0].seq, &*d.unchanged[0].event_type),
+                    (n, &**kind)
+                );
                 quiet += 1;
             }
             before = after;

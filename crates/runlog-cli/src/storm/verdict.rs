@@ -100,7 +100,7 @@ fn check_entities(log: &[Event], problems: &mut Vec<Problem>) {
             let detail = format!("{} after run_completed at seq {t}", e.kind);
             problems.push(problem(ProblemKind::AfterTerminal, e.seq, detail));
         }
-        if DECISION_KINDS.contains(&e.kind.as_str()) {
+        if DECISION_KINDS.contains(&&*e.kind) {
             let entity = (e.kind.clone(), e.correlation_id.clone());
             if !seen.insert(entity) {
                 let id = e.correlation_id.as_deref().unwrap_or("-");
@@ -160,7 +160,7 @@ fn split_batches(log: &[Event], problems: &mut Vec<Problem>) -> Vec<StoredBatch>
     let mut batches: Vec<StoredBatch> = Vec::new();
     let mut open: Option<StoredBatch> = None;
     for (index, e) in log.iter().enumerate() {
-        if !DECISION_KINDS.contains(&e.kind.as_str()) {
+        if !DECISION_KINDS.contains(&&*e.kind) {
             if let Some(b) = open.take() {
                 torn(problems, &b, e.seq);
             }
@@ -269,16 +269,16 @@ mod tests {
     /// Appends `ev` to an in-memory log as the store would: next seq; a repeated key
     /// appends nothing.
     fn push(log: &mut Vec<Event>, ev: NewEvent) {
-        if ev.key.is_some() && log.iter().any(|e| e.key == ev.key) {
+        if ev.key.is_some() && log.iter().any(|e| e.key.as_deref() == ev.key.as_deref()) {
             return;
         }
         log.push(Event {
             seq: log.len() as Seq + 1,
             event_id: ulid::Ulid::nil(),
             created_at_ms: 0,
-            kind: ev.kind,
-            correlation_id: ev.correlation_id,
-            key: ev.key,
+            kind: ev.kind.into(),
+            correlation_id: ev.correlation_id.map(Into::into),
+            key: ev.key.map(Into::into),
             payload: ev.payload,
         });
     }

@@ -313,7 +313,7 @@ impl Program {
 
     fn apply(&mut self, ev: &Event) -> Result<(), WorkflowError> {
         let id = ev.correlation_id.as_deref().unwrap_or_default();
-        match ev.kind.as_str() {
+        match &*ev.kind {
             STEP_COMPLETED => {
                 let result = field_u64(ev, "result")?;
                 self.on_step_completed(id, result);

@@ -48,7 +48,7 @@ pub fn collected_record(dir: &Path) -> Vec<String> {
             .events
             .into_iter()
             .filter(|e| e.kind == "collected")
-            .filter_map(|e| e.correlation_id)
+            .filter_map(|e| e.correlation_id.map(String::from))
             .collect(),
         Err(runlog::Error::RunNotFound { .. }) => Vec::new(),
         Err(e) => panic!("the record of collected runs: {e}"),

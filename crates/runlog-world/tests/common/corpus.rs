@@ -53,8 +53,8 @@ pub fn runs_with_spec(dir: &Path) -> BTreeMap<String, (Option<u32>, Vec<runlog::
                     seq: i as u64 + 1,
                     event_id: ulid::Ulid::from_string(id.trim_start_matches("evnt_")).unwrap(),
                     created_at_ms: created,
-                    kind: v["eventType"].as_str().unwrap().to_string(),
-                    correlation_id: v["correlationId"].as_str().map(String::from),
+                    kind: v["eventType"].as_str().unwrap().into(),
+                    correlation_id: v["correlationId"].as_str().map(Into::into),
                     key: None,
                     payload: match v.get("eventData") {
                         Some(d) => serde_json::to_vec(d).unwrap().into(),

@@ -235,7 +235,10 @@ pub fn assert_class<T: std::fmt::Debug>(
 pub fn kinds(w: &TestWorld, run: &str) -> Vec<String> {
     let run = runlog::RunId::new(run).unwrap();
     let page = w.backend().read(&run, 0, 100_000).unwrap();
-    page.events.into_iter().map(|e| e.kind).collect()
+    page.events
+        .into_iter()
+        .map(|e| e.kind.to_string())
+        .collect()
 }
 
 /// A command that runs this test binary's ignored `child_entry` test, alone, with its output
