@@ -142,3 +142,31 @@ fn owned_events_equal_the_borrowed_ones_and_outlive_the_store() {
     drop(owned);
     assert_same(&kept, &events[150], 151);
 }
+
+/// Kinds are interned per process up to a bound (1,024); past it an owned page copies each
+/// kind like its other texts. 1,100 distinct kinds (and the other tests' kinds, in this
+/// process) pass the bound: every kind still reads back as appended.
+#[test]
+fn kinds_past_the_interning_bound_read_back_as_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Config::default()).unwrap();
+    let run = RunId::new("kinds").unwrap();
+    store.create_run(&run).unwrap();
+    let kind = |i: usize| format!("kind_{i}_{}", "x".repeat(i % 40));
+    for chunk in (0..1100).collect::<Vec<_>>().chunks(100) {
+        let events = chunk
+            .iter()
+            .map(|&i| NewEvent::new(kind(i), format!("{i}")).correlation_id(format!("c{i}")))
+            .collect();
+        store.append_facts(&run, events).unwrap();
+    }
+    for _ in 0..2 {
+        let page = store.read(&run, 0, usize::MAX).unwrap();
+        assert_eq!(page.events.len(), 1100);
+        for (i, e) in page.events.iter().enumerate() {
+            assert_eq!(&*e.kind, kind(i), "kind of seq {}", e.seq);
+            assert_eq!(e.correlation_id.as_deref(), Some(&*format!("c{i}")));
+            assert_eq!(&e.payload[..], format!("{i}").as_bytes());
+        }
+    }
+}

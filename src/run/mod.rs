@@ -2,6 +2,7 @@
 //! (the core's engine, `crate::group`, writing through `commit.rs`).
 
 mod commit;
+mod owned;
 mod recovery;
 mod state;
 mod summary;
@@ -11,11 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytestring::ByteString;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
-use crate::event::{Event, EventRef, RunId, Seq};
+use crate::event::{EventRef, RunId, Seq};
 use crate::format::{BATCH_LEN_READ_MAX, BatchHeader, CounterSlot, FormatError, decode_batch_each};
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock::{self, LOCK_FILE};
@@ -242,7 +242,7 @@ impl Run {
 
     /// Events with seq in `after+1 ..= after+limit`, checked for checksum and density.
     pub(crate) fn read(&self, after: Seq, limit: usize) -> Result<ReadPage> {
-        let mut sink = OwnedSink::default();
+        let mut sink = owned::OwnedSink::default();
         let (next, has_more) = self.scan(after, limit, &mut sink)?;
         Ok(ReadPage {
             events: sink.finish(),
@@ -514,10 +514,6 @@ impl ReadPlan {
     }
 }
 
-/// Text bytes (kind, correlation id, key) an event is planned to hold when a page reserves
-/// its text buffer: the SDK's events hold ~45 (a kind of 11–14 bytes, a correlation id of 31).
-const TEXT_BYTES_HINT: usize = 48;
-
 struct SegmentPart {
     /// Position in `RunState::segments`.
     index: usize,
@@ -528,7 +524,6 @@ struct SegmentPart {
     batches: Range<usize>,
 }
 
-/// The seqs a page still wants: `expect ..= last`, of a page that starts after `after`.
 /// One batch to decode: where it is and what it must be.
 struct BatchAt<'a> {
     file: &'a bytes::Bytes,
@@ -548,94 +543,6 @@ trait ReadSink {
         b: &BatchAt<'_>,
         seqs: RangeInclusive<Seq>,
     ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError>;
-}
-
-/// The owned events of a page, their texts and payloads copied out of the mapped segment
-/// into two buffers of the page's own (two allocations per page, none per event). An owned
-/// [`Event`] must stay what it was read as, and touching it must never fault, whatever
-/// happens to the segment later: a repair (of any process) writes zeros over the bytes it
-/// cuts and the run then grows over them, and the segment's seal truncates it; a view of the
-/// map would then change under the caller, or kill the process with SIGBUS.
-#[derive(Default)]
-struct OwnedSink {
-    /// The events, their texts and payloads empty until [`Self::finish`].
-    events: Vec<Event>,
-    /// The kinds, correlation ids and keys, in event order.
-    texts: String,
-    /// The payloads, in event order.
-    payloads: Vec<u8>,
-    /// Each event's lengths: kind, correlation id, key, payload.
-    lens: Vec<[usize; 4]>,
-}
-
-impl OwnedSink {
-    /// The events, each text a slice of the page's text buffer and each payload one of its
-    /// payload buffer.
-    fn finish(mut self) -> Vec<Event> {
-        let texts = ByteString::from(self.texts);
-        let payloads = bytes::Bytes::from(self.payloads);
-        let (mut t, mut p) = (0, 0);
-        let mut text = |len: usize| {
-            let s = texts.slice_ref(&texts[t..t + len]);
-            t += len;
-            s
-        };
-        for (e, [kind, corr, key, payload]) in self.events.iter_mut().zip(self.lens) {
-            e.kind = text(kind);
-            if let Some(c) = &mut e.correlation_id {
-                *c = text(corr);
-            }
-            if let Some(k) = &mut e.key {
-                *k = text(key);
-            }
-            e.payload = payloads.slice(p..p + payload);
-            p += payload;
-        }
-        self.events
-    }
-}
-
-impl ReadSink for OwnedSink {
-    fn reserve(&mut self, n: usize, bytes: usize) {
-        self.events.reserve(n);
-        self.lens.reserve(n);
-        // Frames hold the payloads and texts and more: no buffer grows (copying itself) or
-        // outgrows what the page reads.
-        self.payloads.reserve(bytes);
-        self.texts
-            .reserve(n.saturating_mul(TEXT_BYTES_HINT).min(bytes));
-    }
-
-    fn batch(
-        &mut self,
-        b: &BatchAt<'_>,
-        seqs: RangeInclusive<Seq>,
-    ) -> std::result::Result<(BatchHeader, Option<Seq>), FormatError> {
-        let Self {
-            events,
-            texts,
-            payloads,
-            lens,
-        } = self;
-        decode_batch_each(b.file, b.offset, b.key, b.first_seq, b.len_max, seqs, |e| {
-            let (corr, key) = (e.correlation_id.unwrap_or(""), e.key.unwrap_or(""));
-            texts.push_str(e.kind);
-            texts.push_str(corr);
-            texts.push_str(key);
-            payloads.extend_from_slice(e.payload);
-            lens.push([e.kind.len(), corr.len(), key.len(), e.payload.len()]);
-            // `finish` puts in the texts and the payload; `ByteString::new` allocates nothing.
-            events.push(Event {
-                seq: e.seq,
-                event_id: e.event_id,
-                created_at_ms: e.created_at_ms,
-                kind: ByteString::new(),
-                correlation_id: e.correlation_id.map(|_| ByteString::new()),
-                key: e.key.map(|_| ByteString::new()),
-                payload: bytes::Bytes::new(),
-            });
-        })
-    }
 }
 
 /// A caller's callback as a sink.
@@ -661,6 +568,7 @@ impl ReadSink for EachSink<'_, '_> {
     }
 }
 
+/// The seqs a page still wants: `expect ..= last`, of a page that starts after `after`.
 struct Seqs {
     after: Seq,
     expect: Seq,
