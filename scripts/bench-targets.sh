@@ -17,7 +17,7 @@ runs="${RUNLOG_TARGETS_RUNS:-3}"
 
 cargo build -q --release -p runlog-cli
 cargo bench -q --no-run --bench peers --bench scale_cost --bench disk_bytes 2>/dev/null
-export RUNLOG_CLI="$PWD/target/release/runlog"
+export RUNLOG_CLI="${CARGO_TARGET_DIR:-$PWD/target}/release/runlog"
 
 note() { printf '%s %s (load %s)\n' "$(date -u +%H:%M:%S)" "$*" "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/sitting.txt" >&2; }
 
