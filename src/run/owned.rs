@@ -1,6 +1,7 @@
 //! The owned read's sink: a page of owned [`Event`]s decoded from the mapped segments with no
 //! allocation or reference count of their own for their kinds, and one per page for the rest.
 
+use std::cell::RefCell;
 use std::ops::RangeInclusive;
 use std::sync::{Mutex, PoisonError};
 
@@ -125,6 +126,12 @@ pub(crate) const KINDS_INTERNED_MAX: usize = 1024;
 /// Every kind interned so far, each leaked once (bounded by [`KINDS_INTERNED_MAX`]).
 static INTERNED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
+thread_local! {
+    /// The interned kinds this thread has looked up: threads reading at once take the
+    /// process's lock only for a kind new to them.
+    static SEEN: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The process's one copy of `kind` as a static [`ByteString`] (cloning and dropping it
 /// touch no reference count), interned on first sight; `None` once
 /// [`KINDS_INTERNED_MAX`] kinds are, or for a kind longer than [`KIND_LEN_MAX`].
@@ -132,15 +139,22 @@ fn interned(kind: &str) -> Option<ByteString> {
     if kind.len() > KIND_LEN_MAX {
         return None;
     }
-    let mut all = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(k) = all.iter().find(|k| **k == kind) {
+    let seen = SEEN.with_borrow(|seen| seen.iter().find(|k| **k == kind).copied());
+    if let Some(k) = seen {
         return Some(ByteString::from_static(k));
     }
-    if all.len() >= KINDS_INTERNED_MAX {
-        return None;
-    }
-    let k: &'static str = Box::leak(kind.to_owned().into_boxed_str());
-    all.push(k);
+    let mut all = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
+    let k = match all.iter().find(|k| **k == kind) {
+        Some(k) => *k,
+        None if all.len() >= KINDS_INTERNED_MAX => return None,
+        None => {
+            let k: &'static str = Box::leak(kind.to_owned().into_boxed_str());
+            all.push(k);
+            k
+        }
+    };
+    drop(all);
+    SEEN.with_borrow_mut(|seen| seen.push(k));
     Some(ByteString::from_static(k))
 }
 
@@ -174,5 +188,13 @@ mod tests {
         );
         let again = interned("kinds_test_step_completed").unwrap();
         assert_eq!(again.as_ptr(), a.as_ptr(), "interned kinds stay");
+        // Another thread (its own cache empty) is handed the process's copy.
+        let there =
+            std::thread::spawn(|| interned("kinds_test_step_completed").unwrap().as_ptr() as usize);
+        assert_eq!(
+            there.join().unwrap(),
+            a.as_ptr() as usize,
+            "one copy for every thread"
+        );
     }
 }
