@@ -4,10 +4,10 @@
 use std::fmt;
 
 use bytes::Bytes;
-use bytestring::ByteString;
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
+use crate::text::Text;
 
 /// A dense, per-run log position assigned by the store at commit: 1, 2, 3, … (rule 6 of
 /// INVARIANTS.md: `seq` is both read order and cursor). `0` means "before the first event".
@@ -187,14 +187,13 @@ pub struct Event {
     pub event_id: Ulid,
     /// Creation time, ms since the Unix epoch.
     pub created_at_ms: u64,
-    /// Event type: like the correlation id and the key, text in one buffer its page of
-    /// [`crate::Store::read`] owns, not an allocation of its own
-    /// ([`ByteString`] dereferences to `str`).
-    pub kind: ByteString,
+    /// Event type: like the correlation id and the key, a [`Text`] (used as a `str`) with no
+    /// allocation of its own.
+    pub kind: Text,
     /// Correlation id, if any.
-    pub correlation_id: Option<ByteString>,
+    pub correlation_id: Option<Text>,
     /// Idempotency key, if any.
-    pub key: Option<ByteString>,
+    pub key: Option<Text>,
     /// Payload bytes: a slice of one buffer its page of [`crate::Store::read`] owns (copied out
     /// of the mapped segment once per page), so it stays as read whatever the segment later
     /// goes through (a repair, a seal). [`crate::Store::read_each`] lends views of the map.
@@ -258,9 +257,9 @@ impl EventRef<'_> {
             seq: self.seq,
             event_id: self.event_id,
             created_at_ms: self.created_at_ms,
-            kind: ByteString::from(self.kind),
-            correlation_id: self.correlation_id.map(ByteString::from),
-            key: self.key.map(ByteString::from),
+            kind: Text::from(self.kind),
+            correlation_id: self.correlation_id.map(Text::from),
+            key: self.key.map(Text::from),
             payload: Bytes::copy_from_slice(self.payload),
         }
     }

@@ -80,6 +80,7 @@ mod run;
 mod segment;
 mod store;
 mod store_stats;
+mod text;
 mod types;
 pub mod verify;
 
@@ -87,11 +88,11 @@ pub mod replay;
 
 pub use backend::{CollectorLock, RunLog};
 pub use backup::{BackupReport, RunBackup, RunBackupResult};
-pub use bytestring::ByteString;
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
 pub use run::Repair;
 pub use store::Store;
 pub use store_stats::CommitStatsSnapshot;
+pub use text::Text;
 pub use types::{Appended, Config, DamagedRun, ReadPage, RunInfo, RunPage, RunSummary};
 pub use verify::{Problem, VerifyReport};

@@ -5,11 +5,10 @@ use std::cell::RefCell;
 use std::ops::RangeInclusive;
 use std::sync::{Mutex, PoisonError};
 
-use bytestring::ByteString;
-
 use super::{BatchAt, ReadSink};
 use crate::event::{Event, KIND_LEN_MAX, Seq};
 use crate::format::{BatchHeader, FormatError, decode_batch_each};
+use crate::text::Text;
 
 /// The owned events of a page, their texts and payloads copied out of the mapped segment
 /// into two buffers of the page's own (two allocations per page, none per event). An owned
@@ -26,7 +25,7 @@ pub(super) struct OwnedSink {
     /// [`Self::finish`].
     events: Vec<Event>,
     /// The interned kinds this page has met.
-    kinds: Vec<ByteString>,
+    kinds: Vec<Text>,
     /// The correlation ids, keys, and the kinds past the interning bound, in event order.
     texts: String,
     /// The payloads, in event order.
@@ -39,7 +38,7 @@ impl OwnedSink {
     /// The events, each text a slice of the page's text buffer and each payload one of its
     /// payload buffer.
     pub(super) fn finish(mut self) -> Vec<Event> {
-        let texts = ByteString::from(self.texts);
+        let texts = Text::from(self.texts);
         let payloads = bytes::Bytes::from(self.payloads);
         let (mut t, mut p) = (0, 0);
         let mut text = |len: usize| {
@@ -64,7 +63,7 @@ impl OwnedSink {
     }
 
     /// The interned copy of `kind`, from this page's or else the process's.
-    fn kind(&mut self, kind: &str) -> Option<ByteString> {
+    fn kind(&mut self, kind: &str) -> Option<Text> {
         if let Some(k) = self.kinds.iter().find(|k| ***k == *kind) {
             return Some(k.clone());
         }
@@ -100,14 +99,14 @@ impl ReadSink for OwnedSink {
             self.payloads.extend_from_slice(e.payload);
             self.lens
                 .push([kind_len, corr.len(), key.len(), e.payload.len()]);
-            // `finish` puts in the rest; `ByteString::new` allocates nothing.
+            // `finish` puts in the rest; an empty `Text` allocates nothing.
             self.events.push(Event {
                 seq: e.seq,
                 event_id: e.event_id,
                 created_at_ms: e.created_at_ms,
                 kind: kind.unwrap_or_default(),
-                correlation_id: e.correlation_id.map(|_| ByteString::new()),
-                key: e.key.map(|_| ByteString::new()),
+                correlation_id: e.correlation_id.map(|_| Text::default()),
+                key: e.key.map(|_| Text::default()),
                 payload: bytes::Bytes::new(),
             });
         })
@@ -132,16 +131,16 @@ thread_local! {
     static SEEN: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The process's one copy of `kind` as a static [`ByteString`] (cloning and dropping it
+/// The process's one copy of `kind` as a static [`Text`] (cloning and dropping it
 /// touch no reference count), interned on first sight; `None` once
 /// [`KINDS_INTERNED_MAX`] kinds are, or for a kind longer than [`KIND_LEN_MAX`].
-fn interned(kind: &str) -> Option<ByteString> {
+fn interned(kind: &str) -> Option<Text> {
     if kind.len() > KIND_LEN_MAX {
         return None;
     }
     let seen = SEEN.with_borrow(|seen| seen.iter().find(|k| **k == kind).copied());
     if let Some(k) = seen {
-        return Some(ByteString::from_static(k));
+        return Some(Text::from_static(k));
     }
     let mut all = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
     let k = match all.iter().find(|k| **k == kind) {
@@ -155,7 +154,7 @@ fn interned(kind: &str) -> Option<ByteString> {
     };
     drop(all);
     SEEN.with_borrow_mut(|seen| seen.push(k));
-    Some(ByteString::from_static(k))
+    Some(Text::from_static(k))
 }
 
 #[cfg(test)]

@@ -413,7 +413,7 @@ impl<B: RunLog> World<B> {
 /// `archived` followed by the events of `live` whose key it does not hold, at the seqs after
 /// its own.
 fn union_by_key(mut archived: ArchivedLog, live: &ArchivedLog) -> ArchivedLog {
-    let held: std::collections::HashSet<Option<runlog::ByteString>> =
+    let held: std::collections::HashSet<Option<runlog::Text>> =
         archived.events.iter().map(|e| e.key.clone()).collect();
     let extra: Vec<_> = live
         .events
