@@ -497,7 +497,6 @@ struct ReadPlan {
     last_seq: Seq,
 }
 
-/// One segment's share of a read: one `Arc` clone and one view per segment, not per batch.
 impl ReadPlan {
     /// About the bytes of the planned batches: each segment's span from its first batch to
     /// its last, and the last batch as long as the average of the others.
@@ -514,6 +513,7 @@ impl ReadPlan {
     }
 }
 
+/// One segment's share of a read: one `Arc` clone and one view per segment, not per batch.
 struct SegmentPart {
     /// Position in `RunState::segments`.
     index: usize,
