@@ -133,6 +133,14 @@ export declare class World {
   /** Whether the store under this World was closed. */
   get closed(): boolean
   /**
+   * `pageCacheStats() → {hits, stale, pages, bytes, bytesMax} | null`: the `events.list`
+   * pages kept for their next listing (`src/event_page/cache.rs`): listings that used one,
+   * listings that found one whose events differ from the log's, the pages and bytes kept
+   * and the bound (`RUNLOG_NODE_PAGE_CACHE_BYTES`); null once the store is closed
+   * (synchronous; diagnostics and tests).
+   */
+  pageCacheStats(): PageCacheCounts | null
+  /**
    * `createEvent(runId | null, request, params?) → Promise<string>`: `events.create`;
    * `request` and `params` are JSON text (or objects); resolves with the `EventResult`
    * as JSON text.
@@ -315,6 +323,20 @@ export interface LaneStats {
   jobsQueued: number
   /** Jobs that ended (counted after the job settled its promise). */
   jobsRun: number
+}
+
+/** `pageCacheStats()` of a World. */
+export interface PageCacheCounts {
+  /** Listings that used a kept page. */
+  hits: number
+  /** Listings that found a kept page under their key whose events differ from the log's. */
+  stale: number
+  /** Pages kept now. */
+  pages: number
+  /** Bytes kept now (texts, binary parts and fingerprints). */
+  bytes: number
+  /** The most bytes kept (0: none). */
+  bytesMax: number
 }
 
 /** A problem (or note) of a `verifyRun` report. */

@@ -182,6 +182,7 @@ export type {
   CommitStats,
   DamagedRun,
   LaneStats,
+  PageCacheCounts,
   Problem,
   RetentionStats,
   RunInfo,

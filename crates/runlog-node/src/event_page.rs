@@ -53,7 +53,10 @@ use crate::errors::BindError;
 use crate::js::{IntoJs, array, buffer};
 use crate::out::Json;
 
+mod cache;
 mod scan;
+use cache::{Kept, Matcher, PageKey, fingerprint};
+pub(crate) use cache::{PageCache, page_cache_bytes_from_env};
 use scan::{Places, Scanned, scan};
 
 /// Where the SDK's own World (`@workflow/world-local`) turns a string into a `Date`: the
@@ -437,7 +440,14 @@ impl PageWriter {
     }
 
     /// The page: its JSON text and its binary part.
-    fn finish(mut self, cursor: Option<&str>, has_more: bool) -> PageWire {
+    fn finish(self, cursor: Option<&str>, has_more: bool) -> PageWire {
+        let (body, bin) = self.finish_body();
+        PageWire::new(body, bin, cursor, has_more)
+    }
+
+    /// The page's text up to its cursor (the part that depends on its events alone; see
+    /// [`PageWire::new`]) and its binary part.
+    fn finish_body(mut self) -> (String, Vec<u8>) {
         let out = &mut self.text;
         out.push_str("],\"ids\":\"");
         out.push_str(&self.ids);
@@ -467,21 +477,8 @@ impl PageWriter {
             out.push_str(&self.resume);
             out.push(']');
         }
-        out.push_str(",\"cursor\":");
-        match cursor {
-            Some(c) => push_str(out, c),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"hasMore\":");
-        out.push_str(if has_more { "true" } else { "false" });
-        out.push('}');
         let bin = self.binary_part();
-        PageWire {
-            text: self.text,
-            bin,
-            cursor: cursor.map(str::to_owned),
-            has_more,
-        }
+        (self.text, bin)
     }
 
     /// The binary part (`docs/EVENT-PAGE.md`): the header, the number columns, the bytes
@@ -599,6 +596,27 @@ pub(crate) struct PageWire {
     pub(crate) has_more: bool,
 }
 
+impl PageWire {
+    /// The page whose text up to its cursor is `body` (`PageWriter::finish_body`): its
+    /// cursor and `hasMore` end the text.
+    fn new(mut body: String, bin: Vec<u8>, cursor: Option<&str>, has_more: bool) -> PageWire {
+        body.push_str(",\"cursor\":");
+        match cursor {
+            Some(c) => push_str(&mut body, c),
+            None => body.push_str("null"),
+        }
+        body.push_str(",\"hasMore\":");
+        body.push_str(if has_more { "true" } else { "false" });
+        body.push('}');
+        PageWire {
+            text: body,
+            bin,
+            cursor: cursor.map(str::to_owned),
+            has_more,
+        }
+    }
+}
+
 impl IntoJs for PageWire {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>> {
         let text = Json(self.text).into_js(env)?;
@@ -641,24 +659,84 @@ pub(crate) fn events_page_json(page: &Page<Event>) -> Result<PageWire, BindError
 ///
 /// # Errors
 /// The World's, as [`World::list_events`] gives them.
+///
+/// A page written before from the same events is taken from `cache` instead of written
+/// again (module `cache`: the log is read and its events compared either way).
 pub(crate) fn events_list_json<B: runlog::RunLog>(
     world: &World<B>,
+    cache: &PageCache,
     run_id: &str,
     pagination: &Pagination,
 ) -> Result<Option<PageWire>, WorldError> {
-    let expected = pagination
-        .limit
-        .unwrap_or(EVENTS_PAGE_DEFAULT)
-        .min(PAGE_LIMIT_MAX);
+    cached_page(
+        cache,
+        PageKey::new(run_id, pagination),
+        run_id,
+        pagination.limit,
+        |f| {
+            world.list_events_each(run_id, pagination, |e| {
+                f(&Row::from(e));
+                Ok::<(), WorldError>(())
+            })
+        },
+    )
+}
+
+/// The page `list` reads (it hands each event's row to its argument in order and returns
+/// the page's cursor and `hasMore`), from `cache` when the rows read now are those its page
+/// under `key` was written from, else written (and kept). `None`: a payload the walk
+/// cannot take (nothing kept).
+fn cached_page<E>(
+    cache: &PageCache,
+    key: PageKey,
+    run_id: &str,
+    limit: Option<usize>,
+    mut list: impl FnMut(&mut dyn FnMut(&Row<'_>)) -> Result<(Option<String>, bool), E>,
+) -> Result<Option<PageWire>, E> {
+    if let Some(kept) = cache.get(&key) {
+        let mut matcher = Matcher::new(&kept.prints);
+        let (cursor, has_more) = list(&mut |row| fingerprint(row, &mut matcher))?;
+        if matcher.all_same() {
+            cache.hit();
+            let mut text = String::with_capacity(kept.body.len() + 64);
+            text.push_str(&kept.body);
+            return Ok(Some(PageWire::new(
+                text,
+                kept.bin.clone(),
+                cursor.as_deref(),
+                has_more,
+            )));
+        }
+        cache.stale();
+    }
+    let expected = limit.unwrap_or(EVENTS_PAGE_DEFAULT).min(PAGE_LIMIT_MAX);
     let mut w = PageWriter::new(Some(run_id), expected);
     let mut walkable = true;
-    let (cursor, has_more) = world.list_events_each(run_id, pagination, |e| {
-        if walkable && w.push(&Row::from(e)).is_err() {
+    let keep = cache.enabled();
+    let mut prints = Vec::new();
+    let (cursor, has_more) = list(&mut |row| {
+        if walkable && w.push(row).is_err() {
             walkable = false;
         }
-        Ok::<(), WorldError>(())
+        if keep && walkable {
+            fingerprint(row, &mut prints);
+        }
     })?;
-    Ok(walkable.then(|| w.finish(cursor.as_deref(), has_more)))
+    if !walkable {
+        return Ok(None);
+    }
+    let (body, bin) = w.finish_body();
+    if keep && !prints.is_empty() {
+        cache.put(
+            key,
+            Kept {
+                body: body.clone(),
+                bin: bin.clone(),
+                prints,
+            },
+        );
+    }
+    Ok(Some(PageWire::new(body, bin, cursor.as_deref(), has_more)))
 }
 
 /// The plain JSON of `page` with `"walk":true`: JavaScript revives it with the generic walk.

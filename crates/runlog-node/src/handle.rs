@@ -13,6 +13,7 @@ use runlog::{CommitStatsSnapshot, RunLog, Store as CoreStore};
 use runlog_world::{Retention, RetentionTask, Streams, World, WorldConfig};
 
 use crate::errors::BindError;
+use crate::event_page::{PageCache, page_cache_bytes_from_env};
 
 /// The backend of an opened handle: every call goes through `log`; `file` is the same store
 /// when it is a file store (for its commit counters), `None` on PostgreSQL.
@@ -27,6 +28,8 @@ pub(crate) struct Worlds {
     /// In an `Arc`: the retention thread holds it weakly (`World::start_retention`).
     pub(crate) world: Arc<World<Arc<dyn RunLog>>>,
     pub(crate) streams: Streams<Arc<dyn RunLog>>,
+    /// `events.list` pages written before, for the next listing of the same page.
+    pub(crate) pages: PageCache,
 }
 
 impl Worlds {
@@ -39,6 +42,7 @@ impl Worlds {
         Worlds {
             streams: Streams::new(store.clone()),
             world: Arc::new(World::new(store, config)),
+            pages: PageCache::new(page_cache_bytes_from_env()),
         }
     }
 }

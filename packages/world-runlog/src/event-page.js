@@ -93,28 +93,39 @@ export function fromEventPage(wire) {
   return { data, cursor: page.cursor, hasMore: page.hasMore };
 }
 
-/** Events per addon call when a page of `events.list` is larger: see `listEventsInSlices`. */
-export const EVENTS_SLICE = 300;
+/**
+ * Events of the first addon call of a larger `events.list` page (`listEventsInSlices`): a
+ * small first slice, so JavaScript starts on it while Rust writes the next.
+ */
+export const EVENTS_SLICE_FIRST = 100;
+/** Most events of each addon call of a larger page after the first. */
+export const EVENTS_SLICE = 400;
 /** The World's largest page (`runlog_world::PAGE_LIMIT_MAX`): a larger `limit` lists this many. */
 export const PAGE_LIMIT_MAX = 1000;
 
+/** The slice sizes of a page of `limit` events: `EVENTS_SLICE_FIRST`, then `EVENTS_SLICE` each. */
+export function sliceSizes(limit) {
+  const sizes = [Math.min(EVENTS_SLICE_FIRST, limit)];
+  for (let at = sizes[0]; at < limit; at += EVENTS_SLICE) sizes.push(Math.min(EVENTS_SLICE, limit - at));
+  return sizes;
+}
+
 /**
  * `events.list` (or `listByCorrelationId`, by `list`) for a page of more than
- * `EVENTS_SLICE` events, as consecutive slices of at most that many. The log only grows and
- * is dense, so the slices together are the page one call would have listed: the same events
+ * `EVENTS_SLICE` events, as consecutive slices (`sliceSizes`). The log only grows and is
+ * dense, so the slices together are the page one call would have listed: the same events
  * in the same order, and the last slice's cursor and `hasMore`.
  *
  * With `seqCursors` (a run's events in ascending order, whose cursors are the World's
- * `seq:<n>`: the seq of the last event listed), slice k + 1 starts `EVENTS_SLICE` events
- * after slice k's start, so two slices are asked for at a time (`listAhead`): Rust reads
- * and writes slices k + 1 and k + 2 while JavaScript parses slice k. Otherwise each next
- * slice is asked for with the cursor of the one before, before that one is parsed
- * (`listFollowing`).
+ * `seq:<n>`: the seq of the last event listed), each slice starts where the sizes before it
+ * end, so two slices are asked for at a time (`listAhead`): Rust reads and writes the next
+ * while JavaScript parses one. Otherwise each next slice is asked for with the cursor of
+ * the one before, before that one is parsed (`listFollowing`).
  */
 export async function listEventsInSlices(list, params, { seqCursors = false } = {}) {
   const pagination = params?.pagination ?? {};
   if (!(Number.isInteger(pagination.limit) && pagination.limit > EVENTS_SLICE)) return fromEventPage(await list(toJson(params)));
-  const limit = Math.min(pagination.limit, PAGE_LIMIT_MAX);
+  const sizes = sliceSizes(Math.min(pagination.limit, PAGE_LIMIT_MAX));
   const ask = (cursor, n) => {
     const wire = list(toJson({ ...params, pagination: { ...pagination, cursor, limit: n } }));
     // Handled at once: a slice left unread (the page ended before it), or read after an
@@ -123,8 +134,8 @@ export async function listEventsInSlices(list, params, { seqCursors = false } = 
     return wire;
   };
   const start = seqCursors && pagination.sortOrder !== 'desc' ? seqOf(pagination.cursor) : null;
-  if (start === null) return listFollowing(ask, pagination.cursor, limit, []);
-  return listAhead(ask, pagination.cursor, start, limit);
+  if (start === null) return listFollowing(ask, pagination.cursor, sizes, []);
+  return listAhead(ask, pagination.cursor, start, sizes);
 }
 
 /** The seq a `seq:<n>` cursor (or none) lists after; null for any other cursor (left to the addon to judge). */
@@ -135,15 +146,13 @@ function seqOf(cursor) {
   return Number.isSafeInteger(seq) && seq + PAGE_LIMIT_MAX <= Number.MAX_SAFE_INTEGER ? seq : null;
 }
 
-/** Slices after `cursor`, each asked for with the cursor of the one before; appended to `data`. */
-async function listFollowing(ask, cursor, limit, data) {
-  let remaining = limit - EVENTS_SLICE;
-  let wire = await ask(cursor, Math.min(EVENTS_SLICE, limit));
-  for (;;) {
+/** Slices of `sizes` after `cursor`, each asked for with the cursor of the one before; appended to `data`. */
+async function listFollowing(ask, cursor, sizes, data) {
+  let wire = await ask(cursor, sizes[0]);
+  for (let k = 1; ; k++) {
     const [, , next, hasMore] = wire;
     // A slice with more after it was full.
-    const following = hasMore && remaining > 0 ? ask(next, Math.min(EVENTS_SLICE, remaining)) : null;
-    remaining -= EVENTS_SLICE;
+    const following = hasMore && k < sizes.length ? ask(next, sizes[k]) : null;
     const page = fromEventPage(wire);
     for (const e of page.data) data.push(e);
     if (following === null) return { data, cursor: page.cursor, hasMore: page.hasMore };
@@ -152,16 +161,16 @@ async function listFollowing(ask, cursor, limit, data) {
 }
 
 /**
- * Slices of the events after seq `start`, two asked for at a time: slice k lists after
- * `seq:<start + k * EVENTS_SLICE>`. A slice is read when the one before it may not have
+ * Slices of `sizes` after seq `start`, two asked for at a time: slice k lists after
+ * `seq:<start + the sizes before k>`. A slice is read when the one before it may not have
  * been, so the page ends at the first slice without more after it (`hasMore` false), and a
  * slice found empty after one that had more (the log grew between the two reads, the later
  * slice read first) is asked for again, with the cursors followed from there.
  */
-async function listAhead(ask, cursor, start, limit) {
-  const sizes = [];
-  for (let at = 0; at < limit; at += EVENTS_SLICE) sizes.push(Math.min(EVENTS_SLICE, limit - at));
-  const slice = (k) => (k < sizes.length ? ask(k === 0 ? cursor : `seq:${start + k * EVENTS_SLICE}`, sizes[k]) : null);
+async function listAhead(ask, cursor, start, sizes) {
+  const after = [start];
+  for (const n of sizes) after.push(after[after.length - 1] + n);
+  const slice = (k) => (k < sizes.length ? ask(k === 0 ? cursor : `seq:${after[k]}`, sizes[k]) : null);
   const asked = [slice(0), slice(1)];
   const data = [];
   for (let k = 0; ; k++) {
@@ -171,7 +180,7 @@ async function listAhead(ask, cursor, start, limit) {
     const page = fromEventPage(wire);
     if (k > 0 && page.data.length === 0) {
       // Slice k - 1 had more after it: list them by its cursor.
-      return listFollowing(ask, `seq:${start + k * EVENTS_SLICE}`, limit - k * EVENTS_SLICE, data);
+      return listFollowing(ask, `seq:${after[k]}`, sizes.slice(k), data);
     }
     for (const e of page.data) data.push(e);
     if (!hasMore || k + 1 === sizes.length) return { data, cursor: page.cursor, hasMore: page.hasMore };

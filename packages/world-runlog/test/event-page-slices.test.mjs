@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { Store } from '../index.js';
 import { threadPoolStats } from '../store.js';
-import { EVENTS_SLICE, fromEventPage, listEventsInSlices } from '../src/event-page.js';
+import { EVENTS_SLICE, EVENTS_SLICE_FIRST, fromEventPage, listEventsInSlices, sliceSizes } from '../src/event-page.js';
 import { tempDir } from './helpers.mjs';
 
 let tmp;
@@ -48,8 +48,10 @@ const slices = (list, params) => listEventsInSlices(list, params, { seqCursors: 
 
 describe('a run’s page in slices asked for ahead', () => {
   test('a page that ends at a slice’s end is the page of one call', async () => {
-    expect(EVENTS_SLICE).toBe(300);
-    const runId = await runOf(3 * EVENTS_SLICE);
+    expect([EVENTS_SLICE_FIRST, EVENTS_SLICE]).toStrictEqual([100, 400]);
+    expect(sliceSizes(1000)).toStrictEqual([100, 400, 400, 100]);
+    expect(sliceSizes(450)).toStrictEqual([100, 350]);
+    const runId = await runOf(EVENTS_SLICE_FIRST + 2 * EVENTS_SLICE);
     const jobs = threadPoolStats().io.jobsQueued;
     const page = await slices((text) => w.eventsList(text), { runId, pagination: { limit: 1000 } });
     // Slices 0 and 1 at once, then 2 and 3 as 0 and 1 come back with more after them.
@@ -64,32 +66,32 @@ describe('a run’s page in slices asked for ahead', () => {
   });
 
   test('a slice read empty before the log grew, after one that had more, is asked for again', async () => {
-    const runId = await runOf(2 * EVENTS_SLICE);
+    const runId = await runOf(EVENTS_SLICE_FIRST + EVENTS_SLICE);
     let slice2Read;
     const slice2 = new Promise((resolve) => {
       slice2Read = resolve;
     });
     const asked = [];
-    // Slice 1 (after seq:300) is read only after slice 2 (after seq:600) was read empty,
+    // Slice 1 (after seq:100) is read only after slice 2 (after seq:500) was read empty,
     // and after five more events: it has more after it, slice 2 said there were none.
     const list = async (text) => {
       const { cursor } = JSON.parse(text).pagination;
       asked.push(cursor ?? null);
-      if (cursor === 'seq:300') {
+      if (cursor === 'seq:100') {
         await slice2;
         await append(runId, 10_000, 5);
       }
       const wire = await w.eventsList(text);
-      if (cursor === 'seq:600') slice2Read(wire);
+      if (cursor === 'seq:500') slice2Read(wire);
       return wire;
     };
     const page = await slices(list, { runId, pagination: { limit: 1000 } });
     const [, , , emptyHasMore] = await slice2;
     expect(emptyHasMore).toBe(false);
     expect(page).toStrictEqual(await oneCall(runId, 1000));
-    expect([page.data.length, page.cursor, page.hasMore]).toStrictEqual([605, 'seq:605', false]);
+    expect([page.data.length, page.cursor, page.hasMore]).toStrictEqual([505, 'seq:505', false]);
     // Asked again by slice 1's cursor.
-    expect(asked.filter((c) => c === 'seq:600')).toHaveLength(2);
+    expect(asked.filter((c) => c === 'seq:500')).toHaveLength(2);
   });
 
   test('a cursor that is not a seq is followed slice by slice, and a bad one rejects as one call does', async () => {
@@ -101,7 +103,7 @@ describe('a run’s page in slices asked for ahead', () => {
     };
     // Not canonical: left to the addon, which reads it, so the slices follow its cursors.
     const page = await slices(list, { runId, pagination: { limit: 1000, cursor: 'seq:+5' } });
-    expect(asked).toStrictEqual(['seq:+5', 'seq:305', 'seq:605']);
+    expect(asked).toStrictEqual(['seq:+5', 'seq:105', 'seq:505']);
     expect(page).toStrictEqual(await oneCall(runId, 1000, 'seq:5'));
     const err = await slices(list, { runId, pagination: { limit: 1000, cursor: 'nope' } }).then(
       () => null,

@@ -180,12 +180,45 @@ fn stream_run(v: Unknown<'_>) -> Result<RunId, BindError> {
     RunId::new(&s).map_err(BindError::from_store)
 }
 
+/// `pageCacheStats()` of a World.
+#[napi(object)]
+pub struct PageCacheCounts {
+    /// Listings that used a kept page.
+    pub hits: f64,
+    /// Listings that found a kept page under their key whose events differ from the log's.
+    pub stale: f64,
+    /// Pages kept now.
+    pub pages: f64,
+    /// Bytes kept now (texts, binary parts and fingerprints).
+    pub bytes: f64,
+    /// The most bytes kept (0: none).
+    pub bytes_max: f64,
+}
+
 #[napi]
 impl JsWorld {
     /// Whether the store under this World was closed.
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.shared.is_closed()
+    }
+
+    /// `pageCacheStats() → {hits, stale, pages, bytes, bytesMax} | null`: the `events.list`
+    /// pages kept for their next listing (`src/event_page/cache.rs`): listings that used one,
+    /// listings that found one whose events differ from the log's, the pages and bytes kept
+    /// and the bound (`RUNLOG_NODE_PAGE_CACHE_BYTES`); null once the store is closed
+    /// (synchronous; diagnostics and tests).
+    #[napi]
+    pub fn page_cache_stats(&self) -> Option<PageCacheCounts> {
+        let worlds = self.shared.world.lock().clone()?;
+        let s = worlds.pages.stats();
+        Some(PageCacheCounts {
+            hits: s.hits as f64,
+            stale: s.stale as f64,
+            pages: s.pages as f64,
+            bytes: s.bytes as f64,
+            bytes_max: s.bytes_max as f64,
+        })
     }
 
     /// `createEvent(runId | null, request, params?) → Promise<string>`: `events.create`;
@@ -555,7 +588,7 @@ impl JsWorld {
             },
             move |w, (run, p, resolve)| {
                 if resolve == ResolveData::All
-                    && let Some(page) = events_list_json(&w.world, &run, &p)?
+                    && let Some(page) = events_list_json(&w.world, &w.pages, &run, &p)?
                 {
                     return Ok(page);
                 }
