@@ -85,6 +85,9 @@ row('World `events.create`, 1 sequential writer per run, 8 runs', 'the same', wo
 row('the device floor (write + fdatasync, no World), 1 thread, vs world-local', 'a preallocated file, 160 B per write', world('ceilingSequentialOneRun'), '×', 'ceiling of the 10× above', CEILING);
 row('the same, 8 threads at once (a file each)', 'the same', world('ceilingSequentialEightRuns'), '×', 'ceiling of the 20× above', CEILING);
 row('World `events.list` of a 900-event run, one call', 'a store holding only that run', world('listAloneOneCall'), '×', '≥ 10×', (x) => x >= 10);
+row('the same, no page kept (`RUNLOG_NODE_PAGE_CACHE_BYTES=0`: each page as at its first listing)', 'the same', world('listAloneUnkeptOneCall'), '×', '(the row above, first listings)', CEILING);
+row('the JavaScript floor (the 900 events built from one parsed text), vs world-local', 'the same events', world('ceilingListAloneOneCall'), '×', 'ceiling of the 10× above', CEILING);
+row('the JavaScript floor plus a one-event listing\'s round trip, vs world-local', 'the same', world('boundListAloneOneCall'), '×', 'ceiling of the 10× above', CEILING);
 
 const sitting = readFileSync(path.join(out, 'sitting.txt'), 'utf8').trim().split('\n');
 console.log(`Sitting: ${sitting[0]} … ${sitting.at(-1)}\n`);

@@ -36,7 +36,11 @@
 // - list.runtimePaged: the same listed as the runtime does (default page size, following
 //                    cursors until hasMore is false), median ms. Both on the store the create
 //                    figures filled (~8,600 other events in other runs).
-// - list.aloneOneCall: list.oneCall on a store of its own holding only that run.
+// - list.aloneOneCall: list.oneCall on a store of its own holding only that run (for
+//                    runlog every sample after the first uses the page the addon kept).
+// - list.aloneUnkeptOneCall: runlog alone, the same on a store opened with
+//                    RUNLOG_NODE_PAGE_CACHE_BYTES=0 (no page kept: every listing writes its
+//                    page), sampled in turns with world-local's list.aloneOneCall.
 // - floor.listJsMs:  no World, the JavaScript a page of those 900 events costs at least in
 //                    any World whose pages cross as text: one JSON.parse of the page's
 //                    payloads (binary values as small integers, as runlog's page has them),
@@ -44,6 +48,10 @@
 //                    of each binary value (median ms). What runlog's list.aloneOneCall cannot
 //                    beat on the JavaScript thread; `ratios.ceilingListAloneOneCall` is
 //                    world-local's figure over it.
+// - floor.listCallMs: runlog alone, events.list of one event (`limit: 1`), median ms: the
+//                    round trip every listing waits for before JavaScript has an event to
+//                    build (the addon's thread and back). `ratios.boundListAloneOneCall` is
+//                    world-local's list.aloneOneCall over floor.listJsMs + this.
 // - stream:          streams.get(run, name, i) and its first chunk, on a 10,000-chunk stream,
 //                    for i = 10 and i = 9,999 (median ms); flat = tail/10 within 2×.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -278,6 +286,15 @@ async function bench(kinds, o) {
       const aloneRun = await newRun(alone, 100);
       await fill(alone, aloneRun, o.listEvents - 2, 'l');
       open[`${kind}-alone`] = { dataDir: aloneDir, w: alone, listRun: aloneRun };
+      if (kind === 'runlog') {
+        // The store reads the bound when it opens (at its first call, `newRun`).
+        const unkeptDir = mkdtempSync(path.join(tmpdir(), 'bench-runlog-unkept-'));
+        const unkept = await openWorld(kind, unkeptDir, o.app);
+        process.env.RUNLOG_NODE_PAGE_CACHE_BYTES = '0';
+        const unkeptRun = await newRun(unkept, 100).finally(() => delete process.env.RUNLOG_NODE_PAGE_CACHE_BYTES);
+        await fill(unkept, unkeptRun, o.listEvents - 2, 'l');
+        open['runlog-unkept'] = { dataDir: unkeptDir, w: unkept, listRun: unkeptRun };
+      }
     }
     const timed = async (kind, key, f) => {
       const t0 = performance.now();
@@ -292,6 +309,19 @@ async function bench(kinds, o) {
     await turns(blocks(o.reps * 2), samples(3, (kind, w) => timed(kind, 'listOneCallMs', () => listAll(w, open[kind].listRun, 1000))));
     await turns(blocks(o.reps * 2), samples(3, (kind, w) => timed(kind, 'listRuntimePagedMs', () => listAll(w, open[kind].listRun))));
     await turns(blocks(o.reps * 2), samples(3, (kind) => timed(kind, 'listAloneOneCallMs', () => listAll(open[`${kind}-alone`].w, open[`${kind}-alone`].listRun, 1000))));
+    if (open['runlog-unkept']) {
+      const { w, listRun } = open['runlog-unkept'];
+      const stats = (await w.runlog.world()).pageCacheStats();
+      if (stats.bytesMax !== 0) throw new Error('the unkept store keeps pages');
+      await turns(
+        blocks(o.reps * 2),
+        samples(3, (kind) =>
+          kind === 'runlog'
+            ? timed(kind, 'listAloneUnkeptOneCallMs', () => listAll(w, listRun, 1000))
+            : timed(kind, 'listAloneOneCallMs', () => listAll(open[`${kind}-alone`].w, open[`${kind}-alone`].listRun, 1000)),
+        ),
+      );
+    }
     // The JavaScript floor of a listing (floor.listJsMs above), from runlog's own page.
     if (open['runlog-alone']) {
       const { w, listRun } = open['runlog-alone'];
@@ -315,6 +345,11 @@ async function bench(kinds, o) {
         build();
         (floor.listJsMs ??= []).push(performance.now() - t0);
       }
+      for (let i = 0; i < blocks(o.reps * 2) * 3; i++) {
+        const t0 = performance.now();
+        await w.events.list({ runId: listRun, pagination: { sortOrder: 'asc', limit: 1 } });
+        (floor.listCallMs ??= []).push(performance.now() - t0);
+      }
     }
     await turns(blocks(o.reps * 4), samples(3, (kind, w) => timed(kind, 'streamChunk10Ms', () => firstChunk(w, open[kind].streamRun, name, head))));
     await turns(blocks(o.reps * 4), samples(3, (kind, w) => timed(kind, 'streamChunkLastMs', () => firstChunk(w, open[kind].streamRun, name, tail))));
@@ -328,7 +363,7 @@ async function bench(kinds, o) {
     floor: {
       createSequentialOneRunEventsPerS: median(floor.createSequentialOneRunEventsPerS),
       createSequentialEightRunsEventsPerS: median(floor.createSequentialEightRunsEventsPerS),
-      ...(floor.listJsMs && { listJsMs: round(median(floor.listJsMs), 3) }),
+      ...(floor.listJsMs && { listJsMs: round(median(floor.listJsMs), 3), listCallMs: round(median(floor.listCallMs), 3) }),
       ranges: Object.fromEntries(Object.entries(floor).map(([key, xs]) => [key, [round(Math.min(...xs), 3), round(Math.max(...xs), 3)]])),
     },
   };
@@ -345,6 +380,7 @@ async function bench(kinds, o) {
       listOneCallMs: ms(f.listOneCallMs),
       listRuntimePagedMs: ms(f.listRuntimePagedMs),
       listAloneOneCallMs: ms(f.listAloneOneCallMs),
+      ...(f.listAloneUnkeptOneCallMs && { listAloneUnkeptOneCallMs: ms(f.listAloneUnkeptOneCallMs) }),
       streamChunk10Ms: ms(f.streamChunk10Ms),
       streamChunkLastMs: ms(f.streamChunkLastMs),
     };
@@ -380,11 +416,13 @@ if (out.runlog && out.local) {
     listOneCall: round(l.listOneCallMs / r.listOneCallMs, 1),
     listRuntimePaged: round(l.listRuntimePagedMs / r.listRuntimePagedMs, 1),
     listAloneOneCall: round(l.listAloneOneCallMs / r.listAloneOneCallMs, 1),
+    ...(r.listAloneUnkeptOneCallMs && { listAloneUnkeptOneCall: round(l.listAloneOneCallMs / r.listAloneUnkeptOneCallMs, 1) }),
     streamChunkLast: round(l.streamChunkLastMs / r.streamChunkLastMs, 1),
     runlogStreamTailFlat: r.streamTailOverHead <= 2,
     ceilingSequentialOneRun: round(out.floor.createSequentialOneRunEventsPerS / l.createSequentialOneRunEventsPerS, 1),
     ceilingSequentialEightRuns: round(out.floor.createSequentialEightRunsEventsPerS / l.createSequentialEightRunsEventsPerS, 1),
     ceilingListAloneOneCall: round(l.listAloneOneCallMs / out.floor.listJsMs, 1),
+    boundListAloneOneCall: round(l.listAloneOneCallMs / (out.floor.listJsMs + out.floor.listCallMs), 1),
   };
 }
 console.log(JSON.stringify(out, null, 2));
