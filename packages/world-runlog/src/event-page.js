@@ -94,25 +94,33 @@ export function fromEventPage(wire) {
 }
 
 /**
- * Events of the first addon call of a larger `events.list` page (`listEventsInSlices`): a
- * small first slice, so JavaScript starts on it while Rust writes the next.
+ * The sizes of the first slices of a larger `events.list` page (`listEventsInSlices`): small,
+ * so that JavaScript starts building events one round trip after the call, while Rust writes
+ * the next slice.
  */
-export const EVENTS_SLICE_FIRST = 100;
-/** Most events of each addon call of a larger page after the first. */
-export const EVENTS_SLICE = 400;
+export const EVENTS_SLICES_FIRST = Object.freeze([50, 150]);
+/** Most events of each slice after those. */
+export const EVENTS_SLICE = 700;
+/** A page of more events than this is listed in slices. */
+export const EVENTS_SLICED_ABOVE = EVENTS_SLICES_FIRST[0] + EVENTS_SLICES_FIRST[1];
 /** The World's largest page (`runlog_world::PAGE_LIMIT_MAX`): a larger `limit` lists this many. */
 export const PAGE_LIMIT_MAX = 1000;
 
-/** The slice sizes of a page of `limit` events: `EVENTS_SLICE_FIRST`, then `EVENTS_SLICE` each. */
+/** The slice sizes of a page of `limit` events: `EVENTS_SLICES_FIRST`, then `EVENTS_SLICE` each. */
 export function sliceSizes(limit) {
-  const sizes = [Math.min(EVENTS_SLICE_FIRST, limit)];
-  for (let at = sizes[0]; at < limit; at += EVENTS_SLICE) sizes.push(Math.min(EVENTS_SLICE, limit - at));
+  const sizes = [];
+  let at = 0;
+  for (let k = 0; at < limit; k++) {
+    const n = Math.min(EVENTS_SLICES_FIRST[k] ?? EVENTS_SLICE, limit - at);
+    sizes.push(n);
+    at += n;
+  }
   return sizes;
 }
 
 /**
  * `events.list` (or `listByCorrelationId`, by `list`) for a page of more than
- * `EVENTS_SLICE` events, as consecutive slices (`sliceSizes`). The log only grows and is
+ * `EVENTS_SLICED_ABOVE` events, as consecutive slices (`sliceSizes`). The log only grows and is
  * dense, so the slices together are the page one call would have listed: the same events
  * in the same order, and the last slice's cursor and `hasMore`.
  *
@@ -124,7 +132,7 @@ export function sliceSizes(limit) {
  */
 export async function listEventsInSlices(list, params, { seqCursors = false } = {}) {
   const pagination = params?.pagination ?? {};
-  if (!(Number.isInteger(pagination.limit) && pagination.limit > EVENTS_SLICE)) return fromEventPage(await list(toJson(params)));
+  if (!(Number.isInteger(pagination.limit) && pagination.limit > EVENTS_SLICED_ABOVE)) return fromEventPage(await list(toJson(params)));
   const sizes = sliceSizes(Math.min(pagination.limit, PAGE_LIMIT_MAX));
   const ask = (cursor, n) => {
     const wire = list(toJson({ ...params, pagination: { ...pagination, cursor, limit: n } }));

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { Store } from '../index.js';
 import { threadPoolStats } from '../store.js';
-import { EVENTS_SLICE, EVENTS_SLICE_FIRST, fromEventPage, listEventsInSlices, sliceSizes } from '../src/event-page.js';
+import { EVENTS_SLICE, EVENTS_SLICES_FIRST, fromEventPage, listEventsInSlices, sliceSizes } from '../src/event-page.js';
 import { tempDir } from './helpers.mjs';
 
 let tmp;
@@ -48,10 +48,11 @@ const slices = (list, params) => listEventsInSlices(list, params, { seqCursors: 
 
 describe('a run’s page in slices asked for ahead', () => {
   test('a page that ends at a slice’s end is the page of one call', async () => {
-    expect([EVENTS_SLICE_FIRST, EVENTS_SLICE]).toStrictEqual([100, 400]);
-    expect(sliceSizes(1000)).toStrictEqual([100, 400, 400, 100]);
-    expect(sliceSizes(450)).toStrictEqual([100, 350]);
-    const runId = await runOf(EVENTS_SLICE_FIRST + 2 * EVENTS_SLICE);
+    expect([...EVENTS_SLICES_FIRST, EVENTS_SLICE]).toStrictEqual([50, 150, 700]);
+    expect(sliceSizes(1000)).toStrictEqual([50, 150, 700, 100]);
+    expect(sliceSizes(450)).toStrictEqual([50, 150, 250]);
+    expect(sliceSizes(30)).toStrictEqual([30]);
+    const runId = await runOf(900);
     const jobs = threadPoolStats().io.jobsQueued;
     const page = await slices((text) => w.eventsList(text), { runId, pagination: { limit: 1000 } });
     // Slices 0 and 1 at once, then 2 and 3 as 0 and 1 come back with more after them.
@@ -66,32 +67,32 @@ describe('a run’s page in slices asked for ahead', () => {
   });
 
   test('a slice read empty before the log grew, after one that had more, is asked for again', async () => {
-    const runId = await runOf(EVENTS_SLICE_FIRST + EVENTS_SLICE);
+    const runId = await runOf(200);
     let slice2Read;
     const slice2 = new Promise((resolve) => {
       slice2Read = resolve;
     });
     const asked = [];
-    // Slice 1 (after seq:100) is read only after slice 2 (after seq:500) was read empty,
+    // Slice 1 (after seq:50) is read only after slice 2 (after seq:200) was read empty,
     // and after five more events: it has more after it, slice 2 said there were none.
     const list = async (text) => {
       const { cursor } = JSON.parse(text).pagination;
       asked.push(cursor ?? null);
-      if (cursor === 'seq:100') {
+      if (cursor === 'seq:50') {
         await slice2;
         await append(runId, 10_000, 5);
       }
       const wire = await w.eventsList(text);
-      if (cursor === 'seq:500') slice2Read(wire);
+      if (cursor === 'seq:200') slice2Read(wire);
       return wire;
     };
     const page = await slices(list, { runId, pagination: { limit: 1000 } });
     const [, , , emptyHasMore] = await slice2;
     expect(emptyHasMore).toBe(false);
     expect(page).toStrictEqual(await oneCall(runId, 1000));
-    expect([page.data.length, page.cursor, page.hasMore]).toStrictEqual([505, 'seq:505', false]);
+    expect([page.data.length, page.cursor, page.hasMore]).toStrictEqual([205, 'seq:205', false]);
     // Asked again by slice 1's cursor.
-    expect(asked.filter((c) => c === 'seq:500')).toHaveLength(2);
+    expect(asked.filter((c) => c === 'seq:200')).toHaveLength(2);
   });
 
   test('a cursor that is not a seq is followed slice by slice, and a bad one rejects as one call does', async () => {
@@ -103,7 +104,7 @@ describe('a run’s page in slices asked for ahead', () => {
     };
     // Not canonical: left to the addon, which reads it, so the slices follow its cursors.
     const page = await slices(list, { runId, pagination: { limit: 1000, cursor: 'seq:+5' } });
-    expect(asked).toStrictEqual(['seq:+5', 'seq:105', 'seq:505']);
+    expect(asked).toStrictEqual(['seq:+5', 'seq:55', 'seq:205']);
     expect(page).toStrictEqual(await oneCall(runId, 1000, 'seq:5'));
     const err = await slices(list, { runId, pagination: { limit: 1000, cursor: 'nope' } }).then(
       () => null,
