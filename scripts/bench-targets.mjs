@@ -84,6 +84,8 @@ row('World `events.create`, 1 sequential writer per run, 8 runs', 'the same', wo
 // The device floor over world-local, from the same runs (bench.mjs `floor`): no durable World can go past it.
 row('the device floor (write + fdatasync, no World), 1 thread, vs world-local', 'a preallocated file, 160 B per write', world('ceilingSequentialOneRun'), '×', 'ceiling of the 10× above', CEILING);
 row('the same, 8 threads at once (a file each)', 'the same', world('ceilingSequentialEightRuns'), '×', 'ceiling of the 20× above', CEILING);
+row('the device floor plus a one-event listing\'s round trip per write, 1 thread, vs world-local', 'the same', world('boundSequentialOneRun'), '×', 'ceiling of the 10× above', CEILING);
+row('the same, 8 threads at once', 'the same', world('boundSequentialEightRuns'), '×', 'ceiling of the 20× above', CEILING);
 row('World `events.list` of a 900-event run, one call', 'a store holding only that run', world('listAloneOneCall'), '×', '≥ 10×', (x) => x >= 10);
 row('the same, no page kept (`RUNLOG_NODE_PAGE_CACHE_BYTES=0`: each page as at its first listing)', 'the same', world('listAloneUnkeptOneCall'), '×', '(the row above, first listings)', CEILING);
 row('the JavaScript floor (the 900 events built from one parsed text), vs world-local', 'the same events', world('ceilingListAloneOneCall'), '×', 'ceiling of the 10× above', CEILING);

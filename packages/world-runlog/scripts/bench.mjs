@@ -51,7 +51,11 @@
 // - floor.listCallMs: runlog alone, events.list of one event (`limit: 1`), median ms: the
 //                    round trip every listing waits for before JavaScript has an event to
 //                    build (the addon's thread and back). `ratios.boundListAloneOneCall` is
-//                    world-local's list.aloneOneCall over floor.listJsMs + this.
+//                    world-local's list.aloneOneCall over floor.listJsMs + this, and
+//                    `ratios.boundSequentialOneRun` / `boundSequentialEightRuns` are the
+//                    device floors of the sequential creates with this round trip added to
+//                    each write (a durable create waits for both: the write on a thread
+//                    that is not JavaScript's, and the way there and back), over world-local.
 // - stream:          streams.get(run, name, i) and its first chunk, on a 10,000-chunk stream,
 //                    for i = 10 and i = 9,999 (median ms); flat = tail/10 within 2×.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -423,6 +427,9 @@ if (out.runlog && out.local) {
     ceilingSequentialEightRuns: round(out.floor.createSequentialEightRunsEventsPerS / l.createSequentialEightRunsEventsPerS, 1),
     ceilingListAloneOneCall: round(l.listAloneOneCallMs / out.floor.listJsMs, 1),
     boundListAloneOneCall: round(l.listAloneOneCallMs / (out.floor.listJsMs + out.floor.listCallMs), 1),
+    // Per writer: a write of the floor plus a round trip; one writer, then eight at once.
+    boundSequentialOneRun: round(1000 / l.createSequentialOneRunEventsPerS / (1000 / out.floor.createSequentialOneRunEventsPerS + out.floor.listCallMs), 1),
+    boundSequentialEightRuns: round(8000 / l.createSequentialEightRunsEventsPerS / (8000 / out.floor.createSequentialEightRunsEventsPerS + out.floor.listCallMs), 1),
   };
 }
 console.log(JSON.stringify(out, null, 2));
