@@ -226,6 +226,18 @@ export declare class World {
    */
   eventsList(params: JsonArg): Promise<EventPageWire>
   /**
+   * `eventsListSlices(params, sizes) → Array<Promise<[text, part, cursor, hasMore] |
+   * null>>`: `eventsList` of one page as consecutive slices of `sizes` events (at most
+   * [`SLICES_MAX`] sizes, each 1 to `PAGE_LIMIT_MAX`), all listed by one job on one of the
+   * addon's threads: each slice after the cursor of the one before (so together they are
+   * the page one call with their sum as `limit` lists), and each promise settled as soon
+   * as its slice is written, so JavaScript builds one slice while the next is written.
+   * Listing stops after a slice without `hasMore`, or after a slice that failed (its
+   * promise rejects); the promises after it resolve with `null`. An argument error gives
+   * an array of one rejected promise.
+   */
+  eventsListSlices(params: JsonArg, sizes: number[]): Array<Promise<EventPageWire | null>>
+  /**
    * `eventsListByCorrelationId(params) → Promise<[text, part, cursor, hasMore]>`:
    * `{correlationId, runId?, pagination, resolveData}` (without `runId`: across the
    * store); the same form as `eventsList`.

@@ -4,12 +4,13 @@
 //! queued (a bad argument, a closed store, a panic) rejects the returned promise; nothing
 //! throws synchronously.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use napi::Env;
 
 use crate::errors::BindError;
-use crate::js::{IntoJs, Raw, entry, spawn};
+use crate::js::{IntoJs, Raw, array, entry, rejected, spawn, spawn_each};
 use crate::pool::Pool;
 
 /// Checks the arguments (`args`, first: a bad one rejects with `INVALID_INPUT` even on a
@@ -32,6 +33,35 @@ where
         let lease = hold()?;
         spawn(env, lane, move || work(&lease, args))
     })
+}
+
+/// [`call`] whose `work` settles up to `n` promises in turn, each as soon as it has its
+/// result (`emit`); returns them as an array (`spawn_each`). Whatever fails before the work
+/// is queued rejects the first, and the array holds that one alone.
+pub(crate) fn call_each<L, A, T>(
+    env: &Env,
+    lane: &'static Pool,
+    hold: impl FnOnce() -> Result<L, BindError>,
+    args: impl FnOnce() -> Result<(A, usize), BindError>,
+    work: impl FnOnce(&L, A, &mut dyn FnMut(Result<T, BindError>)) + Send + 'static,
+) -> napi::Result<Raw>
+where
+    L: Send + 'static,
+    A: Send + 'static,
+    T: IntoJs,
+{
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        let (args, n) = args()?;
+        let lease = hold()?;
+        spawn_each(env, lane, n, move |emit| work(&lease, args, emit))
+    }));
+    let err = match started {
+        Ok(Ok(promises)) => return Ok(promises),
+        Ok(Err(e)) => e,
+        Err(panic) => BindError::panicked(&*panic),
+    };
+    let one = rejected(env, &err)?;
+    Ok(Raw::new(array(env, vec![one.to_unknown(env)?])?))
 }
 
 /// Largest wait timeout (`wait`, `streamsWait`): about 24.8 days (`setTimeout`'s limit).

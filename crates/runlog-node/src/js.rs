@@ -49,6 +49,51 @@ pub(crate) fn spawn<T: IntoJs>(
     Ok(promise)
 }
 
+/// Runs `work` on `lane` with an `emit` that settles the next of `n` promises with each
+/// result it is given, in order, as soon as it is given (results past the `n`th are
+/// dropped); returns the promises, as an array. Those still unsettled when `work` returns
+/// resolve with `null`; if `work` panics, they reject with `PANICKED`.
+pub(crate) fn spawn_each<T: IntoJs>(
+    env: &Env,
+    lane: &'static Pool,
+    n: usize,
+    work: impl FnOnce(&mut dyn FnMut(Result<T, BindError>)) + Send + 'static,
+) -> Result<Raw, BindError> {
+    let cannot = |e: napi::Error| BindError::internal(format!("cannot create a promise: {e}"));
+    let mut deferreds = Vec::with_capacity(n);
+    let mut promises = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (deferred, promise) = env.create_deferred::<Raw, Resolver>().map_err(cannot)?;
+        deferreds.push(deferred);
+        promises.push(promise.to_unknown());
+    }
+    let promises = Raw::new(array(env, promises).map_err(cannot)?);
+    lane.execute(Box::new(move |ready| {
+        let mut pending = deferreds.into_iter();
+        let failed = match ready {
+            Ok(()) => catch_unwind(AssertUnwindSafe(|| {
+                work(&mut |out| {
+                    if let Some(deferred) = pending.next() {
+                        deferred.resolve(settle(out));
+                    }
+                });
+            }))
+            .err()
+            .map(|panic| BindError::panicked(&*panic)),
+            Err(e) => Some(e),
+        };
+        for deferred in pending {
+            match &failed {
+                Some(e) => deferred.resolve(settle::<T>(Err(e.clone()))),
+                None => deferred.resolve(Box::new(|env: Env| {
+                    Ok(Raw::new(None::<bool>.into_unknown(&env)?))
+                })),
+            }
+        }
+    }));
+    Ok(promises)
+}
+
 /// The resolver that turns a result into the promise's value or rejection, on the
 /// JavaScript thread.
 fn settle<T: IntoJs>(out: Result<T, BindError>) -> Resolver {

@@ -6,6 +6,7 @@
 //!   `#[napi]` method's return type: it borrows the call's scope, and `Env` is taken by
 //!   value). Implementing `ToNapiValue` is an `unsafe fn` by the trait's definition; it
 //!   returns the handle it holds.
+//!   [`Raw::to_unknown`] turns such a handle back into a typed value of the same scope.
 //! - [`rejected`]: a promise already rejected, for an argument refused on the JavaScript
 //!   thread. napi's typed `JsDeferred` settles through a threadsafe function, one more
 //!   object and a trip through the event loop per call (twice the cost of a refused call,
@@ -28,6 +29,14 @@ impl Raw {
     /// The handle of `value` (valid in the scope that made it).
     pub(crate) fn new<'e>(value: impl JsValue<'e>) -> Raw {
         Raw(value.raw())
+    }
+
+    /// The value again, as an `Unknown` of `env` (for a value made in the current scope, to
+    /// put it in an array).
+    pub(crate) fn to_unknown<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        // SAFETY: `self.0` is a live handle of the current scope of `env`'s thread (a `Raw`
+        // never outlives the call that made it).
+        unsafe { Unknown::from_napi_value(env.raw(), self.0) }
     }
 }
 

@@ -119,44 +119,55 @@ export function sliceSizes(limit) {
 }
 
 /**
- * `events.list` (or `listByCorrelationId`, by `list`) for a page of more than
- * `EVENTS_SLICED_ABOVE` events, as consecutive slices (`sliceSizes`). The log only grows and is
- * dense, so the slices together are the page one call would have listed: the same events
- * in the same order, and the last slice's cursor and `hasMore`.
- *
- * With `seqCursors` (a run's events in ascending order, whose cursors are the World's
- * `seq:<n>`: the seq of the last event listed), each slice starts where the sizes before it
- * end, so two slices are asked for at a time (`listAhead`): Rust reads and writes the next
- * while JavaScript parses one. Otherwise each next slice is asked for with the cursor of
- * the one before, before that one is parsed (`listFollowing`).
+ * A run's `events.list` page of more than `EVENTS_SLICED_ABOVE` events, by the addon's
+ * `eventsListSlices` (`listSlices(text, sizes)`): one job on one of its threads lists the
+ * slices of `sliceSizes` one after another, each after the cursor of the one before, and
+ * settles each slice's promise as soon as it is written, so JavaScript builds a slice while
+ * the next is written. Together they are the page one call lists: the same events in the
+ * same order, and the last slice's cursor and `hasMore`.
  */
-export async function listEventsInSlices(list, params, { seqCursors = false } = {}) {
+export async function listRunEventsInSlices(listSlices, params) {
   const pagination = params?.pagination ?? {};
-  if (!(Number.isInteger(pagination.limit) && pagination.limit > EVENTS_SLICED_ABOVE)) return fromEventPage(await list(toJson(params)));
+  const wires = listSlices(toJson(params), sliceSizes(Math.min(pagination.limit, PAGE_LIMIT_MAX)));
+  // Handled at once: the slices after one that failed reject too, unread.
+  for (const wire of wires) wire.catch(() => {});
+  const data = [];
+  let page;
+  for (const wire of wires) {
+    const w = await wire;
+    if (w === null) break;
+    page = fromEventPage(w);
+    for (const e of page.data) data.push(e);
+  }
+  return { data, cursor: page.cursor, hasMore: page.hasMore };
+}
+
+/** Whether a page of `params` is listed in slices. */
+export function sliced(params) {
+  const limit = params?.pagination?.limit;
+  return Number.isInteger(limit) && limit > EVENTS_SLICED_ABOVE;
+}
+
+/**
+ * `listByCorrelationId` (by `list`) for a page of more than `EVENTS_SLICED_ABOVE` events, as
+ * consecutive slices of `sliceSizes`, each asked for with the cursor of the one before,
+ * before that one is parsed. The log only grows, so the slices together are the page one
+ * call would have listed: the same events in the same order, and the last slice's cursor
+ * and `hasMore`.
+ */
+export async function listEventsInSlices(list, params) {
+  if (!sliced(params)) return fromEventPage(await list(toJson(params)));
+  const pagination = params.pagination;
   const sizes = sliceSizes(Math.min(pagination.limit, PAGE_LIMIT_MAX));
   const ask = (cursor, n) => {
     const wire = list(toJson({ ...params, pagination: { ...pagination, cursor, limit: n } }));
-    // Handled at once: a slice left unread (the page ended before it), or read after an
-    // earlier one failed, must not leave its rejection unhandled.
+    // Handled at once: a slice left unread after an earlier one failed must not leave its
+    // rejection unhandled.
     wire.catch(() => {});
     return wire;
   };
-  const start = seqCursors && pagination.sortOrder !== 'desc' ? seqOf(pagination.cursor) : null;
-  if (start === null) return listFollowing(ask, pagination.cursor, sizes, []);
-  return listAhead(ask, pagination.cursor, start, sizes);
-}
-
-/** The seq a `seq:<n>` cursor (or none) lists after; null for any other cursor (left to the addon to judge). */
-function seqOf(cursor) {
-  if (cursor === undefined || cursor === null) return 0;
-  const m = typeof cursor === 'string' ? /^seq:(0|[1-9][0-9]{0,15})$/.exec(cursor) : null;
-  const seq = m ? Number(m[1]) : NaN;
-  return Number.isSafeInteger(seq) && seq + PAGE_LIMIT_MAX <= Number.MAX_SAFE_INTEGER ? seq : null;
-}
-
-/** Slices of `sizes` after `cursor`, each asked for with the cursor of the one before; appended to `data`. */
-async function listFollowing(ask, cursor, sizes, data) {
-  let wire = await ask(cursor, sizes[0]);
+  const data = [];
+  let wire = await ask(pagination.cursor, sizes[0]);
   for (let k = 1; ; k++) {
     const [, , next, hasMore] = wire;
     // A slice with more after it was full.
@@ -165,32 +176,5 @@ async function listFollowing(ask, cursor, sizes, data) {
     for (const e of page.data) data.push(e);
     if (following === null) return { data, cursor: page.cursor, hasMore: page.hasMore };
     wire = await following;
-  }
-}
-
-/**
- * Slices of `sizes` after seq `start`, two asked for at a time: slice k lists after
- * `seq:<start + the sizes before k>`. A slice is read when the one before it may not have
- * been, so the page ends at the first slice without more after it (`hasMore` false), and a
- * slice found empty after one that had more (the log grew between the two reads, the later
- * slice read first) is asked for again, with the cursors followed from there.
- */
-async function listAhead(ask, cursor, start, sizes) {
-  const after = [start];
-  for (const n of sizes) after.push(after[after.length - 1] + n);
-  const slice = (k) => (k < sizes.length ? ask(k === 0 ? cursor : `seq:${after[k]}`, sizes[k]) : null);
-  const asked = [slice(0), slice(1)];
-  const data = [];
-  for (let k = 0; ; k++) {
-    const wire = await asked[k];
-    const [, , , hasMore] = wire;
-    if (hasMore) asked.push(slice(k + 2));
-    const page = fromEventPage(wire);
-    if (k > 0 && page.data.length === 0) {
-      // Slice k - 1 had more after it: list them by its cursor.
-      return listFollowing(ask, `seq:${after[k]}`, sizes.slice(k), data);
-    }
-    for (const e of page.data) data.push(e);
-    if (!hasMore || k + 1 === sizes.length) return { data, cursor: page.cursor, hasMore: page.hasMore };
   }
 }

@@ -16,7 +16,7 @@
 import { toWorkflowError } from './errors.js';
 import { createBatcher } from './batcher.js';
 import { fromJson, SHAPE, toJson } from './codec.js';
-import { listEventsInSlices, PAGE_LIMIT_MAX } from './event-page.js';
+import { fromEventPage, listEventsInSlices, listRunEventsInSlices, PAGE_LIMIT_MAX, sliced } from './event-page.js';
 import { createStreams } from './streams.js';
 import { needsV4Error, STEP_ERROR_EVENTS, structuredError, v4Run, v4Steps } from './v4-shapes.js';
 import { checked, SIGNATURES } from './validate.js';
@@ -45,9 +45,12 @@ export function createStorage(openWorld) {
   };
   /** `f(world)`'s JSON text, revived as a result of shape `shape` (codec.js `SHAPE`). */
   const json = (f, shape) => call(async (w) => fromJson(await f(w), shape));
-  const eventPage = (list, params, options) => call((w) => listEventsInSlices((text) => list(w, text), params, options));
-  /** `events.list` of a run: its cursors are seqs (`listEventsInSlices`). */
-  const runEvents = (params) => eventPage((w, text) => w.eventsList(text), params, { seqCursors: true });
+  const eventPage = (list, params) => call((w) => listEventsInSlices((text) => list(w, text), params));
+  /** `events.list` of a run: a large page in slices listed by one job (`listRunEventsInSlices`). */
+  const runEvents = (params) =>
+    call(async (w) =>
+      sliced(params) ? listRunEventsInSlices((text, sizes) => w.eventsListSlices(text, sizes), params) : fromEventPage(await w.eventsList(toJson(params))),
+    );
 
   const creates = createBatcher(openWorld);
   const { streams, endReaders } = createStreams(call);

@@ -1,13 +1,14 @@
-// A large events.list page of a run is listed as slices asked for two at a time, each slice
-// starting at a seq computed from the one before (src/event-page.js, `listAhead`): the
-// page must be the page one call lists, also when the log grows between the reads of two
-// slices and the later slice was read first.
+// A large events.list page of a run is listed as slices by one job of the addon
+// (`eventsListSlices`, src/event-page.js `listRunEventsInSlices`), each slice after the
+// cursor of the one before and handed to JavaScript as soon as it is written: the page must
+// be the page one call lists, dense and in order also while the run grows. A correlation
+// id's page is listed slice by slice by cursor (`listEventsInSlices`).
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import { Store } from '../index.js';
 import { threadPoolStats } from '../store.js';
-import { EVENTS_SLICE, EVENTS_SLICES_FIRST, fromEventPage, listEventsInSlices, sliceSizes } from '../src/event-page.js';
-import { tempDir } from './helpers.mjs';
+import { EVENTS_SLICE, EVENTS_SLICES_FIRST, fromEventPage, listEventsInSlices, listRunEventsInSlices, sliceSizes } from '../src/event-page.js';
+import { rejection, tempDir } from './helpers.mjs';
 
 let tmp;
 let store;
@@ -44,58 +45,67 @@ async function oneCall(runId, limit, cursor) {
   return fromEventPage(await w.eventsList(JSON.stringify({ runId, pagination: { limit, cursor } })));
 }
 
-const slices = (list, params) => listEventsInSlices(list, params, { seqCursors: true });
+const slices = (params) => listRunEventsInSlices((text, sizes) => w.eventsListSlices(text, sizes), params);
 
-describe('a run’s page in slices asked for ahead', () => {
-  test('a page that ends at a slice’s end is the page of one call', async () => {
+describe('a run’s page in slices listed by one job', () => {
+  test('a page of slices is the page of one call, listed by one job of the addon', async () => {
     expect([...EVENTS_SLICES_FIRST, EVENTS_SLICE]).toStrictEqual([50, 150, 700]);
     expect(sliceSizes(1000)).toStrictEqual([50, 150, 700, 100]);
     expect(sliceSizes(450)).toStrictEqual([50, 150, 250]);
     expect(sliceSizes(30)).toStrictEqual([30]);
     const runId = await runOf(900);
     const jobs = threadPoolStats().io.jobsQueued;
-    const page = await slices((text) => w.eventsList(text), { runId, pagination: { limit: 1000 } });
-    // Slices 0 and 1 at once, then 2 and 3 as 0 and 1 come back with more after them.
-    expect(threadPoolStats().io.jobsQueued - jobs).toBe(4);
+    const page = await slices({ runId, pagination: { limit: 1000 } });
+    expect(threadPoolStats().io.jobsQueued - jobs).toBe(1);
     const want = await oneCall(runId, 1000);
     expect(page).toStrictEqual(want);
     expect([page.data.length, page.cursor, page.hasMore]).toStrictEqual([900, 'seq:900', false]);
     // After a cursor, and with a limit that ends mid-slice.
-    expect(await slices((text) => w.eventsList(text), { runId, pagination: { limit: 450, cursor: 'seq:100' } })).toStrictEqual(
-      await oneCall(runId, 450, 'seq:100'),
-    );
+    expect(await slices({ runId, pagination: { limit: 450, cursor: 'seq:100' } })).toStrictEqual(await oneCall(runId, 450, 'seq:100'));
   });
 
-  test('a slice read empty before the log grew, after one that had more, is asked for again', async () => {
-    const runId = await runOf(200);
-    let slice2Read;
-    const slice2 = new Promise((resolve) => {
-      slice2Read = resolve;
-    });
-    const asked = [];
-    // Slice 1 (after seq:50) is read only after slice 2 (after seq:200) was read empty,
-    // and after five more events: it has more after it, slice 2 said there were none.
-    const list = async (text) => {
-      const { cursor } = JSON.parse(text).pagination;
-      asked.push(cursor ?? null);
-      if (cursor === 'seq:50') {
-        await slice2;
-        await append(runId, 10_000, 5);
-      }
-      const wire = await w.eventsList(text);
-      if (cursor === 'seq:200') slice2Read(wire);
-      return wire;
-    };
-    const page = await slices(list, { runId, pagination: { limit: 1000 } });
-    const [, , , emptyHasMore] = await slice2;
-    expect(emptyHasMore).toBe(false);
-    expect(page).toStrictEqual(await oneCall(runId, 1000));
-    expect([page.data.length, page.cursor, page.hasMore]).toStrictEqual([205, 'seq:205', false]);
-    // Asked again by slice 1's cursor.
-    expect(asked.filter((c) => c === 'seq:200')).toHaveLength(2);
+  test('the slices after one without more resolve null, and each slice is a page', async () => {
+    const runId = await runOf(120);
+    const wires = await Promise.all(w.eventsListSlices(JSON.stringify({ runId }), [50, 150, 700]));
+    expect(wires[2]).toBeNull();
+    const [a, b] = wires.slice(0, 2).map(fromEventPage);
+    expect([a.data.length, a.cursor, a.hasMore, b.data.length, b.cursor, b.hasMore]).toStrictEqual([50, 'seq:50', true, 70, 'seq:120', false]);
+    expect([...a.data, ...b.data]).toStrictEqual((await oneCall(runId, 1000)).data);
   });
 
-  test('a cursor that is not a seq is followed slice by slice, and a bad one rejects as one call does', async () => {
+  test('a run growing while its slices are listed gives a dense page in order', async () => {
+    const runId = await runOf(300);
+    for (let round = 0; round < 5; round++) {
+      const growing = append(runId, 10_000 + 100 * round, 100);
+      const page = await slices({ runId, pagination: { limit: 1000 } });
+      await growing;
+      const ids = page.data.map((e) => e.correlationId ?? e.eventType);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(page.cursor).toBe(`seq:${page.data.length}`);
+      // The log as it was read: the same events as one call lists now (which may see more after them).
+      const now = await oneCall(runId, page.data.length);
+      expect([page.data, page.cursor]).toStrictEqual([now.data, now.cursor]);
+      expect(page.data.length).toBeGreaterThanOrEqual(300 + 100 * round);
+    }
+  });
+
+  test('bad sizes reject as INVALID_INPUT, in an array of one promise', async () => {
+    const runId = await runOf(3);
+    const text = JSON.stringify({ runId });
+    for (const sizes of [[], [0], [1001], [1.5], ['1'], 'x', null, Array(65).fill(1)]) {
+      const wires = w.eventsListSlices(text, sizes);
+      expect(wires).toHaveLength(1);
+      expect((await rejection(wires[0])).code).toBe('INVALID_INPUT');
+    }
+    expect((await rejection(w.eventsListSlices('{', [1])[0])).code).toBe('INVALID_INPUT');
+    // A run that does not exist: the first slice rejects, and the one after it is not listed.
+    const missing = w.eventsListSlices(JSON.stringify({ runId: 'nope' }), [1, 2]);
+    expect(missing).toHaveLength(2);
+    expect((await rejection(missing[0])).code).toBe('NOT_FOUND');
+    expect(await missing[1]).toBeNull();
+  });
+
+  test('slices by cursor follow the cursors, and a bad cursor rejects as one call does', async () => {
     const runId = await runOf(700);
     const asked = [];
     const list = (text) => {
@@ -103,13 +113,15 @@ describe('a run’s page in slices asked for ahead', () => {
       return w.eventsList(text);
     };
     // Not canonical: left to the addon, which reads it, so the slices follow its cursors.
-    const page = await slices(list, { runId, pagination: { limit: 1000, cursor: 'seq:+5' } });
+    const page = await listEventsInSlices(list, { runId, pagination: { limit: 1000, cursor: 'seq:+5' } });
     expect(asked).toStrictEqual(['seq:+5', 'seq:55', 'seq:205']);
     expect(page).toStrictEqual(await oneCall(runId, 1000, 'seq:5'));
-    const err = await slices(list, { runId, pagination: { limit: 1000, cursor: 'nope' } }).then(
-      () => null,
-      (e) => e,
-    );
-    expect(err?.code).toBe('INVALID_INPUT');
+    for (const f of [(p) => listEventsInSlices(list, p), slices]) {
+      const err = await f({ runId, pagination: { limit: 1000, cursor: 'nope' } }).then(
+        () => null,
+        (e) => e,
+      );
+      expect(err?.code).toBe('INVALID_INPUT');
+    }
   });
 });

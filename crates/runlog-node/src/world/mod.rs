@@ -31,10 +31,10 @@ use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use runlog::{RunId, RunLog};
 use runlog_world::streams::CHUNKS_PER_PAGE_DEFAULT;
-use runlog_world::{At, ResolveData, Streams, World, WorldError};
+use runlog_world::{At, PAGE_LIMIT_MAX, Pagination, ResolveData, Streams, World, WorldError};
 use serde::Serialize;
 
-use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
+use crate::call::{WAIT_TIMEOUT_MS_MAX, call, call_each, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::event_page::{events_list_json, events_page_json};
 use crate::handle::{Shared, WorldLease, Worlds};
@@ -172,6 +172,32 @@ fn at_arg(v: Unknown<'_>, name: &str) -> Result<At, BindError> {
 }
 
 /// The run id of a stream call: any id the store can hold (`[A-Za-z0-9_-]`, 1–128 bytes).
+/// Most slices `eventsListSlices` takes.
+pub(crate) const SLICES_MAX: usize = 64;
+
+/// The `sizes` of `eventsListSlices`: 1 to [`SLICES_MAX`] integers, each 1 to
+/// `PAGE_LIMIT_MAX`.
+fn slice_sizes(v: Unknown<'_>) -> Result<Vec<usize>, BindError> {
+    let arg = Arg::new(v, "sizes");
+    let items = arg.array_items()?;
+    if items.is_empty() || items.len() > SLICES_MAX {
+        return Err(BindError::invalid(
+            "sizes",
+            format!("must hold 1 to {SLICES_MAX} sizes, got {}", items.len()),
+        ));
+    }
+    items
+        .iter()
+        .map(|item| {
+            let n = item.uint(PAGE_LIMIT_MAX as u64)?;
+            if n == 0 {
+                return Err(BindError::invalid(item.name.clone(), "must be at least 1"));
+            }
+            Ok(n as usize)
+        })
+        .collect()
+}
+
 /// Not only `wrun_<ULID>`: a stream lives in logs of its own (`stream-…`), whatever its run,
 /// and the SDK's health check writes and reads one under `wrun_hc_<ULID>`, a run that never
 /// exists (as the reference's local store allows). Any other id is `INVALID_INPUT` (400).
@@ -593,6 +619,71 @@ impl JsWorld {
                     return Ok(page);
                 }
                 events_page_json(&w.world.list_events(&run, &p, resolve)?)
+            },
+        )
+    }
+
+    /// `eventsListSlices(params, sizes) → Array<Promise<[text, part, cursor, hasMore] |
+    /// null>>`: `eventsList` of one page as consecutive slices of `sizes` events (at most
+    /// [`SLICES_MAX`] sizes, each 1 to `PAGE_LIMIT_MAX`), all listed by one job on one of the
+    /// addon's threads: each slice after the cursor of the one before (so together they are
+    /// the page one call with their sum as `limit` lists), and each promise settled as soon
+    /// as its slice is written, so JavaScript builds one slice while the next is written.
+    /// Listing stops after a slice without `hasMore`, or after a slice that failed (its
+    /// promise rejects); the promises after it resolve with `null`. An argument error gives
+    /// an array of one rejected promise.
+    #[napi(
+        ts_args_type = "params: JsonArg, sizes: number[]",
+        ts_return_type = "Array<Promise<EventPageWire | null>>"
+    )]
+    pub fn events_list_slices(
+        &self,
+        env: Env,
+        params: Unknown<'_>,
+        sizes: Unknown<'_>,
+    ) -> napi::Result<Raw> {
+        let args = || {
+            let list = List::read(opt_text(Some(params), "params")?.as_deref(), false)?;
+            let sizes = slice_sizes(sizes)?;
+            let n = sizes.len();
+            Ok((
+                (list.run_required()?, list.pagination, list.resolve, sizes),
+                n,
+            ))
+        };
+        call_each(
+            &env,
+            &pool::IO,
+            || self.shared.world_lease(),
+            args,
+            move |lease, (run, p, resolve, sizes), emit| {
+                let w = &lease.worlds;
+                let mut cursor = p.cursor.clone();
+                for size in sizes {
+                    let slice = Pagination {
+                        limit: Some(size),
+                        cursor: cursor.clone(),
+                        sort_order: p.sort_order,
+                    };
+                    let page = (|| {
+                        if resolve == ResolveData::All
+                            && let Some(page) = events_list_json(&w.world, &w.pages, &run, &slice)?
+                        {
+                            return Ok(page);
+                        }
+                        events_page_json(&w.world.list_events(&run, &slice, resolve)?)
+                    })();
+                    let next = match &page {
+                        Ok(page) if page.has_more => page.cursor.clone(),
+                        _ => None,
+                    };
+                    let failed = page.is_err();
+                    emit(page);
+                    if failed || next.is_none() {
+                        return;
+                    }
+                    cursor = next;
+                }
             },
         )
     }
