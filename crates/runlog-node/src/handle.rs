@@ -13,7 +13,7 @@ use runlog::{CommitStatsSnapshot, RunLog, Store as CoreStore};
 use runlog_world::{Retention, RetentionTask, Streams, World, WorldConfig};
 
 use crate::errors::BindError;
-use crate::event_page::{PageCache, page_cache_bytes_from_env};
+use crate::event_page::PageCache;
 
 /// The backend of an opened handle: every call goes through `log`; `file` is the same store
 /// when it is a file store (for its commit counters), `None` on PostgreSQL.
@@ -34,7 +34,11 @@ pub(crate) struct Worlds {
 
 impl Worlds {
     /// The World layer on `store`, collecting finished runs as `retention` says.
-    pub(crate) fn new(store: Arc<dyn RunLog>, retention: Option<Retention>) -> Worlds {
+    pub(crate) fn new(
+        store: Arc<dyn RunLog>,
+        retention: Option<Retention>,
+        page_cache_bytes: usize,
+    ) -> Worlds {
         let config = WorldConfig {
             retention,
             ..WorldConfig::default()
@@ -42,7 +46,7 @@ impl Worlds {
         Worlds {
             streams: Streams::new(store.clone()),
             world: Arc::new(World::new(store, config)),
-            pages: PageCache::new(page_cache_bytes_from_env()),
+            pages: PageCache::new(page_cache_bytes),
         }
     }
 }
@@ -101,11 +105,16 @@ impl Shared {
         read_only: bool,
         read_only_cause: Option<BindError>,
         retention: Option<Retention>,
+        page_cache_bytes: usize,
     ) -> Shared {
         let read_only = read_only || read_only_cause.is_some();
         // A read-only store cannot be collected (`Store.openReadOnly` refuses the option;
         // `openOrReadOnly` on a store this process cannot write leaves it off).
-        let worlds = Worlds::new(store.log.clone(), retention.filter(|_| !read_only));
+        let worlds = Worlds::new(
+            store.log.clone(),
+            retention.filter(|_| !read_only),
+            page_cache_bytes,
+        );
         let retention = worlds.world.start_retention();
         Shared {
             path,

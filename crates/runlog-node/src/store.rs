@@ -25,6 +25,7 @@ use runlog_world::Retention;
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
+use crate::event_page::page_cache_bytes_from_env;
 use crate::handle::{Backend, Lease, Shared};
 use crate::js::{Arg, IntoJs, Raw, entry, spawn};
 use crate::open::{Access, is_postgres, open_target};
@@ -642,14 +643,16 @@ fn open_with(
             Some(r) => Some(retention(&r, &dir, access)?),
             None => None,
         };
-        Ok((dir, config, retention))
+        // Read here, so that a bad value rejects the open (as the other options do).
+        let page_cache_bytes = page_cache_bytes_from_env()?;
+        Ok((dir, config, retention, page_cache_bytes))
     };
     call(
         &env,
         &pool::IO,
         hold,
         args,
-        move |(), (dir, config, retention)| {
+        move |(), (dir, config, retention, page_cache_bytes)| {
             let opened = open_target(&dir, config, access)?;
             let store = Backend {
                 log: opened.log,
@@ -663,6 +666,7 @@ fn open_with(
                     access == Access::Read,
                     cause,
                     retention,
+                    page_cache_bytes,
                 )),
             })
         },

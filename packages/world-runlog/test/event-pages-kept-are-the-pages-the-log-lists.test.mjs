@@ -5,8 +5,8 @@
 // descending, and with keeping turned off (RUNLOG_NODE_PAGE_CACHE_BYTES=0).
 import { afterEach, describe, expect, test } from 'vitest';
 
-import { createWorld } from '../index.js';
-import { tempDir } from './helpers.mjs';
+import { createWorld, Store } from '../index.js';
+import { rejection, tempDir } from './helpers.mjs';
 
 const opened = [];
 afterEach(async () => {
@@ -106,5 +106,24 @@ describe('kept event pages', () => {
     const first = await list(w, runId, { limit: 50 });
     expect(await list(w, runId, { limit: 50 })).toStrictEqual(first);
     expect(native.pageCacheStats()).toStrictEqual({ hits: 0, stale: 0, pages: 0, bytes: 0, bytesMax: 0 });
+  });
+
+  test('a bound that is not decimal digits rejects the open with INVALID_INPUT naming it', async () => {
+    for (const v of ['-1', '1e6', ' 0', 'abc', '9007199254740992']) {
+      process.env.RUNLOG_NODE_PAGE_CACHE_BYTES = v;
+      const tmp = tempDir();
+      try {
+        const err = await rejection(Store.open(`${tmp.dir}/store`));
+        expect([err.code, err.message.includes('RUNLOG_NODE_PAGE_CACHE_BYTES')]).toStrictEqual(['INVALID_INPUT', true]);
+        const w = createWorld({ dataDir: tmp.dir, recoverActiveRuns: false });
+        expect((await rejection(w.runs.list({}))).message).toContain('RUNLOG_NODE_PAGE_CACHE_BYTES');
+      } finally {
+        tmp.cleanup();
+      }
+    }
+    process.env.RUNLOG_NODE_PAGE_CACHE_BYTES = '9007199254740991';
+    const w = open();
+    await runOf(w, 2);
+    expect((await w.runlog.world()).pageCacheStats().bytesMax).toBe(9007199254740991);
   });
 });

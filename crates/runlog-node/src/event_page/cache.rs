@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use runlog_world::{Pagination, SortOrder};
 
 use super::{EventId, Row};
+use crate::errors::{BindError, MAX_SAFE_INTEGER};
 
 /// Bytes kept by default per opened store: about 130 pages of 1,000 events of the
 /// benchmark's shape (text 78, binary part 52, fingerprint 90 bytes per event).
@@ -30,12 +31,38 @@ pub(crate) const PAGE_CACHE_BYTES_DEFAULT: usize = 32 << 20;
 /// The environment variable that sets the bound (bytes; 0 keeps nothing).
 pub(crate) const PAGE_CACHE_BYTES_VAR: &str = "RUNLOG_NODE_PAGE_CACHE_BYTES";
 
-/// The bound the environment sets, else the default.
-pub(crate) fn page_cache_bytes_from_env() -> usize {
-    std::env::var(PAGE_CACHE_BYTES_VAR)
+/// The bound the environment sets (decimal digits, at most 2^53 − 1, so that
+/// `pageCacheStats()` reports it exactly), else the default.
+///
+/// # Errors
+/// `INVALID_INPUT` naming the variable for any other value (`-1`, `1e6`, ` 0`, `0x10`, …):
+/// a bound misread would silently keep pages, or none.
+pub(crate) fn page_cache_bytes_from_env() -> Result<usize, BindError> {
+    match std::env::var(PAGE_CACHE_BYTES_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(PAGE_CACHE_BYTES_DEFAULT),
+        Err(std::env::VarError::NotUnicode(v)) => Err(bad_bound(&v.to_string_lossy())),
+        Ok(v) => page_cache_bytes(&v).ok_or_else(|| bad_bound(&v)),
+    }
+}
+
+/// `v` as a bound: decimal digits only, at most 2^53 − 1.
+fn page_cache_bytes(v: &str) -> Option<usize> {
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u64>()
         .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(PAGE_CACHE_BYTES_DEFAULT)
+        .filter(|n| *n <= MAX_SAFE_INTEGER)
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+fn bad_bound(v: &str) -> BindError {
+    BindError::invalid(
+        PAGE_CACHE_BYTES_VAR,
+        format!(
+            "must be a number of bytes (decimal digits, 0 for none, at most 2^53 - 1), got {v:?}"
+        ),
+    )
 }
 
 /// Which page: the run and the pagination it was asked with.
@@ -144,10 +171,15 @@ impl PageCache {
     /// used pages until the bound holds. A page larger than the bound is not kept.
     pub(super) fn put(&self, key: PageKey, page: Kept) {
         let size = page.bytes(&key);
+        let mut inner = self.inner.lock();
         if size > self.bytes_max {
+            // Not kept; nor is what the key held (it no longer lists as that page).
+            if let Some(old) = inner.pages.pop(&key) {
+                inner.stats.bytes -= old.bytes(&key);
+                inner.stats.pages -= 1;
+            }
             return;
         }
-        let mut inner = self.inner.lock();
         if let Some(old) = inner.pages.put(key.clone(), Arc::new(page)) {
             inner.stats.bytes -= old.bytes(&key);
             inner.stats.pages -= 1;
@@ -536,6 +568,58 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_bound_is_decimal_digits_up_to_2_pow_53_less_1() {
+        for (v, want) in [
+            ("0", Some(0)),
+            ("33554432", Some(32 << 20)),
+            ("007", Some(7)),
+            ("9007199254740991", Some(9_007_199_254_740_991)),
+            ("9007199254740992", None),
+            ("18446744073709551615", None),
+            ("-1", None),
+            ("+5000", None),
+            (" 0 ", None),
+            ("1e6", None),
+            ("0x100", None),
+            ("abc", None),
+            ("", None),
+        ] {
+            assert_eq!(page_cache_bytes(v), want, "{v:?}");
+        }
+        let err = bad_bound("-1");
+        assert!(
+            err.message.contains(PAGE_CACHE_BYTES_VAR),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_page_grown_past_the_bound_drops_the_page_its_key_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = world(dir.path());
+        let run = run_id();
+        run_with(&w, &run, 3, "g");
+        let p = pagination(1000, None, false);
+        let small = {
+            let c = PageCache::new(PAGE_CACHE_BYTES_DEFAULT);
+            events_list_json(&w, &c, &run, &p).unwrap();
+            c.stats().bytes
+        };
+        let cache = PageCache::new(2 * small);
+        events_list_json(&w, &cache, &run, &p).unwrap();
+        assert_eq!(cache.stats().pages, 1);
+        steps_of(&w, &run, 3..40, "g");
+        for _ in 0..3 {
+            let (got, fresh) = both(&w, &cache, &run, &p);
+            same(&got, &fresh);
+        }
+        let s = cache.stats();
+        // Stale once; then the key holds nothing, and the page is written without comparing.
+        assert_eq!((s.pages, s.bytes, s.stale, s.hits), (0, 0, 1, 0));
     }
 
     #[test]
