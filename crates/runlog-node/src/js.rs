@@ -18,14 +18,12 @@ use napi::{Env, JsValue};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
 use crate::pool::Pool;
 pub(crate) use crate::raw::Raw;
-use crate::raw::take_exception;
+use crate::raw::{Pending, Settle, take_exception};
 
 /// A Rust value that becomes a JavaScript value on the JavaScript thread.
 pub(crate) trait IntoJs: Send + 'static {
     fn into_js(self, env: &Env) -> napi::Result<Unknown<'_>>;
 }
-
-type Resolver = Box<dyn FnOnce(Env) -> napi::Result<Raw> + Send>;
 
 /// Runs `work` on `lane` and returns a promise settled with its result: resolved with the
 /// value, rejected with the error, or rejected with `PANICKED` if `work` panics.
@@ -34,17 +32,15 @@ pub(crate) fn spawn<T: IntoJs>(
     lane: &'static Pool,
     work: impl FnOnce() -> Result<T, BindError> + Send + 'static,
 ) -> Result<Raw, BindError> {
-    let (deferred, promise) = env
-        .create_deferred::<Raw, Resolver>()
+    let (pending, promise) = Pending::new(env, dropped::<T>)
         .map_err(|e| BindError::internal(format!("cannot create a promise: {e}")))?;
-    let promise = Raw::new(promise);
     lane.execute(Box::new(move |ready| {
         let out = match ready {
             Ok(()) => catch_unwind(AssertUnwindSafe(work))
                 .unwrap_or_else(|panic| Err(BindError::panicked(&*panic))),
             Err(e) => Err(e),
         };
-        deferred.resolve(settle(out));
+        pending.settle(settle(out));
     }));
     Ok(promise)
 }
@@ -63,9 +59,9 @@ pub(crate) fn spawn_each<T: IntoJs>(
     let mut deferreds = Vec::with_capacity(n);
     let mut promises = Vec::with_capacity(n);
     for _ in 0..n {
-        let (deferred, promise) = env.create_deferred::<Raw, Resolver>().map_err(cannot)?;
-        deferreds.push(deferred);
-        promises.push(promise.to_unknown());
+        let (pending, promise) = Pending::new(env, dropped::<T>).map_err(cannot)?;
+        deferreds.push(pending);
+        promises.push(promise.to_unknown(env).map_err(cannot)?);
     }
     let promises = Raw::new(array(env, promises).map_err(cannot)?);
     lane.execute(Box::new(move |ready| {
@@ -74,7 +70,7 @@ pub(crate) fn spawn_each<T: IntoJs>(
             Ok(()) => catch_unwind(AssertUnwindSafe(|| {
                 work(&mut |out| {
                     if let Some(deferred) = pending.next() {
-                        deferred.resolve(settle(out));
+                        deferred.settle(settle(out));
                     }
                 });
             }))
@@ -84,9 +80,12 @@ pub(crate) fn spawn_each<T: IntoJs>(
         };
         for deferred in pending {
             match &failed {
-                Some(e) => deferred.resolve(settle::<T>(Err(e.clone()))),
-                None => deferred.resolve(Box::new(|env: Env| {
-                    Ok(Raw::new(None::<bool>.into_unknown(&env)?))
+                Some(e) => deferred.settle(settle::<T>(Err(e.clone()))),
+                None => deferred.settle(Box::new(|env: Env| {
+                    None::<bool>
+                        .into_unknown(&env)
+                        .map(Raw::new)
+                        .map_err(|e| error_value(&env, &BindError::internal(e.to_string())))
                 })),
             }
         }
@@ -94,22 +93,38 @@ pub(crate) fn spawn_each<T: IntoJs>(
     Ok(promises)
 }
 
-/// The resolver that turns a result into the promise's value or rejection, on the
-/// JavaScript thread.
-fn settle<T: IntoJs>(out: Result<T, BindError>) -> Resolver {
+/// What settles a promise with `out`, on the JavaScript thread: resolved with the value, or
+/// rejected with the error (also when the value cannot be made, or making it panics).
+fn settle<T: IntoJs>(out: Result<T, BindError>) -> Settle {
     Box::new(move |env: Env| {
         let converted = catch_unwind(AssertUnwindSafe(|| match out {
             Ok(v) => match v.into_js(&env) {
-                Ok(v) => Ok(Ok(Raw::new(v))),
+                Ok(v) => Ok(Raw::new(v)),
                 // A result JavaScript cannot hold (a string past V8's longest): a typed
                 // rejection, never napi's bare `GenericFailure` with an empty message.
-                Err(e) => unconverted(&env, &e).to_js(&env).map(Err),
+                Err(e) => Err(unconverted(&env, &e)),
             },
-            Err(e) => e.to_js(&env).map(Err),
+            Err(e) => Err(e),
         }))
-        .unwrap_or_else(|panic| BindError::panicked(&*panic).to_js(&env).map(Err))?;
-        converted.map_err(napi::Error::from)
+        .unwrap_or_else(|panic| Err(BindError::panicked(&*panic)));
+        converted.map_err(|e| error_value(&env, &e))
     })
+}
+
+/// `err` as a JavaScript error value (`undefined` should even that fail).
+fn error_value(env: &Env, err: &BindError) -> Raw {
+    match err.to_js(env) {
+        Ok(v) => Raw::new(v),
+        Err(_) => Raw::undefined(env),
+    }
+}
+
+/// How a promise dropped unsettled settles (never, by construction: every job settles its
+/// own): rejected `INTERNAL`.
+fn dropped<T: IntoJs>() -> Settle {
+    settle::<T>(Err(BindError::internal(
+        "a call ended without settling its promise",
+    )))
 }
 
 /// Why a result could not become a JavaScript value: `INTERNAL`, with napi's status and
