@@ -520,6 +520,11 @@ impl JsStore {
             },
             move |lease, run| {
                 lease.store.delete_run(&run)?;
+                // The World of this handle forgets the run, or it would go on folding it
+                // from its cache (a later `run_created` of the same id refused as a conflict).
+                if let Some(worlds) = lease.shared.world.lock().clone() {
+                    worlds.world.forget_run(&run);
+                }
                 Ok(Unit)
             },
         )

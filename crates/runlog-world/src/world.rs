@@ -589,6 +589,14 @@ impl<B: RunLog> World<B> {
         self.runs.lock().entries.remove(run);
     }
 
+    /// Drops what this World holds of `run` (its fold, its queue of requests), for a caller
+    /// that deleted the run's log behind the World's back (`Store::delete_run` on the store
+    /// under it): its next use reads the store, so the run is gone, or new if created again.
+    /// The World's own deletion (retention) does this itself.
+    pub fn forget_run(&self, run: &RunId) {
+        self.forget(run);
+    }
+
     /// The run's fold, advanced to the log's last committed event.
     ///
     /// # Errors
