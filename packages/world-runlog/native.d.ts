@@ -228,7 +228,7 @@ export declare class World {
   /**
    * `eventsListSlices(params, sizes) → Array<Promise<[text, part, cursor, hasMore] |
    * null>>`: `eventsList` of one page as consecutive slices of `sizes` events (at most
-   * [`SLICES_MAX`] sizes, each 1 to `PAGE_LIMIT_MAX`), all listed by one job on one of the
+   * `SLICES_MAX` (64) sizes, each 1 to `PAGE_LIMIT_MAX`), all listed by one job on one of the
    * addon's threads: each slice after the cursor of the one before (so together they are
    * the page one call with their sum as `limit` lists), and each promise settled as soon
    * as its slice is written, so JavaScript builds one slice while the next is written.
