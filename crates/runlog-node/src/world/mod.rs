@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::call::{WAIT_TIMEOUT_MS_MAX, call, call_each, wait_sliced};
 use crate::errors::{BindError, MAX_SAFE_INTEGER};
-use crate::event_page::{events_list_json, events_page_json};
+use crate::event_page::{PageWire, events_list_json, events_page_json};
 use crate::handle::{Shared, WorldLease, Worlds};
 use crate::js::{Arg, IntoJs, Raw, safe_number};
 use crate::out::{Json, Number, Unit};
@@ -172,6 +172,23 @@ fn at_arg(v: Unknown<'_>, name: &str) -> Result<At, BindError> {
 }
 
 /// The run id of a stream call: any id the store can hold (`[A-Za-z0-9_-]`, 1–128 bytes).
+/// One page of `run`'s events in the wire form: written from the log as it is read (or kept)
+/// with `resolveData: 'all'`, else from the listed events (`eventsList`, each slice of
+/// `eventsListSlices`).
+fn run_events_page(
+    w: &Worlds,
+    run: &str,
+    p: &Pagination,
+    resolve: ResolveData,
+) -> Result<PageWire, BindError> {
+    if resolve == ResolveData::All
+        && let Some(page) = events_list_json(&w.world, &w.pages, run, p)?
+    {
+        return Ok(page);
+    }
+    events_page_json(&w.world.list_events(run, p, resolve)?)
+}
+
 /// Most slices `eventsListSlices` takes.
 pub(crate) const SLICES_MAX: usize = 64;
 
@@ -612,14 +629,7 @@ impl JsWorld {
                 let list = List::read(opt_text(Some(params), "params")?.as_deref(), false)?;
                 Ok((list.run_required()?, list.pagination, list.resolve))
             },
-            move |w, (run, p, resolve)| {
-                if resolve == ResolveData::All
-                    && let Some(page) = events_list_json(&w.world, &w.pages, &run, &p)?
-                {
-                    return Ok(page);
-                }
-                events_page_json(&w.world.list_events(&run, &p, resolve)?)
-            },
+            move |w, (run, p, resolve)| run_events_page(w, &run, &p, resolve),
         )
     }
 
@@ -665,14 +675,7 @@ impl JsWorld {
                         cursor: cursor.clone(),
                         sort_order: p.sort_order,
                     };
-                    let page = (|| {
-                        if resolve == ResolveData::All
-                            && let Some(page) = events_list_json(&w.world, &w.pages, &run, &slice)?
-                        {
-                            return Ok(page);
-                        }
-                        events_page_json(&w.world.list_events(&run, &slice, resolve)?)
-                    })();
+                    let page = run_events_page(w, &run, &slice, resolve);
                     let next = match &page {
                         Ok(page) if page.has_more => page.cursor.clone(),
                         _ => None,
