@@ -30,6 +30,8 @@ struct Agg {
     syncs: Option<u64>,
     /// The peer's group-commit counters summed over rounds.
     groups: Option<GroupStats>,
+    /// Each round's CPU time per event, µs.
+    cpu_us_per_event: Vec<f64>,
 }
 
 impl Agg {
@@ -40,11 +42,15 @@ impl Agg {
             events: 0,
             syncs: Some(0),
             groups: None,
+            cpu_us_per_event: Vec::new(),
         }
     }
 
     fn add(&mut self, cell: Cell) {
         self.rates.push(cell.events_per_sec());
+        if let Some(cpu) = cell.cpu_secs.filter(|_| cell.events > 0) {
+            self.cpu_us_per_event.push(cpu * 1e6 / cell.events as f64);
+        }
         self.events += cell.events;
         self.syncs = self.syncs.zip(cell.syncs).map(|(a, b)| a + b);
         self.latencies.extend(cell.latencies);
@@ -145,6 +151,7 @@ fn agg_rows(label: &str, op_name: &str, method: &str, aggs: &mut [(&str, Agg)]) 
     let rates = per_peer(aggs, |a| median(&a.rates));
     let p50 = per_peer(aggs, |a| a.latencies.quantile_us(0.5));
     let p99 = per_peer(aggs, |a| a.latencies.quantile_us(0.99));
+    let cpu = per_peer(aggs, |a| median(&a.cpu_us_per_event));
     let per_sync = per_peer(aggs, |a| {
         a.syncs
             .filter(|s| *s > 0)
@@ -169,6 +176,11 @@ fn agg_rows(label: &str, op_name: &str, method: &str, aggs: &mut [(&str, Agg)]) 
         Row::new(label, "events/s", Better::Higher, &rates).note(method),
         Row::new(label, &format!("p50 us/{op_name}"), Better::Lower, &p50),
         Row::new(label, &format!("p99 us/{op_name}"), Better::Lower, &p99),
+        Row::new(label, "cpu us/event", Better::Lower, &cpu).note(
+            "CPU time (user + system) per event, median of rounds: the whole process during a \
+             threaded cell, the lane's thread in its bursts when interleaved; the kernel's own \
+             threads (journal, I/O completion) not counted",
+        ),
         Row::new(label, "events/sync", Better::Higher, &per_sync)
             .note("events per fsync+fdatasync+msync syscall (group commit factor)"),
         Row::new(

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::fsyncs::SyncCounter;
 use crate::support::stats::Latencies;
+use crate::support::sys::{CpuOf, cpu_secs};
 use crate::support::{BenchResult, GroupStats, Peer, Session, open_peer};
 
 /// One operation of one thread: `(thread index, op index, session, thread state)` → events
@@ -28,6 +29,10 @@ pub struct Cell {
     pub syncs: Option<u64>,
     /// The peer's own group-commit counters for the cell, when it keeps them.
     pub groups: Option<GroupStats>,
+    /// CPU time (user + system) the cell's threads used, seconds: the whole process from the
+    /// barrier to the last thread's stop, or the lane's own thread in its bursts (`None`
+    /// when not readable).
+    pub cpu_secs: Option<f64>,
 }
 
 impl Cell {
@@ -68,6 +73,7 @@ pub fn run_threads(
             .collect();
         barrier.wait();
         let start = Instant::now();
+        let cpu_before = cpu_secs(CpuOf::Process);
         let mut cell = Cell::default();
         for handle in handles {
             let (events, ops, latencies) =
@@ -77,6 +83,7 @@ pub fn run_threads(
             cell.latencies.extend(latencies);
         }
         cell.secs = start.elapsed().as_secs_f64();
+        cell.cpu_secs = cpu_before.zip(cpu_secs(CpuOf::Process)).map(|(b, a)| a - b);
         Ok(cell)
     })
 }
@@ -157,6 +164,7 @@ pub fn interleave(lanes: &mut [Lane], total: Duration, op: &Op<'_>) -> BenchResu
     while Instant::now() < deadline {
         for (t, lane) in lanes.iter_mut().enumerate() {
             let before = counter.as_mut().and_then(SyncCounter::read);
+            let cpu_before = cpu_secs(CpuOf::Thread);
             let started = Instant::now();
             for k in 0..BURST_OPS {
                 let t0 = Instant::now();
@@ -164,6 +172,12 @@ pub fn interleave(lanes: &mut [Lane], total: Duration, op: &Op<'_>) -> BenchResu
                 lane.cell.latencies.push(t0.elapsed());
             }
             lane.cell.secs += started.elapsed().as_secs_f64();
+            let cpu = cpu_before.zip(cpu_secs(CpuOf::Thread)).map(|(b, a)| a - b);
+            lane.cell.cpu_secs = match (lane.cell.ops == 0, lane.cell.cpu_secs, cpu) {
+                (true, _, c) => c,
+                (false, Some(s), Some(c)) => Some(s + c),
+                _ => None,
+            };
             lane.cell.ops += BURST_OPS;
             let after = counter.as_mut().and_then(SyncCounter::read);
             let delta = before.zip(after).map(|(b, a)| a.saturating_sub(b));

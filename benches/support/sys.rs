@@ -75,3 +75,32 @@ pub fn mount_of(dir: &Path) -> String {
             |(dev, point, fstype)| format!("{fstype} on {dev} at {point}"),
         )
 }
+
+/// Whose CPU time [`cpu_secs`] reads.
+#[derive(Clone, Copy, Debug)]
+pub enum CpuOf {
+    /// Every thread of this process.
+    Process,
+    /// The calling thread.
+    Thread,
+}
+
+/// CPU time (user + system) used so far, seconds (`getrusage`). Work the kernel does in its
+/// own threads for the process (the journal, block I/O completion) is not counted.
+pub fn cpu_secs(of: CpuOf) -> Option<f64> {
+    let who = match of {
+        CpuOf::Process => libc::RUSAGE_SELF,
+        CpuOf::Thread => libc::RUSAGE_THREAD,
+    };
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a writable `rusage` that `getrusage` fills; `who` is one of the
+    // two values above.
+    let rc = unsafe { libc::getrusage(who, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: `getrusage` returned 0, so it initialised `usage` (it was zeroed before anyway).
+    let u = unsafe { usage.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(secs(u.ru_utime) + secs(u.ru_stime))
+}
