@@ -57,6 +57,8 @@ const row = (figure, shape, xs, unit, target, ok) =>
 
 row('W1, 1 durable writer, vs `raw-pre`', '1 run, one corpus event (~404 B) per append', peer('w1 facts 1 writer', 'events/s', 'raw-pre'), '×', '≥ 0.9×', (x) => x >= 0.9);
 row('W3, 64 runs × 1 writer, vs `raw`', '64 runs, one writer thread each', peer('w3 64 runs × 1 writer', 'events/s', 'raw'), '×', '≥ 0.9×', (x) => x >= 0.9);
+row('W3 vs `raw-pre` (64 files written into preallocated space, as W1\'s peer)', 'the same', peer('w3 64 runs × 1 writer', 'events/s', 'raw-pre'), '×', '(the device with preallocated files)', CEILING);
+row('W3, CPU per event (process, user + system): `raw` ÷ runlog', 'the same', between('w3 64 runs × 1 writer', 'cpu us/event', 'raw', 'runlog'), '×', '(what W3 tends to when the CPU is short)', CEILING);
 row('W5 full read, owned (`read`), vs SQLite', '1 run × 10,000 corpus events in one-event batches', peer('w5 read 10k-event run', 'full reads/s', 'sqlite-mutex'), '×', '≥ 5×', (x) => x >= 5);
 row('the raw reader handing out owned events (kind `String`, payload view, pages of 1,024), vs SQLite owned', 'the same events as raw frames in one file', between('w5 read 10k-event run', 'full reads/s', 'raw', 'sqlite-mutex'), '×', 'ceiling of the 5× above', CEILING);
 row('W5 full read, borrowed (`read_each`), vs SQLite', 'the same', peer('w5 read 10k-event run, borrowed', 'full reads/s', 'sqlite-mutex'), '×', '≥ 10×', (x) => x >= 10);

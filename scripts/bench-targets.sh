@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 24's table in one sitting: every figure's bench, each with its peer in the same run,
 # the device- and scheduler-bound ones (w1, w3, w5, random appends, the World's creates and
-# listing) three times, the deterministic or slow ones (bytes per event; the 1M-event
+# listing) three times (the peers' cells: the median of 3 rounds each, the peers' order rotating
+# from round to round), the deterministic or slow ones (bytes per event; the 1M-event
 # stores) once. Raw outputs go to OUT (default: a new temp dir); then
 # scripts/bench-targets.mjs OUT prints the table.
 #
@@ -24,7 +25,7 @@ note() { printf '%s %s (load %s)\n' "$(date -u +%H:%M:%S)" "$*" "$(cut -d' ' -f1
 note "start, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+dirty')"
 for i in $(seq 1 "$runs"); do
   note "peers w1,w3,w4,w5 run $i"
-  cargo bench -q --bench peers -- --quick --only w1,w3,w4,w5 \
+  cargo bench -q --bench peers -- --quick --rounds 3 --only w1,w3,w4,w5 \
     --peers runlog,raw,raw-pre,sqlite-mutex --json-out "$out/peers-$i.json" > "$out/peers-$i.txt"
   note "random appends run $i"
   RUNLOG_SCALE_ONLY=random cargo bench -q --bench scale_cost > "$out/random-$i.jsonl"
