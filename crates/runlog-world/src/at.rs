@@ -440,9 +440,7 @@ impl<B: RunLog> World<B> {
         };
         let at = found.state.seq();
         let mut same = false;
-        self.each_event(run, at - 1, at, &mut |e| {
-            same = e.event_id == found.event_id && e.created_at_ms == found.created_at_ms;
-        })?;
+        self.each_event(run, at - 1, at, &mut |e| same = found.state.continues(&e))?;
         if same {
             return Ok(found.state);
         }
@@ -477,8 +475,6 @@ impl<B: RunLog> World<B> {
             if e.seq == keep_at {
                 taken = Some(Snapshot {
                     state: state.clone(),
-                    event_id: e.event_id,
-                    created_at_ms: e.created_at_ms,
                 });
             }
         })?;

@@ -95,6 +95,22 @@ impl HookSlot {
     }
 }
 
+/// What identifies an event of a log to a fold ([`RunState::continues`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FoldedEvent {
+    event_id: Ulid,
+    created_at_ms: u64,
+}
+
+impl FoldedEvent {
+    fn of(e: &EventRef<'_>) -> FoldedEvent {
+        FoldedEvent {
+            event_id: e.event_id,
+            created_at_ms: e.created_at_ms,
+        }
+    }
+}
+
 /// Runs, steps, hooks, waits and attributes of one run as of seq [`RunState::seq`], plus
 /// the indexes the World's rules and queries need (event ids, correlation ids).
 #[derive(Clone, Debug)]
@@ -113,6 +129,9 @@ pub struct RunState {
     waits: HashMap<String, Wait>,
     wait_order: Vector<String>,
     terminal: Option<(Seq, Ulid)>,
+    /// The event at [`RunState::seq`] (none at seq 0): what [`RunState::continues`] checks
+    /// a log against.
+    last: Option<FoldedEvent>,
     attr_ids: HashSet<String>,
     /// When each attribute key was last set or removed by this log (`run_created`,
     /// `attr_set`), in ms: what the attribute log's changes are ordered against.
@@ -144,6 +163,7 @@ impl RunState {
             waits: HashMap::new(),
             wait_order: Vector::new(),
             terminal: None,
+            last: None,
             attr_ids: HashSet::new(),
             attr_changed_at_ms: HashMap::new(),
             event_seqs: HashMap::new(),
@@ -172,6 +192,7 @@ impl RunState {
     /// Applies the event at seq [`RunState::seq`] + 1: the state after it.
     pub fn apply(&mut self, e: &EventRef<'_>) {
         self.seq = e.seq;
+        self.last = Some(FoldedEvent::of(e));
         self.event_seqs.insert(e.event_id, e.seq);
         if let Some(c) = e.correlation_id {
             Arc::make_mut(self.by_correlation.entry(c.to_string()).or_default()).push(e.seq);
@@ -525,6 +546,20 @@ impl RunState {
     #[cfg(test)]
     pub(crate) fn set_seq_for_test(&mut self, seq: Seq) {
         self.seq = seq;
+        self.last = Some(FoldedEvent {
+            event_id: Ulid::from_parts(seq, 0),
+            created_at_ms: seq,
+        });
+    }
+
+    /// Whether `e`, read back from a log, is the event this state was last advanced by (its
+    /// seq, id and `createdAt`): then the log's events up to it are the ones folded here,
+    /// and its later events continue this state. Event ids carry 80 random bits, so a log
+    /// cut back by a repair and written again, or a run deleted and created anew under the
+    /// same id, holds another event at that seq. (The state at seq 0 has no such event: any
+    /// log continues it.)
+    pub(crate) fn continues(&self, e: &EventRef<'_>) -> bool {
+        e.seq == self.seq && self.last == Some(FoldedEvent::of(e))
     }
 
     /// The run's spec version (from its runlog metadata).

@@ -21,7 +21,6 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use runlog::{RunId, Seq};
-use ulid::Ulid;
 
 use crate::fold::RunState;
 
@@ -41,12 +40,11 @@ pub(crate) fn interval(last: Seq) -> Seq {
         .next_power_of_two()
 }
 
-/// A run's fold at [`RunState::seq`], and the event it was taken after.
+/// A run's fold at [`RunState::seq`] (which knows the event it was taken after,
+/// [`RunState::continues`]).
 #[derive(Clone)]
 pub(crate) struct Snapshot {
     pub state: RunState,
-    pub event_id: Ulid,
-    pub created_at_ms: u64,
 }
 
 /// The World's fold snapshots: per run, by seq.
@@ -123,11 +121,7 @@ mod tests {
     fn snapshot_at(seq: Seq) -> Snapshot {
         let mut state = RunState::new("wrun_x", None, Arc::new(HookIdentity::default()));
         state.set_seq_for_test(seq);
-        Snapshot {
-            state,
-            event_id: Ulid::from_parts(seq, 0),
-            created_at_ms: seq,
-        }
+        Snapshot { state }
     }
 
     fn run(n: usize) -> RunId {

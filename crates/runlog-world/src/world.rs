@@ -170,6 +170,8 @@ pub struct World<B: RunLog> {
     pub(crate) claims: Mutex<Claims>,
     /// Folds of runs at earlier seqs, for [`World::run_at`] (`src/snapshots.rs`).
     pub(crate) fold_snapshots: Mutex<crate::snapshots::FoldSnapshots>,
+    /// Cached folds found to be of a log the run no longer has ([`World::folds_dropped`]).
+    folds_dropped: AtomicU64,
     /// What this World has read of the runs gc collected and restored (`collected.rs`).
     pub(crate) collected: crate::collected::CollectedRuns,
     /// The core's backoff settings for the fenced retries (`world/fenced.rs`).
@@ -190,6 +192,7 @@ impl<B: RunLog> World<B> {
             runs: Mutex::new(RunCache::default()),
             claims: Mutex::new(Claims::default()),
             fold_snapshots: Mutex::new(crate::snapshots::FoldSnapshots::default()),
+            folds_dropped: AtomicU64::new(0),
             collected: Default::default(),
         }
     }
@@ -597,6 +600,15 @@ impl<B: RunLog> World<B> {
         self.forget(run);
     }
 
+    /// How many cached folds this World dropped because the run's log no longer held the
+    /// event a fold was last advanced by (the run deleted and created anew, or cut back by a
+    /// repair, behind this World), or could not read it back (for tests and diagnostics: a
+    /// World's own writes never cause one).
+    #[doc(hidden)]
+    pub fn folds_dropped(&self) -> u64 {
+        self.folds_dropped.load(Ordering::Relaxed)
+    }
+
     /// The run's fold, advanced to the log's last committed event.
     ///
     /// # Errors
@@ -631,15 +643,45 @@ impl<B: RunLog> World<B> {
             *guard = Some(self.empty_state(run)?);
         }
         let mut state = MutexGuard::map(guard, |s| s.get_or_insert_with(|| unreachable!()));
+        // The cached fold is this log's only if the log still holds the event the fold was
+        // last advanced by: the first read starts at that event and checks it. Another
+        // handle or process may have deleted the run and created it anew under its id, or
+        // cut it back with a repair (the log then ends before that seq, or holds another
+        // event there): the fold is then dropped and the log folded from seq 1.
+        let mut checked = state.seq() == 0;
         loop {
             let after = state.seq();
-            match self
-                .backend
-                .read_each(run, after, ADVANCE_BATCH, &mut |e| state.apply(&e))
-            {
+            let (from, limit) = match checked {
+                true => (after, ADVANCE_BATCH),
+                false => (after - 1, ADVANCE_BATCH + 1),
+            };
+            let mut other_log = !checked;
+            let read = self.backend.read_each(run, from, limit, &mut |e| {
+                if !checked {
+                    checked = true;
+                    other_log = !state.continues(&e);
+                } else if !other_log {
+                    state.apply(&e);
+                }
+            });
+            match read {
+                Ok(_) if other_log => {
+                    self.folds_dropped.fetch_add(1, Ordering::Relaxed);
+                    *state = self.empty_state(run)?;
+                    self.fold_snapshots.lock().drop_run(run);
+                    checked = true;
+                }
                 Ok((_, true)) => {}
                 Ok((_, false)) => return Ok((state, None)),
                 Err(e @ runlog::Error::RunNotFound { .. }) => return Err(not_found(run, e)),
+                // The event the fold was last advanced by could not be read back: the fold
+                // may hold events the log no longer gives, so the state returned with the
+                // fault is the log's own, folded from seq 1 up to the fault.
+                Err(_) if !checked => {
+                    self.folds_dropped.fetch_add(1, Ordering::Relaxed);
+                    *state = self.empty_state(run)?;
+                    checked = true;
+                }
                 Err(fault) => return Ok((state, Some(fault))),
             }
         }
