@@ -357,14 +357,27 @@ impl Store {
             if attempt > 0 {
                 std::thread::sleep(Duration::from_millis(2 << attempt));
             }
-            let opened = Run::open(
-                self.inner.fs.clone(),
-                self.run_dir(run),
-                run.clone(),
-                self.inner.config.clone(),
-                self.inner.stats.clone(),
-                self.inner.access,
-            );
+            let open = |access| {
+                Run::open(
+                    self.inner.fs.clone(),
+                    self.run_dir(run),
+                    run.clone(),
+                    self.inner.config.clone(),
+                    self.inner.stats.clone(),
+                    access,
+                )
+            };
+            let mut opened = open(self.inner.access);
+            // A run whose files this user may read but not write (another user's, in a
+            // store this user writes): its reads are served, and its writes refused as on a
+            // read-only store (`ReadOnly`), instead of every read failing with `EACCES`.
+            if self.inner.access == Access::Write
+                && matches!(&opened, Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::PermissionDenied)
+                && let Ok(readable) = open(Access::Read)
+            {
+                opened = Ok(readable);
+            }
             match opened {
                 Err(Error::RunNotFound { .. }) => match self.missing_first_segment(run)? {
                     e @ Error::Corrupt { .. } => last = Some(e),
