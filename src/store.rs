@@ -579,8 +579,9 @@ impl Store {
     }
 
     /// Run info for listing: from the open run when cached (`Corrupt` when its view found the
-    /// run damaged, as [`Store::run_info`]), else from the segment headers and counters alone — no lock, no batch scan, no caching (rule 8; and listing 100k runs does
-    /// not load 100k runs). Reflects the counters on disk. Opens every file read-only.
+    /// run damaged, as [`Store::run_info`]), else from the segment headers and counters alone
+    /// — no lock, no batch scan, no caching (rule 8; and listing 100k runs does not load 100k
+    /// runs). Reflects the counters on disk. Opens every file read-only.
     fn peek_info(&self, run: &RunId) -> Result<RunInfo> {
         if let Some(r) = self.cached(run)? {
             return r.info();
