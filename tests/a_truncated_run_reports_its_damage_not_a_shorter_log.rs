@@ -146,7 +146,7 @@ fn assert_reported_damaged(store: &Store, run: &RunId, readable: u64, cut_at: u6
 }
 
 /// Cuts run `r` of a fresh store at `cut_at` (from the batch ends) and checks it through a
-/// writable store and a read-only one; returns the store directory.
+/// writable store and a read-only one; returns the store's directory, the run and the cut.
 fn cut_and_check(pick: impl Fn([u64; 3]) -> u64, readable: u64) -> (tempfile::TempDir, RunId, u64) {
     let dir = tempfile::tempdir().unwrap();
     let run = RunId::new("r").unwrap();
