@@ -61,16 +61,22 @@ pub trait RunLog: Send + Sync {
     ) -> Result<(Seq, bool)>;
 
     /// The run's last committed seq (0 when empty).
+    ///
+    /// # Errors
+    /// `RunNotFound`; `Corrupt` when the run is damaged: never the seq its readable events
+    /// end at (rule 5 of INVARIANTS.md), though reads return every event before the damage.
     fn last_seq(&self, run: &RunId) -> Result<Seq>;
 
     /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last
     /// seq (at most `after` on timeout).
     ///
     /// # Errors
-    /// `RunNotFound` when the run does not exist or is deleted while waiting.
+    /// `RunNotFound` when the run does not exist or is deleted while waiting; `Corrupt` when
+    /// it is damaged (as [`RunLog::last_seq`]).
     fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq>;
 
     /// Last seq, committed bytes, creation and update times, segment (or partition) count.
+    /// `Corrupt` for a damaged run, as [`RunLog::last_seq`].
     fn run_info(&self, run: &RunId) -> Result<RunInfo>;
 
     /// The metadata blob given at creation (empty if none).

@@ -488,6 +488,12 @@ impl Store {
     }
 
     /// The run's last committed seq (0 when empty).
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Io`]; [`Error::Corrupt`] (run, segment file, byte
+    /// offset) when the run is damaged: its log cannot be followed to its end, so the seq the
+    /// readable events end at is not reported as the run's (rule 5: never a silently shorter
+    /// log). [`Store::read`] still returns every event before the damage.
     pub fn last_seq(&self, run: &RunId) -> Result<Seq> {
         self.run(run)?.last_seq()
     }
@@ -498,12 +504,17 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::RunNotFound`] when the run does not exist or is deleted while waiting (a run
-    /// re-created under the same id is a new log); [`Error::Corrupt`], [`Error::Io`].
+    /// re-created under the same id is a new log); [`Error::Corrupt`] when the run is damaged
+    /// (as [`Store::last_seq`]), [`Error::Io`].
     pub fn wait(&self, run: &RunId, after: Seq, timeout: Duration) -> Result<Seq> {
         self.run(run)?.wait(after, timeout)
     }
 
     /// Last seq, committed bytes, created/updated times and segment count.
+    ///
+    /// # Errors
+    /// As [`Store::last_seq`]: a damaged run is [`Error::Corrupt`], never the info of the
+    /// events before the damage.
     pub fn run_info(&self, run: &RunId) -> Result<RunInfo> {
         self.run(run)?.info()
     }
@@ -580,9 +591,10 @@ impl Store {
         })
     }
 
-    /// Run info for listing: from the open run when cached, else from the segment headers and
-    /// counters alone — no lock, no batch scan, no caching (rule 8; and listing 100k runs does
-    /// not load 100k runs). Reflects the counters on disk. Opens every file read-only.
+    /// Run info for listing: from the open run when cached (`Corrupt` when its view found the
+    /// run damaged, as [`Store::run_info`]), else from the segment headers and counters alone
+    /// — no lock, no batch scan, no caching (rule 8; and listing 100k runs does not load 100k
+    /// runs). Reflects the counters on disk. Opens every file read-only.
     fn peek_info(&self, run: &RunId) -> Result<RunInfo> {
         if let Some(r) = self.cached(run)? {
             return r.info();
@@ -656,8 +668,9 @@ impl Store {
     /// check and the delete ([`RunLog::delete_run_at`]).
     ///
     /// # Errors
-    /// [`Error::Fenced`] when the log's last seq differs (nothing deleted); as
-    /// [`Store::delete_run`] otherwise.
+    /// [`Error::Fenced`] when the log's last seq differs (nothing deleted); [`Error::Corrupt`]
+    /// when the run is damaged, so that its last seq cannot be known (nothing deleted;
+    /// [`Store::delete_run`] deletes it); as [`Store::delete_run`] otherwise.
     pub fn delete_run_at(&self, run: &RunId, expected_last_seq: Seq) -> Result<()> {
         self.check_writable(|| format!("delete run {run}"))?;
         let handle = self.run(run)?;

@@ -125,18 +125,13 @@ fn verify_segment(
     }
     let slot = seg.read_counter(run.as_str(), ctx.lock)?.newest;
     let file_len = seg.len()?;
-    if file_len < slot.committed_len {
-        let detail = format!(
-            "file is {file_len} bytes, counter says {}",
-            slot.committed_len
-        );
-        report.problem(&seg.name, file_len, detail);
-        return Ok(false);
-    }
+    // A file cut shorter than its counter (by an outside hand) is checked as far as it goes,
+    // as a read follows it: the events before the cut count, then the cut is the problem.
+    let end = slot.committed_len.min(file_len);
     // Only the committed region is mapped: verify takes no lock, and a writer may cut the
     // preallocated zeros past it at any moment (a seal), which would kill a mapping reader
     // (SIGBUS). The tail is read with `read_at` (`note_tail`).
-    let view = seg.map_uncached(slot.committed_len)?;
+    let view = seg.map_uncached(end)?;
     let mut at = HEADER_LEN;
     let mut content = IndexContent::default();
     // An unsealed segment's index of its first batches (SPEC §9), as a writer would adopt it:
@@ -149,7 +144,7 @@ fn verify_segment(
         })
         .flatten()
         .map(|(index, _)| *index.binding());
-    while at < slot.committed_len {
+    while at < end {
         match decode_batch(
             &view,
             at as usize,
@@ -166,11 +161,21 @@ fn verify_segment(
                 report.events += u64::from(b.header.count);
                 at += u64::from(b.header.len);
             }
+            // The batch the cut goes through: the cut is the problem, reported below.
+            Err(e) if e.incomplete && end < slot.committed_len => break,
             Err(e) => {
                 report.problem(&seg.name, e.offset, e.detail);
                 return Ok(false);
             }
         }
+    }
+    if file_len < slot.committed_len {
+        let detail = format!(
+            "file is {file_len} bytes, counter says {}",
+            slot.committed_len
+        );
+        report.problem(&seg.name, file_len, detail);
+        return Ok(false);
     }
     if at != slot.committed_len || *last_seq != slot.last_seq {
         let detail = format!(

@@ -199,7 +199,7 @@ fn damage_in_a_lazily_opened_last_segment_is_found_by_the_first_command_that_nee
         };
         match (command, got) {
             ("read", Ok(n)) => assert_eq!(n, in_sealed, "the events before the damage"),
-            ("last_seq", Ok(n)) => assert_eq!(n, in_sealed, "the log ends before the damage"),
+            // `last_seq` too: where the readable events end is not where the log does.
             (_, Err(Error::Corrupt { segment, .. })) => {
                 assert_eq!(segment, "seg-00000003.log", "{command}")
             }

@@ -214,16 +214,28 @@ impl Run {
         }
     }
 
-    /// Last committed seq (0 for an empty run).
+    /// Last committed seq (0 for an empty run), after a refresh.
+    ///
+    /// # Errors
+    /// As [`Self::refresh`]; [`Error::Corrupt`] naming the damage when the view found the run
+    /// damaged (`state::Damage`): the view ends before the damage, which is not the run's
+    /// length (rule 5: never a silently shorter log). Reads still return every event before it.
     pub(crate) fn last_seq(&self) -> Result<Seq> {
         self.refresh()?;
-        Ok(self.state.read().last_seq)
+        let st = self.state.read();
+        st.check_undamaged(self.run_str())?;
+        Ok(st.last_seq)
     }
 
     /// Run info after a refresh.
+    ///
+    /// # Errors
+    /// As [`Self::last_seq`]: a damaged run is [`Error::Corrupt`], never the info of the
+    /// events before the damage.
     pub(crate) fn info(&self) -> Result<RunInfo> {
         self.refresh()?;
         let st = self.state.read();
+        st.check_undamaged(self.run_str())?;
         let first = &st.segments[0].seg.header;
         Ok(RunInfo {
             run: self.id.clone(),
@@ -395,8 +407,10 @@ impl Run {
     }
 
     /// Blocks until the run's last seq exceeds `after` or `timeout` passes; returns the last
-    /// seq, or `RunNotFound` once the run is deleted. In-process commits wake waiters at once; other processes' commits are seen by
-    /// polling the counter every `wait_poll_interval`.
+    /// seq, or `RunNotFound` once the run is deleted, or `Corrupt` once the run is found
+    /// damaged ([`Self::last_seq`]: nothing can commit past the damage, and the seq it stops
+    /// at is not the run's). In-process commits wake waiters at once; other processes' commits
+    /// are seen by polling the counter every `wait_poll_interval`.
     pub(crate) fn wait(&self, after: Seq, timeout: Duration) -> Result<Seq> {
         // `None`: a timeout too large to represent waits without a deadline.
         let deadline = Instant::now().checked_add(timeout);
@@ -466,9 +480,7 @@ impl Run {
     pub(crate) fn committed_segments(&self) -> Result<Vec<(Arc<Segment>, CounterSlot)>> {
         self.refresh()?;
         let st = self.state.read();
-        if let Some(damage) = &st.damage {
-            return Err(damage.error(self.run_str()));
-        }
+        st.check_undamaged(self.run_str())?;
         Ok(st
             .segments
             .iter()

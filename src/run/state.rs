@@ -348,6 +348,17 @@ impl RunState {
         Ok(self.damage.is_some())
     }
 
+    /// `Ok` unless this view found the run damaged: then [`Error::Corrupt`] naming the damage.
+    /// For whatever reports the run's length or a summary of it (its last seq, its info, a
+    /// copy of its committed bytes): the view ends at the damage, and the run does not
+    /// (rule 5: never a silently shorter log). Reads check it themselves, page by page.
+    pub(crate) fn check_undamaged(&self, run: &str) -> Result<()> {
+        match &self.damage {
+            Some(d) => Err(d.error(run)),
+            None => Ok(()),
+        }
+    }
+
     /// The last segment's counter this view knows: the unscanned one, else the applied one.
     pub(crate) fn known_counter(&self) -> CounterSlot {
         self.unscanned.unwrap_or(self.last().counter)

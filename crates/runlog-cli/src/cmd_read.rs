@@ -357,7 +357,14 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
     let order = order_of(stamp_of(&*store, &args.run)?.as_ref());
     let start = match args.after {
         Some(after) => after,
-        None => store.last_seq(&args.run)?.saturating_sub(args.lines),
+        None => match store.last_seq(&args.run) {
+            Ok(last) => last,
+            // A damaged run has no last seq (rule 5): its tail is the last events before the
+            // damage, and the read below ends with the damage's error (exit 5).
+            Err(runlog::Error::Corrupt { .. }) => readable_end(&*store, &args.run),
+            Err(e) => return Err(e.into()),
+        }
+        .saturating_sub(args.lines),
     };
     let stop = if args.follow {
         ctrl_c_flag()?
@@ -402,6 +409,17 @@ pub fn tail(store_dir: &Path, args: TailArgs) -> Result<bool, CliError> {
         }
     }
     Ok(false)
+}
+
+/// The seq of the last event a damaged run's log can be read to (from its start; the
+/// read's error is left to the read that follows it).
+fn readable_end(store: &dyn RunLog, run: &RunId) -> Seq {
+    let mut last = 0;
+    let _ = for_each_event(store, run, 0, None, |e| {
+        last = e.seq;
+        Ok(())
+    });
+    last
 }
 
 /// One wait of `tail --follow` and the events committed above `cursor`; the new cursor.

@@ -255,7 +255,8 @@ pub fn all_runs(store: &Backend) -> Result<Vec<Listed>, CliError> {
             Ok(page) => {
                 let mut listed: Vec<Listed> = page.runs.into_iter().map(Ok).collect();
                 // A damaged run comes back beside the healthy ones: its typed error is the
-                // one opening it gives.
+                // one its info gives (`Corrupt` naming the damage, never the info of the
+                // events before it: rule 5). `Ok` only when it was repaired in between.
                 for d in page.damaged {
                     listed.push(match store.run_info(&d.run) {
                         Ok(info) => Ok(info),
@@ -312,7 +313,11 @@ fn failed_run(store: &Backend, e: &Error) -> Option<RunId> {
 /// A run selected by a store-wide command: its id, or the id and why it could not be listed.
 pub type Selected = Result<RunId, (RunId, Error)>;
 
-/// `run` alone (checked to exist), or every run of the store (see [`all_runs`]).
+/// `run` alone (checked to exist), or every run of the store (see [`all_runs`]). A run listed
+/// as damaged (its stored bytes, not the environment) is selected as a run named alone is:
+/// the command examines it and reports what it finds (`verify` its problems, `export` the
+/// events before the damage and then the error); one that cannot be read for an environment
+/// error (permission denied) stays an `Err` entry.
 pub fn selected_runs(store: &Backend, run: Option<RunId>) -> Result<Vec<Selected>, CliError> {
     match run {
         Some(run) => match store.run_exists(&run) {
@@ -325,7 +330,11 @@ pub fn selected_runs(store: &Backend, run: Option<RunId>) -> Result<Vec<Selected
         },
         None => Ok(all_runs(store)?
             .into_iter()
-            .map(|listed| listed.map(|info| info.run))
+            .map(|listed| match listed {
+                Ok(info) => Ok(info.run),
+                Err((run, e)) if !e.is_environment() => Ok(run),
+                Err(failed) => Err(failed),
+            })
             .collect()),
     }
 }

@@ -33,9 +33,11 @@
 //!   `hook_conflict`. A same hook's retry before anyone else asks renews the claim instead
 //!   (its own claim).
 //! - A claimant run whose log cannot be read to its end is judged by its readable part
-//!   where that settles the claim, dead when nothing follows seq N, and otherwise the
-//!   claimant's request fails naming it ([`WorldError::Unreadable`]): whether its hook
-//!   holds the token lies past the fault.
+//!   where that settles the claim, dead when its store says nothing follows seq N, and
+//!   otherwise the claimant's request fails naming it ([`WorldError::Unreadable`]): whether
+//!   its hook holds the token lies past the fault. A damaged run's store never says that
+//!   (its last seq is `Corrupt`, not where the readable part ends): its hook may be in the
+//!   damage, so its claim holds until the run is repaired.
 //! - `hook_disposed` and a run's terminal event release their tokens after they commit
 //!   (a hint that keeps the claims small: a missing release changes nothing, the claim is
 //!   dead by the rule above).
@@ -369,8 +371,9 @@ impl<B: RunLog> World<B> {
     /// read to its end is judged by its readable part where that settles it: its hook live
     /// there (conservatively live), dead or ended there, or the claim's seq passed there
     /// without it. Otherwise the claim is dead when the run's last seq is the claim's (its
-    /// `hook_created` never committed, and a damaged run refuses writes), and unknown when
-    /// the run goes on past the fault: [`WorldError::Unreadable`].
+    /// `hook_created` never committed), and unknown when the run goes on past the fault or
+    /// its last seq cannot be known (a damaged run's is `Corrupt`: the hook may be in the
+    /// damage): [`WorldError::Unreadable`].
     fn liveness(&self, c: &TokenClaim) -> Result<Liveness, WorldError> {
         let Ok((run, _)) = parse_run_id(&c.run_id) else {
             return Ok(Liveness::Dead);

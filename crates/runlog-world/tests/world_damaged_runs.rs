@@ -450,3 +450,28 @@ fn slot_runs_damaged_are_listed_with_their_fault_by_every_store_wide_read() {
         assert_eq!(e.status(), 404, "{bad}");
     }
 }
+
+#[test]
+fn a_token_whose_holders_hook_lies_in_its_damage_is_not_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = open(dir.path());
+    let holder = running_run(&w);
+    hook_created(&w, &holder, "hook_held", "tok-in-damage").unwrap();
+    step_created(&w, &holder, "s1").unwrap();
+    let other = running_run(&w);
+    drop(w);
+    // The holder's `hook_created` (seq 3, claimed at seq 2) is the damaged batch: its log
+    // reads to seq 2 only, and its store says it is damaged, not that it ends there.
+    flip(dir.path(), &holder, "tok-in-damage");
+    let w = open(dir.path());
+    match hook_created(&w, &other, "hook_other", "tok-in-damage") {
+        Err(WorldError::Unreadable { runs, .. }) => {
+            let named: Vec<(&str, &str, u64)> = runs
+                .iter()
+                .map(|f| (f.run_id.as_str(), f.code.as_str(), f.readable_seq))
+                .collect();
+            assert_eq!(named, [(holder.as_str(), "CORRUPT", 2)]);
+        }
+        other => panic!("expected Unreadable naming {holder}, got {other:?}"),
+    }
+}

@@ -1,8 +1,10 @@
 // A corrupt store is loud: a byte flipped inside a committed batch of a copied store makes
 // the read that reaches it reject with CORRUPT (run, segment file, byte offset), refuses
 // writes to that run, and leaves the original store and the other runs alone
-// (format/SPEC.md §4 and §6).
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+// (format/SPEC.md §4 and §6). lastSeq, runInfo and wait of a damaged run (a flipped byte, a
+// segment cut short) reject with CORRUPT too, never the length of the events before the
+// damage (INVARIANTS.md rule 5).
+import { cpSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 
 import { afterEach, beforeEach, expect, test } from 'vitest';
 
@@ -88,4 +90,40 @@ test('a read-only open rejects the damaged read with CORRUPT too', async () => {
   const ro = await open(copy, true);
   const err = await rejection(ro.read('wrun_damaged', 1, 10));
   expect(err.code).toBe('CORRUPT');
+});
+
+test('lastSeq, runInfo and wait of a damaged run reject with CORRUPT, never the length before the damage', async () => {
+  for (const s of [await open(copy), await open(copy, true)]) {
+    const calls = [
+      () => s.lastSeq('wrun_damaged'),
+      () => s.runInfo('wrun_damaged'),
+      () => s.wait('wrun_damaged', 1, 50),
+    ];
+    for (const call of calls) {
+      const err = await rejection(call());
+      expect(err).toMatchObject({ code: 'CORRUPT', runId: 'wrun_damaged', segment: 'seg-00000001.log' });
+    }
+    // The damage found, the listing of the open run says so too.
+    const page = await s.listRuns();
+    expect(page.runs.map((r) => r.runId)).toEqual(['wrun_intact']);
+    expect(page.damaged.map((d) => [d.runId, d.corrupt])).toEqual([['wrun_damaged', true]]);
+    expect((await s.runInfo('wrun_intact')).lastSeq).toBe(1);
+  }
+});
+
+test('a run whose segment is cut short: lastSeq and runInfo reject with CORRUPT naming the cut; reads keep the events before it', async () => {
+  const segment = `${original}/runs/wrun_damaged/seg-00000001.log`;
+  const cutAt = readFileSync(segment).indexOf('batch-three') - 40;
+  truncateSync(segment, cutAt);
+  const ro = await open(original, true);
+  const page = await ro.listRuns();
+  expect(page.damaged.map((d) => d.runId)).toEqual(['wrun_damaged']);
+  for (const call of [() => ro.runInfo('wrun_damaged'), () => ro.lastSeq('wrun_damaged')]) {
+    const err = await rejection(call());
+    expect(err).toMatchObject({ code: 'CORRUPT', segment: 'seg-00000001.log', offset: cutAt });
+  }
+  const before = await ro.read('wrun_damaged', 0, 10);
+  expect(before.events.map((e) => e.payload.toString())).toEqual(['batch-one', 'MARKER-batch-two']);
+  expect(before.hasMore).toBe(true);
+  expect((await rejection(ro.read('wrun_damaged', 2, 10))).code).toBe('CORRUPT');
 });
