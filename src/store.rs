@@ -369,14 +369,21 @@ impl Store {
             };
             let mut opened = open(self.inner.access);
             // A run whose files this user may read but not write (another user's, in a
-            // store this user writes): its reads are served, and its writes refused as on a
-            // read-only store (`ReadOnly`), instead of every read failing with `EACCES`.
-            if self.inner.access == Access::Write
-                && matches!(&opened, Err(Error::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::PermissionDenied)
+            // store this user writes): its reads are served, and its writes refused with the
+            // error opening it for writing met (`EACCES`), instead of every read failing too.
+            let denied = match &opened {
+                Err(Error::Io { source, .. })
+                    if self.inner.access == Access::Write
+                        && source.kind() == std::io::ErrorKind::PermissionDenied =>
+                {
+                    source.raw_os_error()
+                }
+                _ => None,
+            };
+            if let Some(code) = denied
                 && let Ok(readable) = open(Access::Read)
             {
-                opened = Ok(readable);
+                opened = Ok(readable.refusing_writes(code));
             }
             match opened {
                 Err(Error::RunNotFound { .. }) => match self.missing_first_segment(run)? {

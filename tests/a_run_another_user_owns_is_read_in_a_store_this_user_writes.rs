@@ -1,9 +1,9 @@
 //! A store this user may write, holding one run whose files belong to another user (readable
 //! by all, writable only by their owner: a run created once under `sudo`, say). The store
-//! opened for writing serves that run's reads and refuses its writes as on a read-only store
-//! (`Error::ReadOnly`), and every other run is read and written as usual. Before, opening the
-//! run for writing failed with `EACCES` and so did every read of it (found by trying to break
-//! the World from outside).
+//! opened for writing serves that run's reads and refuses its writes with the error opening
+//! it for writing meets (`Error::Io`, `EACCES`, naming its lock file), and every other run is
+//! read and written as usual. Before, every read of that run failed with `EACCES` too (found
+//! by trying to break the World from outside).
 //!
 //! Runs as root (it makes files of root and of `nobody`); the store is then opened by this
 //! test binary run again as `nobody` through `setpriv`. Skipped otherwise.
@@ -60,7 +60,11 @@ fn child_entry() {
     }
     let outcome = |r: runlog::Result<Vec<runlog::Appended>>| match r {
         Ok(a) => format!("ok:{}", a[0].seq),
-        Err(Error::ReadOnly { .. }) => "read-only".to_string(),
+        Err(Error::Io { op, path, source }) => format!(
+            "io:{op}:{}:{}",
+            path.file_name().unwrap_or_default().to_string_lossy(),
+            source.kind()
+        ),
         Err(e) => format!("error:{e}"),
     };
     let ev = || vec![NewEvent::new("step_created", "{}")];
@@ -77,7 +81,7 @@ fn child_entry() {
 }
 
 #[test]
-fn a_run_another_user_owns_is_read_and_refuses_writes_as_read_only() {
+fn a_run_another_user_owns_is_read_and_refuses_writes_with_permission_denied() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         skip("needs root, to make the files of two users");
@@ -148,7 +152,10 @@ fn a_run_another_user_owns_is_read_and_refuses_writes_as_read_only() {
     };
     assert_eq!(line("READ"), "1,2,3");
     assert_eq!(line("INFO"), "3");
-    assert_eq!(line("APPEND_ROOT"), "read-only");
+    assert_eq!(
+        line("APPEND_ROOT"),
+        "io:opening lock file:lock:permission denied"
+    );
     assert_eq!(line("APPEND_MINE"), "ok:4");
     assert_eq!(line("LIST"), "2 0");
     // Nothing of the other user's run was written.

@@ -56,6 +56,10 @@ pub(crate) struct Run {
     /// Appends acknowledged through this handle; every `summary::SUMMARY_EVERY`th writes the
     /// run summary (format/SPEC.md §10).
     summary_appends: std::sync::atomic::AtomicU64,
+    /// The OS error (`EACCES`) that opening this run for writing met, when the store opened
+    /// it for reading instead (another user's files in a store this user writes,
+    /// `Store::open_run`): what its writes are refused with.
+    write_refusal: Option<i32>,
 }
 
 impl Run {
@@ -128,6 +132,7 @@ impl Run {
             grown_lock: Mutex::new(()),
             grown: Condvar::new(),
             summary_appends: std::sync::atomic::AtomicU64::new(0),
+            write_refusal: None,
         };
         if access == Access::Write {
             run.recover_if_idle()?;
@@ -203,15 +208,29 @@ impl Run {
     ///
     /// # Errors
     /// [`Error::ReadOnly`] on a read-only run: the store refuses every write before it gets
-    /// here; this keeps the run layer from ever writing through a read-only handle.
+    /// here; this keeps the run layer from ever writing through a read-only handle. A run
+    /// opened for reading because this user may not write its files refuses with that OS
+    /// error ([`Run::refusing_writes`]).
     pub(crate) fn write_lock(&self) -> Result<&Arc<dyn FsFile>> {
-        match (self.access, self.lock_file.get()) {
-            (Access::Write, Some(f)) => Ok(f),
+        match (self.access, self.lock_file.get(), self.write_refusal) {
+            (Access::Write, Some(f), _) => Ok(f),
+            (_, _, Some(code)) => Err(Error::io(
+                "opening lock file",
+                &self.lock_path,
+                std::io::Error::from_raw_os_error(code),
+            )),
             _ => Err(Error::ReadOnly {
                 op: format!("write to run {}", self.id),
                 path: self.dir.clone(),
             }),
         }
+    }
+
+    /// This run (opened for reading) with its writes refused with the OS error `code` that
+    /// opening it for writing met.
+    pub(crate) fn refusing_writes(mut self, code: i32) -> Run {
+        self.write_refusal = Some(code);
+        self
     }
 
     /// Last committed seq (0 for an empty run), after a refresh.
