@@ -79,6 +79,12 @@ pub trait FsFile: Send + Sync + fmt::Debug {
     fn unlock(&self) -> io::Result<()>;
     /// A read-only view of bytes `[0, len)`. The caller guarantees `len <= self.len()`.
     fn map(&self, len: u64) -> io::Result<Bytes>;
+    /// Whether a view from [`FsFile::map`] shows what is written to its bytes later (a
+    /// shared memory map), so that a view mapped once can serve later reads of bytes written
+    /// after it was taken; `false` when a view is a copy of the bytes as they were.
+    fn maps_are_live(&self) -> bool {
+        false
+    }
     /// Whether the file has been unlinked from every directory (its run was deleted).
     fn is_unlinked(&self) -> io::Result<bool>;
     /// Whether `path` names this open file now (the same inode): `false` once the file was

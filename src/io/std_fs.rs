@@ -118,12 +118,19 @@ impl FsFile for StdFile {
             return Ok(Bytes::new());
         }
         let len = usize::try_from(len).map_err(|_| io::Error::other("map length overflows"))?;
-        // SAFETY: runlog only maps bytes below a segment's committed length, and committed
-        // bytes are never rewritten or truncated by any runlog process (recovery truncates
-        // only past the last valid batch, which is at or beyond the committed length). The
-        // map is read-only and outlives no borrow: `Bytes::from_owner` keeps it alive.
+        // SAFETY: runlog maps at most a file's length and only ever touches mapped bytes
+        // below a segment's committed length (a view is sliced to it, `Segment::view`), and
+        // committed bytes are never rewritten or truncated by any runlog process (recovery
+        // truncates only past the last valid batch, which is at or beyond the committed
+        // length; a zero-fill cut back after a failed write, past it too). The map is
+        // read-only and outlives no borrow: `Bytes::from_owner` keeps it alive.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(&self.0)? };
         Ok(Bytes::from_owner(map))
+    }
+
+    /// A shared map: bytes written after it was taken, through any descriptor, show in it.
+    fn maps_are_live(&self) -> bool {
+        true
     }
 
     fn is_unlinked(&self) -> io::Result<bool> {
