@@ -120,6 +120,9 @@ pub(crate) struct NewSegment<'a> {
     pub(crate) meta: &'a [u8],
 }
 
+/// The page size a live map's end is rounded up to ([`Segment::view`]).
+const MAP_PAGE_BYTES: u64 = 4096;
+
 impl Segment {
     /// Writes a complete segment (header + both counter slots, generations 1 and 2, empty) to
     /// `dir/<tmp name>`, syncs it, renames it into place and syncs `dir`: the segment exists
@@ -366,12 +369,14 @@ impl Segment {
     }
 
     /// A view of bytes `[0, len)` of the file, mapping anew when the cached map is shorter.
-    /// Where maps are live ([`crate::io::FsFile::maps_are_live`]) the map taken covers the whole file
-    /// (the preallocated zeros past the committed length included), so that the reads after
-    /// the next commits, whose bytes land there, need no map of their own: one map per
-    /// preallocation step instead of one per commit (a map and an unmap cost a reader about
-    /// 20 µs on a 2-vCPU machine, the unmap's TLB shootdown across the process's threads
-    /// most of it).
+    /// Where maps are live ([`crate::io::FsFile::maps_are_live`]) the map taken ends at the
+    /// end of the page `len` ends in (within the file: preallocated zeros are there), so
+    /// that the reads after the next commits whose bytes land in that page need no map of
+    /// their own: one map per page of log instead of one per commit (a map and an unmap cost
+    /// a reader about 20 µs on a 2-vCPU machine, the unmap's TLB shootdown across the
+    /// process's threads most of it). Not further: the kernel maps the page-cache pages
+    /// around a touched one into the process (fault-around), and a map reaching into the
+    /// zeros would count them in its resident memory.
     ///
     /// # Errors
     /// [`Error::Corrupt`] when the file is shorter than `len` (it was truncated behind our
@@ -396,7 +401,7 @@ impl Segment {
             return Ok(cached.slice(..end));
         }
         let window = match self.file.maps_are_live() {
-            true => file_len,
+            true => len.next_multiple_of(MAP_PAGE_BYTES).min(file_len),
             false => len,
         };
         let view = self
@@ -642,6 +647,11 @@ mod tests {
         assert_eq!(v1.as_ptr(), v2.as_ptr(), "one map served both views");
         // A shorter length is sliced from the same map.
         assert_eq!(seg.view("wrun_view", h).expect("view").len() as u64, h);
+        // The map ends with the page: a commit into the next page maps again.
+        seg.append(&[7u8; 4096], h + 11).expect("append");
+        let v3 = seg.view("wrun_view", h + 11 + 4096).expect("view");
+        assert_ne!(v1.as_ptr(), v3.as_ptr());
+        assert_eq!(&v3[h as usize..h as usize + 11], b"firstsecond");
         // Past the file's end: the file was cut behind our back.
         let past = seg.view("wrun_view", h + 8192 + 1);
         assert!(matches!(past, Err(Error::Corrupt { .. })), "{past:?}");
