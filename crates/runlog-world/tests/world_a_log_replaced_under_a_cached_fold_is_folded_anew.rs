@@ -50,20 +50,28 @@ fn other(dir: &Path) -> TestWorld {
     open(dir)
 }
 
+/// Deletes `run` through another handle and creates it anew there, of workflow `wf`; that
+/// handle's World.
+fn replaced_by_another(dir: &Path, run: &str, wf: &str) -> TestWorld {
+    let b = other(dir);
+    b.backend().delete_run(&run_id(run)).unwrap();
+    create_run_with_id(&b, run, wf);
+    b
+}
+
+fn status(w: &TestWorld, run: &str) -> RunStatus {
+    w.get_run(run, ResolveData::None).unwrap().status
+}
+
 #[test]
 fn a_run_deleted_and_created_anew_by_another_handle_is_read_from_its_new_log() {
     let dir = tempfile::tempdir().unwrap();
     let a = open(dir.path());
     let run = running_run(&a);
     step_created(&a, &run, "A1").unwrap();
-    assert_eq!(
-        a.get_run(&run, ResolveData::None).unwrap().status,
-        RunStatus::Running
-    );
+    assert_eq!(status(&a, &run), RunStatus::Running);
 
-    let b = other(dir.path());
-    b.backend().delete_run(&run_id(&run)).unwrap();
-    create_run_with_id(&b, &run, "workflow//./wf//B");
+    let b = replaced_by_another(dir.path(), &run, "workflow//./wf//B");
     ev(&b, &run, EventType::RunStarted, None, None).unwrap();
     step_created(&b, &run, "B1").unwrap();
     terminal(&b, &run, EventType::RunCompleted).unwrap();
@@ -97,14 +105,9 @@ fn a_run_created_anew_with_a_shorter_log_than_the_fold_takes_writes() {
     for s in ["s1", "s2", "s3"] {
         step_created(&a, &run, s).unwrap();
     }
-    assert_eq!(
-        a.get_run(&run, ResolveData::None).unwrap().status,
-        RunStatus::Running
-    );
+    assert_eq!(status(&a, &run), RunStatus::Running);
 
-    let b = other(dir.path());
-    b.backend().delete_run(&run_id(&run)).unwrap();
-    create_run_with_id(&b, &run, "workflow//./wf//B");
+    let _b = replaced_by_another(dir.path(), &run, "workflow//./wf//B");
 
     let got = a.get_run(&run, ResolveData::None).unwrap();
     assert_eq!(
@@ -132,15 +135,7 @@ fn a_run_cut_back_by_another_handles_repair_is_folded_from_the_cut_log() {
     assert_eq!(s1.status, StepStatus::Completed);
 
     // Damage the batch at seq 5 (the marker is base64 in the payload) and cut it off.
-    let seg = dir.path().join("runs").join(&run).join("seg-00000001.log");
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let marker = common::base64(b"CUT_HERE");
-    let at = bytes
-        .windows(marker.len())
-        .position(|w| w == marker.as_bytes())
-        .expect("the marker is in the segment");
-    bytes[at] ^= 0x20;
-    std::fs::write(&seg, bytes).unwrap();
+    flip_marker(dir.path(), &run, &common::base64(b"CUT_HERE"));
     let b = other(dir.path());
     let repair = b
         .backend()
@@ -212,14 +207,7 @@ fn a_fold_whose_last_event_is_damaged_reports_the_fault_with_the_state_before_it
     ev(&a, &run, EventType::StepCreated, Some("s2"), Some(&data)).unwrap();
     assert_eq!(step_ids(&a, &run), vec!["s1".to_string(), "s2".to_string()]);
 
-    let seg = dir.path().join("runs").join(&run).join("seg-00000001.log");
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let at = bytes
-        .windows(8)
-        .position(|w| w == b"LAST_ONE")
-        .expect("the marker is in the segment");
-    bytes[at] ^= 0x20;
-    std::fs::write(&seg, bytes).unwrap();
+    flip_marker(dir.path(), &run, "LAST_ONE");
 
     // The fold had read seq 4 before it was damaged; reading it back fails loudly.
     let e = a.get_run(&run, ResolveData::None).unwrap_err();

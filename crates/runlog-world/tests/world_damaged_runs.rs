@@ -20,14 +20,7 @@ use runlog_world::{
 /// Flips one byte of `marker` in run `run`'s first segment: the batch holding it fails its
 /// checksum, and the batches after it keep it from passing as a torn tail.
 fn flip(dir: &Path, run: &str, marker: &str) {
-    let seg = dir.join("runs").join(run).join("seg-00000001.log");
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let at = bytes
-        .windows(marker.len())
-        .position(|w| w == marker.as_bytes())
-        .expect("the marker is in the segment");
-    bytes[at] ^= 0x20;
-    std::fs::write(&seg, bytes).unwrap();
+    flip_marker(dir, run, marker);
 }
 
 /// A `step_created` whose step name carries `marker` (a place to damage).

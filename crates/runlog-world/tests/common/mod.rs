@@ -231,6 +231,19 @@ pub fn assert_class<T: std::fmt::Debug>(
     e
 }
 
+/// Flips one byte of `marker` in run `run`'s first segment in the store at `dir`: the batch
+/// holding it fails its checksum.
+pub fn flip_marker(dir: &std::path::Path, run: &str, marker: &str) {
+    let seg = dir.join("runs").join(run).join("seg-00000001.log");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker.as_bytes())
+        .expect("the marker is in the segment");
+    bytes[at] ^= 0x20;
+    std::fs::write(&seg, bytes).unwrap();
+}
+
 /// The kinds of a run's stored events, in seq order (read straight from the store).
 pub fn kinds(w: &TestWorld, run: &str) -> Vec<String> {
     let run = runlog::RunId::new(run).unwrap();
