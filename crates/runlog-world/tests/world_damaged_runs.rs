@@ -9,19 +9,11 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
 use runlog::RunId;
 use runlog_world::{
     EventType, HOOK_TOKENS_RUN, ListRunsParams, Pagination, ResolveData, RunStatus, WorldError,
 };
-
-/// Flips one byte of `marker` in run `run`'s first segment: the batch holding it fails its
-/// checksum, and the batches after it keep it from passing as a torn tail.
-fn flip(dir: &Path, run: &str, marker: &str) {
-    flip_marker(dir, run, marker);
-}
 
 /// A `step_created` whose step name carries `marker` (a place to damage).
 fn marked_step(w: &TestWorld, run: &str, step: &str, marker: &str) {
@@ -64,8 +56,8 @@ fn runs_list_shows_a_damaged_run_as_its_readable_part_with_its_fault_under_every
     let headless = create_run_of(&w, "workflow//./wf//HEADLESS");
     ev(&w, &headless, EventType::RunStarted, None, None).unwrap();
     drop(w);
-    flip(dir.path(), &damaged, "DAMAGE_MID");
-    flip(dir.path(), &headless, "HEADLESS");
+    flip_marker(dir.path(), &damaged, "DAMAGE_MID");
+    flip_marker(dir.path(), &headless, "HEADLESS");
     let w = open(dir.path());
 
     // The per-run read fails with the fault, never a state short of the log's end.
@@ -211,7 +203,7 @@ fn store_wide_hooks_list_serves_intact_runs_and_a_damaged_runs_readable_hooks_an
     marked_step(&w, &damaged, "s1", "DAMAGE_AFTER_HOOK");
     step_created(&w, &damaged, "s2").unwrap();
     drop(w);
-    flip(dir.path(), &damaged, "DAMAGE_AFTER_HOOK");
+    flip_marker(dir.path(), &damaged, "DAMAGE_AFTER_HOOK");
     let w = open(dir.path());
     let page = w
         .list_hooks(None, &Pagination::default(), ResolveData::All)
@@ -253,7 +245,7 @@ fn store_wide_hooks_list_serves_intact_runs_and_a_damaged_runs_readable_hooks_an
     hook_created(&w, &late, "hook_late", "tok-late").unwrap();
     step_created(&w, &late, "s2").unwrap();
     drop(w);
-    flip(dir.path(), &late, "DAMAGE_BEFORE_HOOK");
+    flip_marker(dir.path(), &late, "DAMAGE_BEFORE_HOOK");
     let w = open(dir.path());
     match w.list_hooks(None, &Pagination::default(), ResolveData::All) {
         Err(WorldError::Unreadable { what, runs }) => {
@@ -286,7 +278,7 @@ fn store_wide_correlation_lookup_answers_from_intact_runs_and_fails_naming_damag
     marked_step(&w, &damaged, "s_mark", "DAMAGE_CORR");
     step_started(&w, &damaged, "step_damaged").unwrap();
     drop(w);
-    flip(dir.path(), &damaged, "DAMAGE_CORR");
+    flip_marker(dir.path(), &damaged, "DAMAGE_CORR");
     let w = open(dir.path());
     let p = Pagination::default();
     // Found in an intact run: that entity's events, in full.
@@ -328,7 +320,7 @@ fn the_token_rebuild_claims_a_damaged_runs_readable_hooks_and_reports_the_run() 
     step_created(&w, &damaged, "s2").unwrap();
     let other = running_run(&w);
     drop(w);
-    flip(dir.path(), &damaged, "DAMAGE_REBUILD");
+    flip_marker(dir.path(), &damaged, "DAMAGE_REBUILD");
     let w = open(dir.path());
     // Lose the claims log: the next use rebuilds it from the run logs.
     w.backend()
@@ -372,7 +364,7 @@ fn slot_runs_damaged_are_listed_with_their_fault_by_every_store_wide_read() {
     marked_step(&w, &damaged, "s_mark", "DAMAGE_SLOT");
     step_created(&w, &damaged, "s_after").unwrap();
     drop(w);
-    flip(dir.path(), &damaged, "DAMAGE_SLOT");
+    flip_marker(dir.path(), &damaged, "DAMAGE_SLOT");
     let w = open(dir.path());
 
     // runs.list: listed as its readable part, with its fault.
@@ -455,7 +447,7 @@ fn a_token_whose_holders_hook_lies_in_its_damage_is_not_taken_over() {
     drop(w);
     // The holder's `hook_created` (seq 3, claimed at seq 2) is the damaged batch: its log
     // reads to seq 2 only, and its store says it is damaged, not that it ends there.
-    flip(dir.path(), &holder, "tok-in-damage");
+    flip_marker(dir.path(), &holder, "tok-in-damage");
     let w = open(dir.path());
     match hook_created(&w, &other, "hook_other", "tok-in-damage") {
         Err(WorldError::Unreadable { runs, .. }) => {
