@@ -14,9 +14,10 @@ pub struct Config {
     pub segment_len_bytes_max: u64,
     /// Largest event payload, in bytes (default 16 MiB).
     pub payload_len_bytes_max: usize,
-    /// Largest encoded batch (one append call), in bytes (default 64 MiB).
+    /// Largest encoded append call, in bytes (default 64 MiB); the appends of one group
+    /// commit that share a batch stay within it together.
     pub batch_len_bytes_max: u32,
-    /// Most events in one append call (default 100,000).
+    /// Most events in one append call (default 100,000), and in one batch.
     pub batch_events_max: usize,
     /// How long a writer waits for another process's run lock before [`Error::Busy`]
     /// (default 10 s).

@@ -74,21 +74,6 @@ fn child_entry() {
     }
 }
 
-/// Why `strace` cannot inject faults here, if it cannot.
-fn strace_unusable() -> Option<String> {
-    match Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .output()
-    {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "strace cannot trace here (ptrace not permitted?): {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("strace not found ({e}); apt-get install strace")),
-    }
-}
-
 /// Runs the child `mode` on `store` under `strace -f` with `inject` (each an `-e inject=`
 /// spec), tracing fdatasync, ftruncate and fsync into `trace`. Returns its output and the
 /// trace; panics (after killing it) if it runs for over a minute.
@@ -169,7 +154,7 @@ fn log(store: &Store) -> Vec<(u64, String)> {
 
 #[test]
 fn a_failed_fdatasync_and_cut_back_in_one_process_are_finished_by_the_next_process() {
-    if let Some(why) = strace_unusable() {
+    if let Some(why) = common::strace_unusable() {
         runlog_conformance::skip::skip(why);
         return;
     }
@@ -262,7 +247,7 @@ fn a_failed_fdatasync_and_cut_back_in_one_process_are_finished_by_the_next_proce
 
 #[test]
 fn a_failed_fdatasync_whose_cut_back_succeeds_leaves_the_process_writable_at_the_same_seq() {
-    if let Some(why) = strace_unusable() {
+    if let Some(why) = common::strace_unusable() {
         runlog_conformance::skip::skip(why);
         return;
     }

@@ -136,6 +136,13 @@ pub struct Plan<'g> {
     pub writes: Vec<Range<usize>>,
     /// The accepted events, in seq order.
     pub accepted: Vec<&'g NewEvent>,
+    /// Per member, its kind when its answer was decided against members accepted before it
+    /// in this group (a duplicate of one of their keys or ids, or a fence checked against
+    /// the seq they advanced) instead of against the stored log alone: if the group's write
+    /// fails, that answer fails with it ([`Plan::failed`]). `None`: decided on the stored log.
+    pub dependent: Vec<Option<AppendKind>>,
+    /// The run, for the errors [`Plan::failed`] answers with.
+    run: String,
     /// Seq of `accepted[0]`: the stored last seq + 1.
     pub first_seq: Seq,
     /// The run's last seq once the group is written (the stored one when nothing is).
@@ -144,13 +151,31 @@ pub struct Plan<'g> {
 
 impl Plan<'_> {
     /// The results after the write failed with `e`: every member with events in the group
-    /// gets `e` (a batch is all or nothing, and the group is written at once); a rejected or
-    /// wholly deduplicated member keeps its answer, decided on committed state.
+    /// gets `e` (a batch is all or nothing, and the group is written at once). A member that
+    /// wrote nothing keeps its answer when it was decided on the stored log alone (a
+    /// duplicate of a stored event, a rejection). One decided against members accepted
+    /// before it ([`Plan::dependent`]) cannot keep it, since they were never written: a
+    /// decision whose `expected` differs from the stored last seq is still fenced, now
+    /// against that seq; any other answer becomes `e`, the caller's cue to try again.
     pub fn failed(mut self, e: &Error) -> Vec<Result<Outcome>> {
-        for (res, writes) in self.results.iter_mut().zip(&self.writes) {
-            if !writes.is_empty() {
-                *res = Err(e.replicate());
-            }
+        let stored = self.first_seq - 1;
+        let members = self
+            .results
+            .iter_mut()
+            .zip(&self.writes)
+            .zip(&self.dependent);
+        for ((res, writes), dependent) in members {
+            *res = match (writes.is_empty(), dependent) {
+                (true, None) => continue,
+                (true, Some(AppendKind::Decisions { expected })) if *expected != stored => {
+                    Err(Error::Fenced {
+                        run: self.run.clone(),
+                        expected: *expected,
+                        actual: stored,
+                    })
+                }
+                _ => Err(e.replicate()),
+            };
         }
         self.results
     }
@@ -192,12 +217,16 @@ pub fn plan<'g>(run: &str, last_seq: Seq, known: &impl Known, group: &[&'g Appen
             results: Vec::with_capacity(group.len()),
             writes: Vec::with_capacity(group.len()),
             accepted: Vec::new(),
+            dependent: Vec::with_capacity(group.len()),
+            run: run.to_string(),
             first_seq: last_seq + 1,
             last_seq,
         },
+        dependent: false,
     };
     for a in group {
         let before = p.plan.accepted.len();
+        p.dependent = false;
         let res = match a.kind {
             AppendKind::Facts => Ok(Outcome::Facts(p.facts(&a.events))),
             AppendKind::Decisions { expected } => {
@@ -206,6 +235,7 @@ pub fn plan<'g>(run: &str, last_seq: Seq, known: &impl Known, group: &[&'g Appen
         };
         p.plan.writes.push(before..p.plan.accepted.len());
         p.plan.results.push(res);
+        p.plan.dependent.push(p.dependent.then_some(a.kind));
     }
     p.plan
 }
@@ -217,12 +247,22 @@ struct Planner<'k, 'g, K> {
     /// Keys and ids accepted earlier in this group.
     new: KnownMaps,
     plan: Plan<'g>,
+    /// Whether the member being decided met anything accepted earlier in this group.
+    dependent: bool,
 }
 
 impl<'g, K: Known> Planner<'_, 'g, K> {
-    /// The seq of `e`'s key, stored or accepted earlier in this group; else of its id.
-    fn existing(&self, e: &NewEvent) -> Option<(Seq, String)> {
-        find(&(self.known, &self.new), e)
+    /// The seq of `e`'s key, stored or accepted earlier in this group; else of its id. A
+    /// seq past the stored log's is one accepted in this group: the member depends on it.
+    fn existing(&mut self, e: &NewEvent) -> Option<(Seq, String)> {
+        let found = find(&(self.known, &self.new), e);
+        if found
+            .as_ref()
+            .is_some_and(|(seq, _)| *seq >= self.plan.first_seq)
+        {
+            self.dependent = true;
+        }
+        found
     }
 
     fn accept(&mut self, e: &'g NewEvent) -> Seq {
@@ -246,6 +286,8 @@ impl<'g, K: Known> Planner<'_, 'g, K> {
 
     fn decisions(&mut self, expected: Seq, events: &'g [NewEvent]) -> Result<Vec<Seq>> {
         let last = self.plan.last_seq;
+        // Fenced against a seq the members before it advanced, whatever the outcome.
+        self.dependent |= last != self.plan.first_seq - 1;
         if expected != last {
             return Err(Error::Fenced {
                 run: self.run.to_string(),
@@ -369,6 +411,80 @@ mod tests {
         let results = p.failed(&err);
         assert!(matches!(&results[0], Err(Error::InvalidConfig(m)) if m == "disk on fire"));
         assert_eq!(facts_of(&results[1]), [(1, true)]);
-        assert!(matches!(results[2], Err(Error::Fenced { .. })));
+        assert!(matches!(
+            results[2],
+            Err(Error::Fenced {
+                expected: 0,
+                actual: 1,
+                ..
+            })
+        ));
+    }
+
+    /// The answers decided against a member that was never written do not stand: a fact
+    /// deduplicated to it, a decision fenced because of it or rejected as its duplicate get
+    /// the write's error; a decision fenced against the seq it advanced (whether it passed
+    /// that fence or not) is fenced against the stored seq when its `expected` is not that
+    /// seq; answers decided on the stored log alone stand.
+    #[test]
+    fn a_failed_write_fails_the_answers_that_depend_on_its_members() {
+        let known = KnownMaps {
+            by_key: HashMap::from([("old".to_string(), 1)]),
+            by_id: HashMap::new(),
+        };
+        let d = |expected| AppendKind::Decisions { expected };
+        let group = [
+            // Decided on the stored log alone: its own key twice.
+            append(d(1), vec![fact("y"), fact("y")]),
+            append(AppendKind::Facts, vec![fact("new")]),
+            // Decided against the member above.
+            append(AppendKind::Facts, vec![fact("new")]),
+            append(AppendKind::Facts, vec![fact("old"), fact("new")]),
+            append(d(1), vec![fact("a")]),
+            append(d(2), vec![fact("new")]),
+            append(d(3), vec![fact("b")]),
+            append(d(2), vec![fact("z"), fact("z")]),
+            // Decided on the stored log alone.
+            append(AppendKind::Facts, vec![fact("old")]),
+        ];
+        let refs: Vec<&Append> = group.iter().collect();
+        let p = plan("r", 1, &known, &refs);
+        assert!(matches!(
+            p.results[0],
+            Err(Error::DuplicateDecision { seq: 2, .. })
+        ));
+        assert_eq!(facts_of(&p.results[2]), [(2, true)]);
+        assert!(matches!(p.results[4], Err(Error::Fenced { actual: 2, .. })));
+        assert!(matches!(
+            p.results[5],
+            Err(Error::DuplicateDecision { seq: 2, .. })
+        ));
+        assert!(matches!(p.results[6], Err(Error::Fenced { actual: 2, .. })));
+        assert!(matches!(
+            p.results[7],
+            Err(Error::DuplicateDecision { seq: 3, .. })
+        ));
+        assert_eq!(
+            p.dependent.iter().map(Option::is_some).collect::<Vec<_>>(),
+            [false, false, true, true, true, true, true, true, false]
+        );
+        let err = Error::InvalidConfig("disk on fire".into());
+        let results = p.failed(&err);
+        assert!(matches!(
+            &results[0],
+            Err(Error::DuplicateDecision { key, .. }) if key == "y"
+        ));
+        let is_err = |r: &Result<Outcome>| matches!(r, Err(Error::InvalidConfig(_)));
+        for i in [1, 2, 3, 4] {
+            assert!(is_err(&results[i]), "member {i}: {:?}", results[i]);
+        }
+        for (i, expected) in [(5, 2), (6, 3), (7, 2)] {
+            assert!(
+                matches!(results[i], Err(Error::Fenced { expected: e, actual: 1, .. }) if e == expected),
+                "member {i}: {:?}",
+                results[i]
+            );
+        }
+        assert_eq!(facts_of(&results[8]), [(1, true)]);
     }
 }

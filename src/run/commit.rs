@@ -9,6 +9,7 @@
 //! publishes. A failed write is cut back before the lock is released (SPEC §5). Readers never
 //! wait on this: they only take the state lock for the final publish.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use ulid::Ulid;
@@ -207,8 +208,8 @@ impl Run {
         plan.written(&written)
     }
 
-    /// Under the run lock: rolls to a new segment when due, encodes the accepted appends (one
-    /// frame each) on the last segment, writes and syncs them once and publishes them.
+    /// Under the run lock: rolls to a new segment when due, encodes the accepted appends
+    /// ([`Frames`]) on the last segment, writes and syncs them once and publishes them.
     fn write_decided(
         &self,
         w: &mut Writer,
@@ -238,6 +239,8 @@ impl Run {
             ids,
             last_id,
             now,
+            events_max: self.config.batch_events_max,
+            len_bytes_max: self.config.batch_len_bytes_max as usize,
         };
         let enc = frames.encode(seg.header.frame_key(), at.counter.committed_len, &mut buf);
         // Once per handle: the kernel's lock table names the live holder (lock.rs); the
@@ -685,7 +688,12 @@ fn mint_ids(accepted: &[&NewEvent], mut last_id: Ulid, now: u64) -> Vec<Ulid> {
         .collect()
 }
 
-/// A decided group's frames: one batch per accepted append (a batch commits whole, rule 3).
+/// A decided group's frames. Consecutive accepted appends of one class (facts, or decisions)
+/// share a batch while it stays within what one append may be (`Config::batch_events_max`,
+/// `batch_len_bytes_max`), the way a database's group commit writes its group's records as
+/// one: a batch commits whole (rule 3), and no member of a group is acknowledged before its
+/// one `fdatasync` made all of the group's bytes durable, shared batch or not. Each member's
+/// events stay contiguous, in arrival order, and never span two batches.
 struct Frames<'a, 'g> {
     group: &'a [&'g Append],
     plan: &'a Plan<'g>,
@@ -694,18 +702,43 @@ struct Frames<'a, 'g> {
     /// The run's newest event id before the group.
     last_id: Ulid,
     now: u64,
+    /// Most events and bytes (as `Run::validate` counts them) of one batch.
+    events_max: usize,
+    len_bytes_max: usize,
 }
 
 impl Frames<'_, '_> {
+    /// The batches of the group: per batch, whether it is fenced and its range of
+    /// `plan.accepted`.
+    fn spans(&self) -> Vec<(bool, Range<usize>)> {
+        let mut spans: Vec<(bool, Range<usize>, usize)> = Vec::new();
+        for (append, range) in self.group.iter().zip(&self.plan.writes) {
+            if range.is_empty() {
+                continue;
+            }
+            let fenced = matches!(append.kind, AppendKind::Decisions { .. });
+            match spans.last_mut() {
+                Some((f, r, len))
+                    if *f == fenced
+                        && r.end == range.start
+                        && range.end - r.start <= self.events_max
+                        && *len + append.len_bytes <= self.len_bytes_max =>
+                {
+                    r.end = range.end;
+                    *len += append.len_bytes;
+                }
+                _ => spans.push((fenced, range.clone(), append.len_bytes)),
+            }
+        }
+        spans.into_iter().map(|(f, r, _)| (f, r)).collect()
+    }
+
     /// Encodes the frames into `buf` for a segment of `key` (salt and frame version) whose
     /// committed length is `base`; returns where each one goes.
     fn encode(&self, key: FrameKey, base: u64, buf: &mut Vec<u8>) -> Encoded {
         let mut max_id = self.last_id;
         let mut batches = Vec::new();
-        for (append, range) in self.group.iter().zip(&self.plan.writes) {
-            if range.is_empty() {
-                continue;
-            }
+        for (fenced, range) in self.spans() {
             let first_seq = self.plan.first_seq + range.start as u64;
             let events = &self.plan.accepted[range.clone()];
             let ids = &self.ids[range.clone()];
@@ -730,7 +763,6 @@ impl Frames<'_, '_> {
                 .zip(ids)
                 .map(|(e, id)| encoded(e, *id, self.now))
                 .collect();
-            let fenced = matches!(append.kind, AppendKind::Decisions { .. });
             encode_batch(buf, key, first_seq, fenced, self.now, &encoded);
             batches.push(planned);
         }

@@ -171,3 +171,45 @@ pub fn flip(path: &Path, at: u64, mask: u8) {
     f.read_exact_at(&mut b, at).unwrap();
     f.write_all_at(&[b[0] ^ mask], at).unwrap();
 }
+
+/// Why `strace` cannot inject faults here, if it cannot: not installed, or not allowed to
+/// trace a child (no ptrace in a container).
+pub fn strace_unusable() -> Option<String> {
+    match Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "true"])
+        .output()
+    {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "strace cannot trace here (ptrace not permitted?): {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("strace not found ({e}); apt-get install strace")),
+    }
+}
+
+/// Holds a run's lock file with `flock`, as another process's writer would, until dropped.
+pub struct HeldLock(std::fs::File);
+
+impl HeldLock {
+    /// Takes the lock on the file at `path` (waiting while someone else holds it).
+    pub fn take(path: &Path) -> HeldLock {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        // SAFETY: flock on a valid, open file descriptor owned by `f`.
+        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+        HeldLock(f)
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as in `take`.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}

@@ -13,7 +13,6 @@
 //! `main.rs`), which calls [`child`].
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin};
 use std::sync::mpsc::Receiver;
@@ -277,10 +276,7 @@ fn busy_error_names_the_process_that_holds_the_lock() {
         .unwrap();
 
     // This process now holds the run lock (flock, as runlog's own holders do).
-    let lock = std::fs::File::open(store_dir.join("runs/r1/lock")).unwrap();
-    // SAFETY: flock on a valid, open file descriptor owned by `lock`.
-    let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    assert_eq!(rc, 0);
+    let _lock = crate::common::HeldLock::take(&store_dir.join("runs/r1/lock"));
 
     let store = Store::open(&store_dir, with_timeout(Duration::from_millis(100))).unwrap();
     let run = RunId::new("r1").unwrap();
