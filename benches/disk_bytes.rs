@@ -13,7 +13,12 @@
 //! Shapes (`RUNLOG_DISK_EVENTS`, default 1,000,000 events; one run, kind `step_completed`,
 //! payload 17 bytes, default `Config`): `batch1000` (1,000 facts per append, no key),
 //! `batch1000-key` (the same with a key `k{j}`, as `open_support::fill_with`), `single`
-//! (one fact per append from 8 threads, so one-event batches; a tenth of the events).
+//! (one fact per append from 8 threads; a third of the events, so that it seals segments and
+//! their indexes are counted). The appends that wait in one group commit share a batch
+//! (`src/run/commit.rs`, `Frames`): `events_per_group` says how many they were, on average,
+//! in this run (1 for the batched shapes' single appender). `single-1`: the same from one
+//! thread (a tenth of the events, so that it seals a segment): every batch holds one
+//! event.
 //!
 //! `cargo bench --bench disk_bytes`
 
@@ -26,7 +31,7 @@ fn event(j: u64, key: bool) -> NewEvent {
     if key { e.key(format!("k{j}")) } else { e }
 }
 
-fn build(dir: &Path, events: u64, per_append: u64, key: bool) {
+fn build(dir: &Path, events: u64, per_append: u64, key: bool, threads: u64) -> u64 {
     let store = Store::open(dir, Config::default()).unwrap();
     let run = RunId::new("r").unwrap();
     store.create_run(&run).unwrap();
@@ -38,9 +43,8 @@ fn build(dir: &Path, events: u64, per_append: u64, key: bool) {
             store.append_facts(&run, batch).unwrap();
             i += n;
         }
-        return;
+        return store.commit_stats().groups;
     }
-    let threads = 8;
     std::thread::scope(|s| {
         for t in 0..threads {
             let (store, run) = (&store, &run);
@@ -52,6 +56,7 @@ fn build(dir: &Path, events: u64, per_append: u64, key: bool) {
         }
     });
     assert_eq!(store.last_seq(&run).unwrap(), events);
+    store.commit_stats().groups
 }
 
 /// Bytes of the run directory by kind: (segment files, segment count, indexes, other,
@@ -78,22 +83,24 @@ fn sizes(run_dir: &Path) -> (u64, u64, u64, u64, u64) {
     (logs, segs, idx, other, covered)
 }
 
-fn measure(shape: &str, events: u64, per_append: u64, key: bool) {
+fn measure(shape: &str, events: u64, per_append: u64, key: bool, threads: u64) {
     let root = tempfile::tempdir_in(".").unwrap();
-    build(root.path(), events, per_append, key);
+    let groups = build(root.path(), events, per_append, key, threads);
     let (logs, segs, idx, other, covered) = sizes(&root.path().join("runs/r"));
     let per = |b: u64, n: u64| if n == 0 { 0.0 } else { b as f64 / n as f64 };
     let header = segs * 4096;
     println!(
         "{{\"bench\":\"disk_bytes\",\"shape\":\"{shape}\",\"events\":{events},\"payload\":17,\
          \"segments\":{segs},\"frame\":{:.2},\"header\":{:.2},\"index\":{:.2},\
-         \"index_events\":{},\"other\":{:.3},\"total\":{:.2}}}",
+         \"index_events\":{},\"other\":{:.3},\"total\":{:.2},\
+         \"events_per_group\":{:.2}}}",
         per(logs - header, events),
         per(header, events),
         per(idx, covered),
         covered,
         per(other, events),
         per(logs + idx + other, events),
+        per(events, groups),
     );
 }
 
@@ -105,7 +112,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000u64);
-    measure("batch1000", events, 1000, false);
-    measure("batch1000-key", events, 1000, true);
-    measure("single", events / 10, 1, false);
+    measure("batch1000", events, 1000, false, 1);
+    measure("batch1000-key", events, 1000, true, 1);
+    measure("single", events / 3, 1, false, 8);
+    measure("single-1", events / 10, 1, false, 1);
 }

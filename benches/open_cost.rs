@@ -1,6 +1,7 @@
 //! What opening a run costs, and what open runs hold in memory (issue 11 §6, format/SPEC.md
-//! §9): a fresh `Store` reading 10 events in the middle of a 1M-event run, and the resident
-//! memory of 256 open 100k-event runs, each with segment indexes and with them removed (the
+//! §9): a fresh `Store` reading 10 events in the middle of a 1M-event run, and the memory
+//! of 256 open 100k-event runs (live heap and the resident pages of their maps,
+//! `open_support::Footprint`), each with segment indexes and with them removed (the
 //! fallback that decodes every segment, i.e. the behaviour before indexes). Prints JSON lines.
 //!
 //! `cargo bench --bench open_cost` (sizes: RUNLOG_OPEN_EVENTS, RUNLOG_OPEN_RUNS,
@@ -12,7 +13,7 @@ use std::time::Instant;
 #[path = "open_support.rs"]
 mod open_support;
 
-use open_support::{env, fill_with, rss_bytes};
+use open_support::{Footprint, env, fill_with};
 use runlog::{Config, RunId, Store};
 
 fn config(segment_len: u64) -> Config {
@@ -93,14 +94,14 @@ fn open_runs(runs: u64, events: u64, segment_len: u64) {
     }
     drop(store);
     let measure = |dir: &Path| {
-        let before = rss_bytes();
+        let before = Footprint::of(dir);
         let store = Store::open_read_only(dir, config(segment_len)).unwrap();
         for id in &ids {
             store.read(id, events - 1, 1).unwrap();
         }
-        let after = rss_bytes();
+        let (heap, mapped) = Footprint::of(dir).since(before);
         drop(store);
-        after.saturating_sub(before)
+        heap + mapped
     };
     let with = measure(dir.path());
     remove_indexes(dir.path());

@@ -71,6 +71,14 @@ impl PageCache {
         }
     }
 
+    /// Drops every page of the index `(segment, last_seq, version)`.
+    fn forget(&self, segment: u32, last_seq: u64, version: u32) {
+        self.inner
+            .lock()
+            .slots
+            .retain(|s| (s.key.0, s.key.1, s.key.2) != (segment, last_seq, version));
+    }
+
     /// Pages held (for tests of the bound).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -187,6 +195,15 @@ impl SegmentIndex {
         let page = Arc::new(IndexPage::parse(&data, value_len).map_err(|e| self.corrupt(no, e))?);
         self.cache.put(key, page.clone());
         Ok(page)
+    }
+
+    /// Drops this index's pages from the run's cache: pages read once for a purpose that
+    /// is done (adopting an open segment's index reads its batch tree and two id lookups, and
+    /// keeps what they found) need not stay resident. A later lookup reads them again.
+    pub(crate) fn forget_cached_pages(&self) {
+        let b = &self.header.binding;
+        self.cache
+            .forget(b.segment_index, b.last_seq, self.header.version);
     }
 
     /// Page `no`'s data, read and checked, bypassing the cache (verify reads every page).

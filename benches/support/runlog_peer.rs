@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use runlog::{Config, NewEvent, RunId, Store};
 
@@ -10,8 +9,6 @@ use super::{BenchResult, Ev, GroupStats, Peer, ReadStat, Session};
 
 /// Page size of a full read, events.
 const READ_PAGE_EVENTS: usize = 1024;
-/// Concurrent appenders of a bulk load.
-const BULK_WRITERS: usize = 32;
 
 /// A store in `<dir>/store`.
 pub struct RunlogPeer {
@@ -66,27 +63,15 @@ impl Peer for RunlogPeer {
         }))
     }
 
-    /// One event per append, as workflow facts arrive, from [`BULK_WRITERS`] threads so
-    /// group commit shares the fsyncs: the run gets the realistic one-event batches (which
-    /// reads must walk) at a fraction of the sequential cost.
+    /// One event per append from one writer, as a run's events arrive when one worker
+    /// drives it: each append its own batch (appends that wait in one group commit would
+    /// share one, `src/run/commit.rs`), the one-event batches reads must walk.
     fn bulk_load(&self, run: &str, events: &[Ev]) -> BenchResult<()> {
         let run = RunId::new(run)?;
-        let next = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            let writers: Vec<_> = (0..BULK_WRITERS)
-                .map(|_| {
-                    scope.spawn(|| -> BenchResult<()> {
-                        while let Some(ev) = events.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            self.store.append_facts(&run, vec![new_event(ev)])?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            writers
-                .into_iter()
-                .try_for_each(|w| w.join().map_err(|_| "bulk writer panicked")?)
-        })
+        for ev in events {
+            self.store.append_facts(&run, vec![new_event(ev)])?;
+        }
+        Ok(())
     }
 
     fn commit_groups(&self) -> Option<GroupStats> {

@@ -411,6 +411,8 @@ impl RunState {
             return None;
         }
         let (index, found) = open_segment_index(fs, &s.seg, disk, &self.cache)?;
+        // Its batches are kept below; the pages read to find and check them are not needed.
+        index.forget_cached_pages();
         let bound = *index.binding();
         let before = Before {
             last_event_id: self.last_event_id,
