@@ -86,7 +86,10 @@ export declare class Store {
    * order after `after` (exclusive; `null`/`undefined` for the start).
    */
   listRuns(after?: string | null, limit?: number): Promise<RunPage>
-  /** `deleteRun(runId) → Promise<void>`. */
+  /**
+   * `deleteRun(runId) → Promise<void>`. On a World's store (`world.runlog.store()`), the
+   * run's attribute and stream logs go with it and the World forgets the run.
+   */
   deleteRun(runId: string): Promise<void>
   /**
    * `verifyRun(runId) → Promise<VerifyReport>`: every byte of the run checked; problems

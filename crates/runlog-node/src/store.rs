@@ -508,7 +508,8 @@ impl JsStore {
         )
     }
 
-    /// `deleteRun(runId) → Promise<void>`.
+    /// `deleteRun(runId) → Promise<void>`. On a World's store (`world.runlog.store()`), the
+    /// run's attribute and stream logs go with it and the World forgets the run.
     #[napi(ts_args_type = "runId: string", ts_return_type = "Promise<void>")]
     pub fn delete_run(&self, env: Env, run: Unknown<'_>) -> napi::Result<Raw> {
         self.call(
@@ -519,11 +520,14 @@ impl JsStore {
                 Ok(run)
             },
             move |lease, run| {
-                lease.store.delete_run(&run)?;
-                // The World of this handle forgets the run, or it would go on folding it
-                // from its cache (a later `run_created` of the same id refused as a conflict).
-                if let Some(worlds) = lease.shared.world.lock().clone() {
-                    worlds.world.forget_run(&run);
+                // Under a World, the World deletes the run with its attribute and stream
+                // logs and forgets it (or it would go on folding it from its cache, and a
+                // run created again under the id would inherit the deleted one's logs).
+                // The handle's lock is let go before the deletion (a match would hold it).
+                let worlds = lease.shared.world.lock().clone();
+                match worlds {
+                    Some(worlds) => worlds.world.delete_run(&run)?,
+                    None => lease.store.delete_run(&run)?,
                 }
                 Ok(Unit)
             },

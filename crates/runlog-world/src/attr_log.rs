@@ -18,13 +18,14 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use parking_lot::MutexGuard;
-use runlog::{EventRef, NewEvent, RunId, RunLog, Seq};
+use runlog::{EventRef, NewEvent, RunId, RunLog};
 use serde::Serialize;
 
 use crate::attrs;
 use crate::error::WorldError;
 use crate::fenced::Attempted;
 use crate::ids::now_ms;
+use crate::incremental::{Folded, LogFold};
 use crate::json::RawJson;
 use crate::logs::ATTRIBUTE_LOG_PREFIX;
 use crate::model::WorkflowRun;
@@ -48,10 +49,9 @@ struct LastChange {
     value: Option<String>,
 }
 
-/// An attribute log folded to [`AttrLog::seq`]: per key, its latest change.
+/// An attribute log folded (its seq kept by [`Folded`]): per key, its latest change.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AttrLog {
-    seq: Seq,
     last: BTreeMap<String, LastChange>,
     updated_at_ms: u64,
 }
@@ -74,11 +74,10 @@ struct StoredChanges {
     changes: Vec<crate::data::AttrChange>,
 }
 
-impl AttrLog {
-    /// Applies the event at seq [`AttrLog::seq`] + 1 (an event that is no change record, which
-    /// a World never writes, changes nothing).
+impl LogFold for AttrLog {
+    /// Applies the log's next event (an event that is no change record, which a World never
+    /// writes, changes nothing).
     fn apply(&mut self, e: &EventRef<'_>) {
-        self.seq = e.seq;
         let parsed = (e.kind == CHANGES_KIND)
             .then(|| RawJson::from_bytes(e.payload).ok())
             .flatten()
@@ -95,7 +94,9 @@ impl AttrLog {
         }
         self.updated_at_ms = self.updated_at_ms.max(e.created_at_ms);
     }
+}
 
+impl AttrLog {
     /// `run` (as its own log holds it, whose keys were last changed at `run_changed_at_ms`)
     /// with this log's changes merged in commit-time order: a key's latest change wins, the
     /// run's own on a tie at the same ms applied first. `updatedAt` is the later of both.
@@ -157,6 +158,7 @@ impl<B: RunLog> World<B> {
             allow_reserved_attributes: allow_reserved,
         };
         let payload = Bytes::from(serde_json::to_vec(&record).unwrap_or_default());
+        let _live = self.deletions.read();
         self.retry_fenced(log.as_str(), |_| {
             // The run's own log first, then the attribute log (the lock order of every read).
             let (own, changed_at) = self.own_run(&entry, &run)?;
@@ -165,7 +167,7 @@ impl<B: RunLog> World<B> {
             attrs.overlay(&mut current, &changed_at);
             let pairs = changes.iter().map(|(k, v)| (k.as_str(), v.as_deref()));
             attrs::validate(pairs, &current.attributes, allow_reserved)?;
-            if attrs.seq == 0 {
+            if attrs.seq() == 0 {
                 // No attribute log (yet, or any more): not one started again at seq 1 for a
                 // run gc collected, which neither its archive nor a restore could take.
                 if self.collected.is_collected(&self.backend, &run) {
@@ -181,7 +183,7 @@ impl<B: RunLog> World<B> {
             let event = NewEvent::new(CHANGES_KIND, payload.clone()).created_at_ms(now_ms());
             match self
                 .backend
-                .append_decisions(&log, attrs.seq, vec![event.clone()])
+                .append_decisions(&log, attrs.seq(), vec![event.clone()])
             {
                 Ok(_) => {
                     // Read back: the fold holds the change as stored.
@@ -191,7 +193,7 @@ impl<B: RunLog> World<B> {
                     Ok(Attempted::Done(after.attributes))
                 }
                 Err(runlog::Error::Fenced { .. } | runlog::Error::RunNotFound { .. }) => {
-                    *attrs = AttrLog::default();
+                    *attrs = Folded::default();
                     Ok(Attempted::Fenced)
                 }
                 Err(e) => Err(WorldError::from(e)),
@@ -227,7 +229,8 @@ impl<B: RunLog> World<B> {
     }
 
     /// `run`'s attribute log folded to its last committed event (empty when the store has
-    /// none).
+    /// none), folded afresh when the log is not the one the cached fold was read from
+    /// ([`Folded::advance`]).
     ///
     /// # Errors
     /// Storage errors reading it.
@@ -235,7 +238,7 @@ impl<B: RunLog> World<B> {
         &self,
         entry: &'a RunEntry,
         run: &RunId,
-    ) -> Result<MutexGuard<'a, AttrLog>, WorldError> {
+    ) -> Result<MutexGuard<'a, Folded<AttrLog>>, WorldError> {
         let mut folded = entry.attrs.lock();
         self.advance_attr_log(&attr_log_id(run), &mut folded)?;
         Ok(folded)
@@ -243,21 +246,14 @@ impl<B: RunLog> World<B> {
 
     /// Advances `folded` to the last committed event of attribute log `log`; a log that is
     /// gone (or never made) leaves it empty, so that a new log starts from seq 1.
-    fn advance_attr_log(&self, log: &RunId, folded: &mut AttrLog) -> Result<(), WorldError> {
-        loop {
-            let after = folded.seq;
-            match self
-                .backend
-                .read_each(log, after, ADVANCE_BATCH, &mut |e| folded.apply(&e))
-            {
-                Ok((_, true)) => {}
-                Ok((_, false)) => return Ok(()),
-                Err(runlog::Error::RunNotFound { .. }) => {
-                    *folded = AttrLog::default();
-                    return Ok(());
-                }
-                Err(e) => return Err(e.into()),
-            }
+    fn advance_attr_log(
+        &self,
+        log: &RunId,
+        folded: &mut Folded<AttrLog>,
+    ) -> Result<(), WorldError> {
+        match folded.advance(&self.backend, log, ADVANCE_BATCH) {
+            Ok(()) | Err(runlog::Error::RunNotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -18,16 +18,19 @@
 //! A restored run takes logs again; gc collects it only once its restore is older than the
 //! cut (`gc.rs`), so a run put back is not taken away at the next pass.
 //!
-//! Each handle reads the log incrementally ([`CollectedRuns`]): a lookup costs one `last_seq`
-//! when nothing was appended since. A log that cannot be read refuses nothing (the streams
-//! and attributes of a run not yet created must not fail store-wide on it; `runlog verify`
-//! reports it), so a log created meanwhile is at worst one the next gc sweeps.
+//! Each handle reads the log incrementally ([`CollectedRuns`]): a lookup costs a read of the
+//! last event it folded when nothing was appended since. A log that cannot be read refuses
+//! nothing (the streams and attributes of a run not yet created must not fail store-wide on
+//! it; `runlog verify` reports it), so a log created meanwhile is at worst one the next gc
+//! sweeps.
 
 use std::collections::HashMap;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use runlog::{NewEvent, RunId, RunLog, Seq};
+use runlog::{EventRef, NewEvent, RunId, RunLog};
+
+use crate::incremental::{Folded, LogFold};
 
 /// The id of the log of collected runs (a name no SDK run id can take: those are
 /// `wrun_<ULID>`).
@@ -77,12 +80,27 @@ pub(crate) struct Record {
     pub at_ms: u64,
 }
 
+/// Each run's latest record in [`COLLECTED_RUNS_LOG`].
+#[derive(Debug, Default)]
+struct Latest(HashMap<String, Record>);
+
+impl LogFold for Latest {
+    fn apply(&mut self, e: &EventRef<'_>) {
+        // The run in the correlation id (an earlier build of this module used the key).
+        if let Some(run) = e.correlation_id.or(e.key) {
+            let collected = e.kind != RESTORED_KIND;
+            let at_ms = e.created_at_ms;
+            self.0.insert(run.to_owned(), Record { collected, at_ms });
+        }
+    }
+}
+
 /// [`COLLECTED_RUNS_LOG`] as far as this handle has read it: each lookup first reads what
-/// was appended since (by any process), so it is as current as a read of the whole log.
+/// was appended since (by any process), so it is as current as a read of the whole log; a
+/// log deleted and made again since is read afresh ([`Folded::advance`]).
 #[derive(Debug, Default)]
 pub(crate) struct CollectedRuns {
-    /// The seq read up to, and each run's latest record up to it.
-    seen: Mutex<(Seq, HashMap<String, Record>)>,
+    seen: Mutex<Folded<Latest>>,
 }
 
 impl CollectedRuns {
@@ -90,8 +108,8 @@ impl CollectedRuns {
     /// (the module's rule).
     pub(crate) fn latest<B: RunLog + ?Sized>(&self, log: &B, run: &RunId) -> Option<Record> {
         let mut seen = self.seen.lock();
-        match refresh(log, &mut seen) {
-            Ok(()) => seen.1.get(run.as_str()).copied(),
+        match seen.advance(log, &collected_runs_log(), READ_PAGE_LEN) {
+            Ok(()) => seen.0.get(run.as_str()).copied(),
             Err(_) => None,
         }
     }
@@ -100,40 +118,4 @@ impl CollectedRuns {
     pub(crate) fn is_collected<B: RunLog + ?Sized>(&self, log: &B, run: &RunId) -> bool {
         self.latest(log, run).is_some_and(|r| r.collected)
     }
-}
-
-fn refresh<B: RunLog + ?Sized>(
-    log: &B,
-    seen: &mut (Seq, HashMap<String, Record>),
-) -> runlog::Result<()> {
-    let id = collected_runs_log();
-    let last = match log.last_seq(&id) {
-        Ok(last) => last,
-        Err(runlog::Error::RunNotFound { .. }) => {
-            *seen = Default::default();
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
-    if last < seen.0 {
-        // Deleted and made again since (by hand): read it afresh.
-        *seen = Default::default();
-    }
-    while seen.0 < last {
-        let mut records = Vec::new();
-        let (next, _) = log.read_each(&id, seen.0, READ_PAGE_LEN, &mut |e| {
-            // The run in the correlation id (an earlier build of this module used the key).
-            if let Some(run) = e.correlation_id.or(e.key) {
-                let collected = e.kind != RESTORED_KIND;
-                let at_ms = e.created_at_ms;
-                records.push((run.to_owned(), Record { collected, at_ms }));
-            }
-        })?;
-        if next == seen.0 {
-            break;
-        }
-        seen.1.extend(records);
-        seen.0 = next;
-    }
-    Ok(())
 }

@@ -348,6 +348,43 @@ impl<B: RunLog> World<B> {
         Ok(Some(done))
     }
 
+    /// Deletes workflow run `run` with every log of it, no archive kept: its stream logs and
+    /// attribute log first, its own log last (a crash between leaves the run, which a
+    /// second call deletes), then forgets it and releases its hook token claims. A run
+    /// created again under the id starts with no attribute, stream or claim of the deleted
+    /// one. `Store.deleteRun` on a World's store calls it. An attribute change of this World
+    /// in flight is appended first (it holds the World's `deletions` lock shared); one
+    /// checked after finds no run. A stream write may still make a stream log of the run
+    /// again (streams take any run id), as of a run gc collects; another process's writes
+    /// are not held.
+    ///
+    /// # Errors
+    /// `Storage(InvalidRunId)` for the id of one of the World's own logs (an attribute,
+    /// stream or claims log: [`log_kind`]), nothing deleted; `Storage(RunNotFound)` when the
+    /// run's own log does not exist (its leftover logs are deleted all the same); other
+    /// storage errors, each log deleted before it staying so.
+    pub fn delete_run(&self, run: &RunId) -> Result<(), WorldError> {
+        if log_kind(run.as_str()) != LogKind::Run {
+            return Err(runlog::Error::InvalidRunId {
+                id: run.to_string(),
+                reason: "it names one of the World's own logs, not a run (delete the run it belongs to; a plain Store deletes any log)",
+            }
+            .into());
+        }
+        let _held = self.deletions.write();
+        for id in self.auxiliary_logs(run)? {
+            match self.backend.delete_run(&id) {
+                Ok(()) | Err(runlog::Error::RunNotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let own = self.backend.delete_run(run);
+        self.forget(run);
+        own?;
+        self.release_claims_of(run);
+        Ok(())
+    }
+
     /// Deletes log `id` if it still holds exactly the `held` events gathered from it into
     /// the archive: checked by the store under the run's write lock
     /// ([`RunLog::delete_run_at`]), so an event a writer appends after the archive was

@@ -24,6 +24,7 @@ mod fold;
 mod gc;
 mod group;
 mod ids;
+mod incremental;
 mod json;
 mod logs;
 mod model;

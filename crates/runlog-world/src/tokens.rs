@@ -55,11 +55,11 @@ use bytes::Bytes;
 use parking_lot::MutexGuard;
 use runlog::{EventRef, NewEvent, RunId, RunLog, Seq};
 use serde::{Deserialize, Serialize};
-use ulid::Ulid;
 
 use crate::error::WorldError;
 use crate::fenced::Attempted;
 use crate::ids::{now_ms, parse_run_id};
+use crate::incremental::{Folded, LogFold};
 use crate::model::StorageFault;
 use crate::rules::{self, Checked};
 use crate::world::World;
@@ -120,8 +120,6 @@ pub struct RebuildReport {
 /// The folded claims log.
 #[derive(Default)]
 pub(crate) struct Claims {
-    generation: Option<Ulid>,
-    seq: Seq,
     by_token: HashMap<String, TokenClaim>,
     by_hook: HashMap<String, String>,
     /// When each token's current claim was appended (its event's `createdAt`, ms).
@@ -140,12 +138,10 @@ impl Claims {
         self.claimed_at_ms.insert(c.token.clone(), at_ms);
         self.by_token.insert(c.token.clone(), c);
     }
+}
 
+impl LogFold for Claims {
     fn apply(&mut self, e: &EventRef<'_>) {
-        self.seq = e.seq;
-        if e.seq == 1 {
-            self.generation = Some(e.event_id);
-        }
         match e.kind {
             "rebuilt" => {
                 self.by_token.clear();
@@ -256,14 +252,14 @@ impl<B: RunLog> World<B> {
                 at_seq: base,
             };
             batch.push(record("claim", &mine));
-            match self.backend.append_decisions(&run, claims.seq, batch) {
+            match self.backend.append_decisions(&run, claims.seq(), batch) {
                 Ok(_) => {
                     self.advance_claims(&mut claims)?;
                     Ok(Attempted::Done(ClaimOutcome::Claimed))
                 }
                 Err(runlog::Error::Fenced { .. }) => Ok(Attempted::Fenced),
                 Err(runlog::Error::RunNotFound { .. }) => {
-                    *claims = Claims::default();
+                    *claims = Folded::default();
                     Ok(Attempted::Again)
                 }
                 Err(e) => Err(e.into()),
@@ -277,7 +273,7 @@ impl<B: RunLog> World<B> {
     /// ([`World::settle_pending`]; `Ok(true)`: settled, to be released).
     fn settle_after_grace(
         &self,
-        claims: &mut MutexGuard<'_, Claims>,
+        claims: &mut MutexGuard<'_, Folded<Claims>>,
         c: &TokenClaim,
         holder_run: &str,
     ) -> Result<bool, WorldError> {
@@ -356,7 +352,7 @@ impl<B: RunLog> World<B> {
             if batch.is_empty() {
                 return Ok(Attempted::Done(()));
             }
-            match self.backend.append_decisions(&run, claims.seq, batch) {
+            match self.backend.append_decisions(&run, claims.seq(), batch) {
                 Ok(_) => {
                     let _ = self.advance_claims(&mut claims);
                     Ok(Attempted::Done(()))
@@ -419,7 +415,7 @@ impl<B: RunLog> World<B> {
     /// On a read-only store (`runlog::Store::open_read_only`), which cannot rebuild the log,
     /// the claims are the live hooks of the run logs, folded in memory on each call (a
     /// writer may have created the log meanwhile).
-    pub(crate) fn advance_claims(&self, claims: &mut Claims) -> Result<(), WorldError> {
+    pub(crate) fn advance_claims(&self, claims: &mut Folded<Claims>) -> Result<(), WorldError> {
         for _ in 0..4 {
             let rebuilt = match self.read_claims(claims) {
                 Ok(true) => return Ok(()),
@@ -429,11 +425,11 @@ impl<B: RunLog> World<B> {
                 }
                 Err(e) => return Err(e),
             };
-            *claims = Claims::default();
+            *claims = Folded::default();
             match rebuilt {
                 Err(WorldError::Storage(runlog::Error::ReadOnly { .. })) => {
                     let (found, _) = self.scan_live_hooks()?;
-                    found.into_iter().for_each(|c| claims.insert(c, 0));
+                    found.into_iter().for_each(|c| claims.fold.insert(c, 0));
                     return Ok(());
                 }
                 rebuilt => rebuilt?,
@@ -446,36 +442,17 @@ impl<B: RunLog> World<B> {
     }
 
     /// Reads the claims log's new events into `claims`; `Ok(false)` when the log is
-    /// missing or empty. A log replaced since the last read (another generation at seq 1)
-    /// is read from the start.
-    fn read_claims(&self, claims: &mut Claims) -> Result<bool, WorldError> {
-        let run = tokens_run();
-        let mut first = None;
-        match self
-            .backend
-            .read_each(&run, 0, 1, &mut |e| first = Some(e.event_id))
-        {
-            Ok(_) => {}
-            Err(runlog::Error::RunNotFound { .. }) => return Ok(false),
-            Err(e) => return Err(e.into()),
+    /// missing or empty. A log replaced since the last read is read from the start
+    /// ([`Folded::advance`]); so are claims at seq 0 (a read-only store's, scanned from the
+    /// run logs, which a log made since replaces).
+    fn read_claims(&self, claims: &mut Folded<Claims>) -> Result<bool, WorldError> {
+        if claims.seq() == 0 {
+            *claims = Folded::default();
         }
-        let Some(first) = first else {
-            return Ok(false);
-        };
-        if claims.generation != Some(first) {
-            *claims = Claims::default();
-        }
-        loop {
-            let after = claims.seq;
-            match self
-                .backend
-                .read_each(&run, after, 4096, &mut |e| claims.apply(&e))
-            {
-                Ok((_, true)) => {}
-                Ok((_, false)) => return Ok(true),
-                Err(runlog::Error::RunNotFound { .. }) => return Ok(false),
-                Err(e) => return Err(e.into()),
-            }
+        match claims.advance(&self.backend, &tokens_run(), 4096) {
+            Ok(()) => Ok(claims.seq() > 0),
+            Err(runlog::Error::RunNotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -577,11 +554,11 @@ impl<B: RunLog> World<B> {
             match self.read_claims(&mut claims) {
                 Ok(true) => {}
                 Ok(false) => {
-                    *claims = Claims::default();
+                    *claims = Folded::default();
                     return self.recreate_claims(false).map(Attempted::Done);
                 }
                 Err(WorldError::Storage(runlog::Error::Corrupt { .. })) => {
-                    *claims = Claims::default();
+                    *claims = Folded::default();
                     return self.recreate_claims(true).map(Attempted::Done);
                 }
                 Err(e) => return Err(e),
@@ -595,7 +572,7 @@ impl<B: RunLog> World<B> {
                 }
             }
             let events = rebuilt_batch(&report, found);
-            match self.backend.append_decisions(&run, claims.seq, events) {
+            match self.backend.append_decisions(&run, claims.seq(), events) {
                 Ok(_) => {
                     self.read_claims(&mut claims)?;
                     Ok(Attempted::Done(report))

@@ -114,7 +114,7 @@ pub(crate) struct RunEntry {
     pub(crate) queue: Mutex<Vec<Queued>>,
     pub(crate) state: Mutex<Option<RunState>>,
     /// The run's attribute log folded (`attr_log.rs`); taken after `state` when both are.
-    pub(crate) attrs: Mutex<crate::attr_log::AttrLog>,
+    pub(crate) attrs: Mutex<crate::incremental::Folded<crate::attr_log::AttrLog>>,
     last_used: AtomicU64,
 }
 
@@ -167,7 +167,7 @@ pub struct World<B: RunLog> {
     pub(crate) config: WorldConfig,
     pub(crate) identity: Arc<HookIdentity>,
     runs: Mutex<RunCache>,
-    pub(crate) claims: Mutex<Claims>,
+    pub(crate) claims: Mutex<crate::incremental::Folded<Claims>>,
     /// Folds of runs at earlier seqs, for [`World::run_at`] (`src/snapshots.rs`).
     pub(crate) fold_snapshots: Mutex<crate::snapshots::FoldSnapshots>,
     /// Cached folds found to be of a log the run no longer has ([`World::folds_dropped`]).
@@ -176,6 +176,11 @@ pub struct World<B: RunLog> {
     pub(crate) collected: crate::collected::CollectedRuns,
     /// The core's backoff settings for the fenced retries (`world/fenced.rs`).
     backoff: runlog::replay::ReplayConfig,
+    /// Taken shared by an attribute change from its check that the run exists to its
+    /// append, exclusive by [`World::delete_run`]: a change this World checked against a
+    /// live run is appended before the run's logs are deleted, never after (it would make
+    /// the deleted run's attribute log again, for a run created later under the id).
+    pub(crate) deletions: parking_lot::RwLock<()>,
 }
 
 impl<B: RunLog> World<B> {
@@ -190,10 +195,11 @@ impl<B: RunLog> World<B> {
             backoff: fenced::backoff_config(&config),
             config,
             runs: Mutex::new(RunCache::default()),
-            claims: Mutex::new(Claims::default()),
+            claims: Mutex::default(),
             fold_snapshots: Mutex::new(crate::snapshots::FoldSnapshots::default()),
             folds_dropped: AtomicU64::new(0),
             collected: Default::default(),
+            deletions: parking_lot::RwLock::new(()),
         }
     }
 
@@ -590,14 +596,6 @@ impl<B: RunLog> World<B> {
     /// Drops `run`'s cache entry (after gc deleted its logs): its next use reads the store.
     pub(crate) fn forget(&self, run: &RunId) {
         self.runs.lock().entries.remove(run);
-    }
-
-    /// Drops what this World holds of `run` (its fold, its queue of requests), for a caller
-    /// that deleted the run's log behind the World's back (`Store::delete_run` on the store
-    /// under it): its next use reads the store, so the run is gone, or new if created again.
-    /// The World's own deletion (retention) does this itself.
-    pub fn forget_run(&self, run: &RunId) {
-        self.forget(run);
     }
 
     /// How many cached folds this World dropped because the run's log no longer held the
