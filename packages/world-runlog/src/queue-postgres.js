@@ -260,11 +260,30 @@ export function createPostgresQueue({ url, schema = DEFAULT_QUEUE_SCHEMA, concur
     const ids = candidates.rows.map((r) => r.locked_by).filter((id) => !ownWorkers.has(id));
     const dead = await liveness.judge(pool, ids);
     if (dead.length === 0) return;
-    const n = await pool.query(`select count(*)::int as n from ${pg.escapeIdentifier(schema)}._private_jobs where locked_by = any($1::text[])`, [dead]);
-    await utils.forceUnlockWorkers(dead);
-    stats.redelivered += n.rows[0].n;
+    // Every server sweeps: the count and graphile's force_unlock_workers run in one
+    // transaction under the schema's sweep lock, so a job released by one server is counted
+    // by that one only (the others find it unlocked and count 0).
+    const c = await pool.connect();
+    let n = 0;
+    let failed;
+    try {
+      await c.query('begin');
+      await c.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`runlog-queue-sweep:${schema}`]);
+      const q = pg.escapeIdentifier(schema);
+      n = (await c.query(`select count(*)::int as n from ${q}._private_jobs where locked_by = any($1::text[])`, [dead])).rows[0].n;
+      await c.query(`select ${q}.force_unlock_workers($1::text[])`, [dead]);
+      await c.query('commit');
+    } catch (err) {
+      failed = err;
+      await c.query('rollback').catch(() => {});
+      throw err;
+    } finally {
+      // A client that failed (PostgreSQL went away) is dropped, not pooled again.
+      c.release(failed);
+    }
+    stats.redelivered += n;
     // Said once per release: an operator sees a server's death and what it cost.
-    if (n.rows[0].n > 0) console.warn(`[world-runlog queue] released ${n.rows[0].n} job(s) of ${dead.length} dead worker(s) for redelivery`);
+    if (n > 0) console.warn(`[world-runlog queue] released ${n} job(s) of ${dead.length} dead worker(s) for redelivery`);
   }
 
   const runnerOptions = () => ({

@@ -2,7 +2,8 @@
 // delivered over HTTP to world-local's queue handler. A message is delivered once, with its
 // bytes; `delaySeconds` holds it back; an idempotency key dedupes while its message waits;
 // `{ timeoutSeconds }` redelivers it later, an HTTP error 5 s later; a server killed
-// (SIGKILL) while holding a job has that job delivered by another process; PostgreSQL gone
+// (SIGKILL) while holding a job has that job delivered by another process, released and
+// counted once however many servers sweep it; PostgreSQL gone
 // mid-job (a cut socket proxy) costs a redelivery, not the job nor the queue; with
 // WORKFLOW_SEQUENTIAL_REPLAYS=1 one run's messages never overlap across servers; and another
 // graphile schema's migration in the database does not stop the queue. Needs RUNLOG_PG_URL (skipped without it,
@@ -153,6 +154,31 @@ describe.skipIf(!server)('the PostgreSQL queue (graphile-worker)', () => {
     expect(s.deliveries).toHaveLength(1);
     expect(s.deliveries[0]).toMatchObject({ attempt: 2, body: { runId: 'wrun_kill' } });
     expect(s.queue.stats.redelivered).toBe(1);
+  });
+
+  // The release of a dead worker's jobs is counted once however many servers sweep it at
+  // once: five survivors sweeping every 10 ms (the multi-server example counted 2 released
+  // for the 1 job its killed server held).
+  test('a killed server\'s jobs swept by five servers at once are released and counted once each', { timeout: 60_000 }, async () => {
+    const schema = freshSchema();
+    const fixture = fileURLToPath(new URL('./fixtures/pg-queue-server.mjs', import.meta.url));
+    const held = [1, 2, 3].map((n) => ({ runId: `wrun_swept${n}` }));
+    const child = spawn(process.execPath, [fixture, server, schema, 'hang', JSON.stringify(held)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    closers.push({ close: async () => child.exitCode === null && child.kill('SIGKILL') });
+    const lines = [];
+    createInterface({ input: child.stdout }).on('line', (l) => lines.push(JSON.parse(l)));
+    await until(() => lines.filter((l) => l.delivered).length === held.length, 20_000, 'the child to take its three jobs');
+    const survivors = [];
+    for (let k = 0; k < 5; k++) survivors.push(await queueServer(schema, () => undefined, { sweepIntervalMs: 10 }));
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    const delivered = () => survivors.flatMap((s) => s.deliveries);
+    await until(() => delivered().length >= held.length, 30_000, 'the three redeliveries');
+    await sleep(1_000);
+    expect(delivered().map((d) => d.body.runId).sort()).toEqual(held.map((m) => m.runId));
+    expect(delivered().every((d) => d.attempt === 2)).toBe(true);
+    expect(survivors.map((s) => s.queue.stats.redelivered).reduce((a, b) => a + b)).toBe(held.length);
   });
 
   // Two servers on one schema, each delivery of `runId` held 800 ms: overlapping or not.
