@@ -4,7 +4,8 @@
 # of its own built with the line's builder (workflow/nitro) and 17 tests driving it over
 # HTTP (run.mjs, world-conformance.test.mjs). It installs the app (npm install --no-save: its package-lock.json, not rewritten),
 # builds it once, runs the suite on the line's own local World (@workflow/world-local
-# 5.0.0-beta.46, the reference: it must pass there), then on the runlog World installed into
+# 5.0.0-beta.46, the reference: it must pass there, on a second try
+# when its first fails, as it once did in CI on a timing test), then on the runlog World installed into
 # the app from the package directory (WORKFLOW_TARGET_WORLD=world-runlog, no
 # RUNLOG_NODE_ADDON), and checks `runlog verify` on runlog's data directory. Prints the pass
 # count per World; exits non-zero on any failure. Needs the addon built

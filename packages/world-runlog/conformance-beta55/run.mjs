@@ -10,7 +10,8 @@
 // installs it (`npm install --no-save <package dir>`), WORKFLOW_TARGET_WORLD=world-runlog,
 // no RUNLOG_NODE_ADDON; after its pass `runlog verify` must be clean on its data directory
 // (when target/release/runlog is built). Prints one pass count per World; exits 1 if any
-// test failed.
+// test failed (the reference World's pass is run a second time when its first fails, never
+// runlog's: see below).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -81,11 +82,28 @@ for (const world of worlds) {
   const dataDir = mkdtempSync(path.join(tmpdir(), `conformance-beta55-${world}-`));
   const env = { ...buildEnv, CONFORMANCE_WORLD: world, CONFORMANCE_DATA_DIR: dataDir };
   const t0 = Date.now();
-  const r = spawnSync('node', ['--test-reporter=spec', 'world-conformance.test.mjs'], { cwd: appDir, env, encoding: 'utf8', maxBuffer: 64 << 20 });
-  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  process.stdout.write(out);
-  const num = (key) => Number(out.match(new RegExp(`ℹ ${key} (\\d+)`))?.[1] ?? NaN);
-  const result = { world, tests: num('tests'), pass: num('pass'), fail: num('fail'), exit: r.status, seconds: Math.round((Date.now() - t0) / 1000) };
+  const pass = () => {
+    const r = spawnSync('node', ['--test-reporter=spec', 'world-conformance.test.mjs'], { cwd: appDir, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+    process.stdout.write(out);
+    const num = (key) => Number(out.match(new RegExp(`ℹ ${key} (\\d+)`))?.[1] ?? NaN);
+    return { out, result: { world, tests: num('tests'), pass: num('pass'), fail: num('fail'), exit: r.status } };
+  };
+  let { out, result } = pass();
+  // The reference pass checks the suite, not runlog: the SDK's local World times its queue
+  // with timers, and under a loaded machine it has failed a test that asserts exact flow
+  // invocations (once in CI, with the spec 7 test, which counts the runs before it). So a
+  // failed reference pass is run once more on a fresh data directory, its first failures
+  // printed; runlog's pass is never retried.
+  if (world === 'local' && !(result.exit === 0 && result.fail === 0 && result.tests > 0)) {
+    const failed = [...new Set([...out.matchAll(/^\s*✖ (.*) \(\d/gm)].map((m) => m[1]))];
+    console.log(`[conformance-beta55] local (the reference): ${result.fail} failed (${failed.join('; ')}); running its pass once more`);
+    rmSync(dataDir, { recursive: true, force: true });
+    mkdirSync(dataDir);
+    ({ out, result } = pass());
+    result.retried = `after ${failed.length} failed: ${failed.join('; ')}`;
+  }
+  result.seconds = Math.round((Date.now() - t0) / 1000);
   if (world === 'runlog' && existsSync(runlogBin)) {
     const v = spawnSync(runlogBin, ['--store', path.join(dataDir, 'runlog'), 'verify'], { encoding: 'utf8' });
     result.verify = v.status === 0 ? 'clean' : `exit ${v.status}: ${(v.stdout + v.stderr).trim().split('\n').slice(-5).join(' / ')}`;
@@ -99,7 +117,7 @@ for (const r of results) {
   const passed = r.exit === 0 && r.fail === 0 && r.pass === r.tests && r.tests > 0 && (r.verify ?? 'clean') === 'clean';
   ok &&= passed;
   console.log(
-    `[conformance-beta55] ${r.world}: ${r.pass}/${r.tests} passed${r.verify ? `, runlog verify ${r.verify}` : ''} (${r.seconds} s)${passed ? '' : ' FAILED'}`,
+    `[conformance-beta55] ${r.world}: ${r.pass}/${r.tests} passed${r.verify ? `, runlog verify ${r.verify}` : ''}${r.retried ? ` on a second pass (${r.retried})` : ''} (${r.seconds} s)${passed ? '' : ' FAILED'}`,
   );
 }
 process.exit(ok ? 0 : 1);
