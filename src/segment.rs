@@ -104,7 +104,9 @@ impl CommitSlots {
 pub(crate) struct Segment {
     pub(crate) name: String,
     pub(crate) path: PathBuf,
-    file: Arc<dyn FsFile>,
+    /// Its own descriptor while it may change; once sealed, a file whose descriptor is
+    /// closed while idle ([`Segment::release`]).
+    file: Mutex<Arc<dyn FsFile>>,
     pub(crate) header: SegmentHeader,
     /// Cached read-only view of `[0, n)`; remapped when a read needs more.
     view: Mutex<Bytes>,
@@ -124,6 +126,24 @@ pub(crate) struct NewSegment<'a> {
 const MAP_PAGE_BYTES: u64 = 4096;
 
 impl Segment {
+    /// The file.
+    fn file(&self) -> Arc<dyn FsFile> {
+        self.file.lock().clone()
+    }
+
+    /// Lets go of the descriptor of a segment that no longer changes (sealed, with a segment
+    /// after it): it is kept in the file system's set of idle descriptors and opened again
+    /// when the segment is read after being evicted from it (`crate::io::Reopened`), so that a
+    /// run's open descriptors do not grow with its segments. Best effort: on a file system
+    /// without that set, or when its first bytes cannot be read, the descriptor stays.
+    pub(crate) fn release(&self, fs: &dyn Fs, access: Access) {
+        let Some(shared) = fs.shared() else { return };
+        let mut file = self.file.lock();
+        if let Ok(reopened) = shared.adopt(&self.path, access.open_mode(), file.clone()) {
+            *file = reopened;
+        }
+    }
+
     /// Writes a complete segment (header + both counter slots, generations 1 and 2, empty) to
     /// `dir/<tmp name>`, syncs it, renames it into place and syncs `dir`: the segment exists
     /// whole or not at all (rule 4: a new file is durable only after its directory is synced).
@@ -186,7 +206,7 @@ impl Segment {
         Ok(Segment {
             name,
             path,
-            file,
+            file: Mutex::new(file),
             header,
             view: Mutex::new(Bytes::new()),
         })
@@ -252,7 +272,7 @@ impl Segment {
         Ok(Some(Segment {
             name,
             path,
-            file,
+            file: Mutex::new(file),
             header,
             view: Mutex::new(Bytes::new()),
         }))
@@ -266,7 +286,7 @@ impl Segment {
     /// [`Error::Corrupt`] when neither slot is valid or a slot contradicts the header.
     fn read_header_slots(&self, run: &str) -> Result<(CounterSlot, Option<CounterSlot>)> {
         let mut buf = [0u8; 2 * 512];
-        read_exact_at(self.file.as_ref(), &mut buf, SLOT_OFFSETS[0])
+        read_exact_at(self.file().as_ref(), &mut buf, SLOT_OFFSETS[0])
             .map_err(|e| self.read_error(run, e, SLOT_OFFSETS[0]))?;
         let salt = self.header.salt;
         let a = CounterSlot::decode(&buf[..SLOT_LEN], salt, 0);
@@ -335,7 +355,7 @@ impl Segment {
     /// synced unless the caller syncs: the next sync of this file covers it, and recovery
     /// does not depend on it — see SPEC §5).
     pub(crate) fn write_slot(&self, slot: &CounterSlot) -> io::Result<()> {
-        self.file
+        self.file()
             .write_all_at(&slot.encode(self.header.salt), slot.offset())
     }
 
@@ -387,7 +407,7 @@ impl Segment {
         // `Corrupt`. (A truncation racing this very read cannot be excluded with mmap.)
         let mut cached = self.view.lock();
         let file_len = self
-            .file
+            .file()
             .len()
             .map_err(|e| Error::io("reading length of", &self.path, e))?;
         if file_len < len {
@@ -400,12 +420,12 @@ impl Segment {
         if cached.len() >= end {
             return Ok(cached.slice(..end));
         }
-        let window = match self.file.maps_are_live() {
+        let window = match self.file().maps_are_live() {
             true => len.next_multiple_of(MAP_PAGE_BYTES).min(file_len),
             false => len,
         };
         let view = self
-            .file
+            .file()
             .map(window)
             .map_err(|e| Error::io("mapping", &self.path, e))?;
         *cached = view.clone();
@@ -415,26 +435,26 @@ impl Segment {
     /// Whether the file has been unlinked (its run was deleted: segments are only ever
     /// unlinked by deletion, never replaced).
     pub(crate) fn is_unlinked(&self) -> Result<bool> {
-        self.file
+        self.file()
             .is_unlinked()
             .map_err(|e| Error::io("checking", &self.path, e))
     }
 
     /// Current file length in bytes.
     pub(crate) fn len(&self) -> Result<u64> {
-        self.file
+        self.file()
             .len()
             .map_err(|e| Error::io("reading length of", &self.path, e))
     }
 
     /// Reads from `at` until `buf` is full or the file ends; returns the bytes read.
     pub(crate) fn read_up_to(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
-        read_up_to(self.file.as_ref(), buf, at)
+        read_up_to(self.file().as_ref(), buf, at)
     }
 
     /// Fills `buf` from `at`; an error when the file ends first.
     pub(crate) fn read_exact(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
-        read_exact_at(self.file.as_ref(), buf, at)
+        read_exact_at(self.file().as_ref(), buf, at)
     }
 
     /// Whether the 4 bytes at `at` (where the next batch's magic goes) are zero or absent.
@@ -450,19 +470,19 @@ impl Segment {
     /// exactly at (verify) a counter without publishing anything. The caller has checked
     /// `len <= self.len()`.
     pub(crate) fn map_uncached(&self, len: u64) -> Result<Bytes> {
-        self.file
+        self.file()
             .map(len)
             .map_err(|e| Error::io("mapping", &self.path, e))
     }
 
     /// Writes a group's encoded batches at `at` (the committed length). Not synced.
     pub(crate) fn append(&self, buf: &[u8], at: u64) -> io::Result<()> {
-        self.file.write_all_at(buf, at)
+        self.file().write_all_at(buf, at)
     }
 
     /// Cuts the file to `len` bytes (a torn tail, a failed append, zeros before a seal).
     pub(crate) fn truncate(&self, len: u64) -> io::Result<()> {
-        self.file.set_len(len)
+        self.file().set_len(len)
     }
 
     /// Writes zeros over `[len, end of file)`, keeping the file's length: what a repair does
@@ -472,12 +492,12 @@ impl Segment {
     /// synced.
     pub(crate) fn zero_from(&self, len: u64) -> io::Result<()> {
         const CHUNK: u64 = 64 << 10;
-        let end = self.file.len()?;
+        let end = self.file().len()?;
         let zeros = vec![0u8; CHUNK.min(end.saturating_sub(len)) as usize];
         let mut at = len;
         while at < end {
             let n = CHUNK.min(end - at) as usize;
-            self.file.write_all_at(&zeros[..n], at)?;
+            self.file().write_all_at(&zeros[..n], at)?;
             at += n as u64;
         }
         Ok(())
@@ -485,7 +505,7 @@ impl Segment {
 
     /// fdatasync: everything written so far, and the length, durable.
     pub(crate) fn sync(&self) -> io::Result<()> {
-        self.file.sync_data()
+        self.file().sync_data()
     }
 
     /// Seals the segment (SPEC §5 step 3): cuts preallocated zeros past the committed length,
@@ -501,12 +521,12 @@ impl Segment {
     /// zeros are an optimisation; a full disk gives the space to commits).
     pub(crate) fn preallocate(&self, file_len: u64, end: u64, target: u64) -> bool {
         let zeros = vec![0u8; target.saturating_sub(end) as usize];
-        match self.file.write_all_at(&zeros, end) {
+        match self.file().write_all_at(&zeros, end) {
             Ok(()) => true,
             Err(_) => {
                 // Only zeros past the committed length are cut; if this fails too, the next
                 // commit writes over them or recovery sees zeros.
-                let _ = self.file.set_len(file_len);
+                let _ = self.file().set_len(file_len);
                 false
             }
         }
@@ -560,6 +580,12 @@ impl Segment {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let path = dir.join(index_name(self.header.segment_index));
         let f = fs.open(&path, OpenMode::Read).ok()?;
+        // A sealed segment's index is final: its descriptor need not stay open while idle
+        // (an open segment's index is replaced at its seal, so it keeps its own).
+        let f = match (counter.sealed, fs.shared()) {
+            (true, Some(shared)) => shared.adopt(&path, OpenMode::Read, f.clone()).unwrap_or(f),
+            _ => f,
+        };
         SegmentIndex::open(
             f,
             Arc::from(self.header.run_id.as_str()),

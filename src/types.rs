@@ -24,9 +24,13 @@ pub struct Config {
     pub lock_timeout: Duration,
     /// How often `wait` polls the counter for other processes' commits (default 10 ms).
     pub wait_poll_interval: Duration,
-    /// How many runs a `Store` keeps open (two file descriptors and the in-memory index each;
-    /// default 256, i.e. about 512 descriptors, under the common soft limit of 1,024). Past it, idle runs are closed (a closed run reopens on next use and
-    /// recovers from its files; a run refusing writes after an fsync failure stays open).
+    /// How many runs a `Store` keeps open (default 256). An open run holds two file
+    /// descriptors (its lock file and last segment; a third while its last segment has an
+    /// index), however long it is: its sealed segments and their indexes share one set of at
+    /// most 64 idle descriptors per process, closed least recently used first and opened again
+    /// on use. So the default stays under the common soft limit of 1,024. Past it, idle runs
+    /// are closed (a closed run reopens on next use and recovers from its files; a run
+    /// refusing writes after an fsync failure stays open).
     pub open_runs_max: usize,
     /// Segments are preallocated (zero-filled ahead of the commits, 1/8 of their length, at
     /// most 1 MiB, so an `fdatasync` need not update the file size; format/SPEC.md §5) once

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+mod pool;
 mod std_fs;
+pub use pool::{Descriptors, Shared};
 pub use std_fs::{Probe, StdFs, probe_file, probe_path};
 
 #[cfg(feature = "sim")]
@@ -53,6 +55,12 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
     fn available_space(&self, path: &Path) -> io::Result<u64> {
         let _ = path;
         Ok(u64::MAX)
+    }
+    /// This file system shared, with the set that files which no longer change keep their
+    /// descriptors in while idle ([`pool`](Shared)). `None` (the default): such files keep
+    /// their own descriptors open.
+    fn shared(&self) -> Option<Shared> {
+        None
     }
 }
 

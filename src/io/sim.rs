@@ -47,7 +47,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{Fs, FsFile, OpenMode};
+use super::{Descriptors, Fs, FsFile, OpenMode, Shared};
 
 /// Unit of a torn write: a write survives a crash sector by sector.
 const SECTOR_LEN: u64 = 512;
@@ -187,7 +187,13 @@ pub enum CrashPolicy {
 #[derive(Clone, Debug)]
 pub struct SimFs {
     state: Arc<Mutex<State>>,
+    /// Where idle files that no longer change keep their descriptors ([`Fs::shared`]): a
+    /// small set, so that the crash tests also open them again.
+    descriptors: Arc<Descriptors>,
 }
+
+/// Most idle descriptors a simulated file system keeps ([`SimFs::shared`]).
+const SIM_IDLE_DESCRIPTORS_MAX: usize = 4;
 
 #[derive(Clone, Debug)]
 struct State {
@@ -441,6 +447,7 @@ impl SimFs {
         };
         SimFs {
             state: Arc::new(Mutex::new(state)),
+            descriptors: Arc::new(Descriptors::new(SIM_IDLE_DESCRIPTORS_MAX)),
         }
     }
 
@@ -482,6 +489,7 @@ impl SimFs {
         copy.epoch += 1;
         SimFs {
             state: Arc::new(Mutex::new(copy)),
+            descriptors: Arc::new(Descriptors::new(SIM_IDLE_DESCRIPTORS_MAX)),
         }
     }
 
@@ -1024,6 +1032,13 @@ fn components(path: &Path) -> io::Result<Vec<String>> {
 }
 
 impl Fs for SimFs {
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared {
+            fs: Arc::new(self.clone()),
+            descriptors: self.descriptors.clone(),
+        })
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
         let mut st = self.state.lock();
         let ino = st.open(path, mode)?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{Fs, FsFile, OpenMode};
+use super::{Descriptors, Fs, FsFile, OpenMode, Shared};
 
 /// The operating system's file system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -22,7 +22,21 @@ pub struct StdFs;
 #[derive(Debug)]
 struct StdFile(File, std::sync::OnceLock<((u32, u32), u64)>);
 
+/// Most descriptors of files that no longer change the process keeps open at once
+/// ([`Descriptors`]): one set for the process, as the limit on descriptors is per process.
+const IDLE_DESCRIPTORS_MAX: usize = 64;
+
 impl Fs for StdFs {
+    fn shared(&self) -> Option<Shared> {
+        static DESCRIPTORS: std::sync::OnceLock<Arc<Descriptors>> = std::sync::OnceLock::new();
+        Some(Shared {
+            fs: Arc::new(StdFs),
+            descriptors: DESCRIPTORS
+                .get_or_init(|| Arc::new(Descriptors::new(IDLE_DESCRIPTORS_MAX)))
+                .clone(),
+        })
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
         let mut o = OpenOptions::new();
         match mode {

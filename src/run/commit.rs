@@ -414,7 +414,7 @@ impl Run {
         // Its creation synced the run directory; `runs/` was synced (or found recorded) for
         // an earlier segment before this group's first write.
         w.durable_segment = next.header.segment_index;
-        st.push_segment(self.run_str(), next)?;
+        st.push_segment(self.fs.as_ref(), self.run_str(), next)?;
         // The sealed segment gets its index (SPEC §9); its entries leave memory.
         st.compact(self.fs.as_ref());
         let lock_file = self.write_lock()?;

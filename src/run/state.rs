@@ -635,12 +635,14 @@ impl RunState {
         let Some(next) = Segment::open(fs, dir, run, index, self.access)? else {
             return Ok(false);
         };
-        self.push_segment(run, Arc::new(next))?;
+        self.push_segment(fs, run, Arc::new(next))?;
         Ok(true)
     }
 
     /// Appends `seg` to the chain after checking it continues at `last_seq + 1`.
-    pub(crate) fn push_segment(&mut self, run: &str, seg: Arc<Segment>) -> Result<()> {
+    /// The segment before it is sealed and no longer changes: its descriptor is let go of
+    /// ([`Segment::release`]), so that a run's descriptors do not grow with its length.
+    pub(crate) fn push_segment(&mut self, fs: &dyn Fs, run: &str, seg: Arc<Segment>) -> Result<()> {
         if seg.header.base_seq != self.last_seq + 1 {
             let detail = format!(
                 "segment chain broken: base seq {}, previous segment ends at {}",
@@ -648,6 +650,7 @@ impl RunState {
             );
             return Err(Error::corrupt(run, &seg.name, 24, detail));
         }
+        self.last().seg.release(fs, self.access);
         self.segments.push(SegState {
             counter: empty_slot(&seg),
             header_generation: 0,

@@ -1,0 +1,333 @@
+//! Idle files closed, opened again on use: a bounded set of open descriptors shared by the
+//! files of a file system that no longer change (a sealed segment, a sealed segment's index).
+//!
+//! A run keeps its lock file and its last segment open. Its sealed segments and their indexes
+//! are written once and never again, so holding a descriptor for each would make a run's
+//! descriptors grow with its length (two per 4 MiB segment): a store with its default 256
+//! open runs of a million events each would hold some 5,000, past the common soft limit of
+//! 1,024 (`EMFILE`). Such a file is handed over to a [`Descriptors`] set instead ([`Reopened`]):
+//! its descriptor stays open while the set has room (least recently used out first), and a
+//! later use opens the path again and checks that it is the same file, by a checksum of its
+//! first bytes, which hold its random salt (a segment's immutable sector 0; an index's
+//! header). A file
+//! unlinked or replaced since is reported as such ([`FsFile::is_unlinked`]) and its reads fail
+//! with `NotFound`, never serving another file's bytes. The LevelDB family calls the same
+//! thing its table cache.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::{Fs, FsFile, OpenMode, read_up_to};
+
+/// Bytes of a file's start compared when it is opened again (by their checksum): sector 0
+/// of a segment (its salt, index, base seq and creation time), the start of an index's header.
+const HEAD_LEN: usize = 512;
+
+/// Length and CRC-32 of the first [`HEAD_LEN`] bytes of `file` (fewer when it is shorter).
+fn head_of(file: &dyn FsFile) -> io::Result<(usize, u32)> {
+    let mut head = [0u8; HEAD_LEN];
+    let n = read_up_to(file, &mut head, 0)?;
+    Ok((n, crc32fast::hash(&head[..n])))
+}
+
+/// A bounded set of open descriptors, least recently used first.
+#[derive(Debug)]
+pub struct Descriptors {
+    max: usize,
+    open: Mutex<VecDeque<(u64, Arc<dyn FsFile>)>>,
+    next_key: AtomicU64,
+}
+
+impl Descriptors {
+    /// A set holding at most `max` descriptors open (at least 1).
+    pub fn new(max: usize) -> Descriptors {
+        Descriptors {
+            max: max.max(1),
+            open: Mutex::new(VecDeque::new()),
+            next_key: AtomicU64::new(1),
+        }
+    }
+
+    /// How many descriptors it holds open now.
+    pub fn held(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    fn get(&self, key: u64) -> Option<Arc<dyn FsFile>> {
+        let mut open = self.open.lock();
+        let at = open.iter().position(|(k, _)| *k == key)?;
+        let entry = open.remove(at)?;
+        let file = entry.1.clone();
+        open.push_back(entry);
+        Some(file)
+    }
+
+    fn put(&self, key: u64, file: Arc<dyn FsFile>) {
+        let evicted = {
+            let mut open = self.open.lock();
+            open.retain(|(k, _)| *k != key);
+            open.push_back((key, file));
+            let over = open.len().saturating_sub(self.max);
+            open.drain(..over).collect::<Vec<_>>()
+        };
+        // Closed outside the lock.
+        drop(evicted);
+    }
+
+    fn forget(&self, key: u64) {
+        let gone = {
+            let mut open = self.open.lock();
+            open.iter()
+                .position(|(k, _)| *k == key)
+                .and_then(|at| open.remove(at))
+        };
+        drop(gone);
+    }
+}
+
+/// A file system able to close idle files of its own and open them again: itself, shared,
+/// and the set its idle files' descriptors are kept in ([`Fs::shared`]).
+#[derive(Clone, Debug)]
+pub struct Shared {
+    /// The file system, to open a file again.
+    pub fs: Arc<dyn Fs>,
+    /// Where idle files keep their descriptors.
+    pub descriptors: Arc<Descriptors>,
+}
+
+impl Shared {
+    /// `file`, open at `path` in `mode`, as a [`Reopened`] file whose descriptor is kept in
+    /// the set while it has room. The caller promises the file no longer changes.
+    ///
+    /// # Errors
+    /// Reading the first bytes of `file`.
+    pub fn adopt(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+        file: Arc<dyn FsFile>,
+    ) -> io::Result<Arc<dyn FsFile>> {
+        let head = head_of(file.as_ref())?;
+        let key = self.descriptors.next_key.fetch_add(1, Ordering::Relaxed);
+        let maps_are_live = file.maps_are_live();
+        self.descriptors.put(key, file);
+        Ok(Arc::new(Reopened {
+            shared: self.clone(),
+            path: path.to_path_buf(),
+            mode,
+            head,
+            key,
+            maps_are_live,
+        }))
+    }
+}
+
+/// A file that no longer changes, its descriptor in a [`Descriptors`] set while there is
+/// room and opened again from its path when it is used after that.
+pub struct Reopened {
+    shared: Shared,
+    path: PathBuf,
+    mode: OpenMode,
+    /// Length and checksum of the file's first bytes when it was adopted.
+    head: (usize, u32),
+    key: u64,
+    maps_are_live: bool,
+}
+
+impl fmt::Debug for Reopened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reopened")
+            .field("path", &self.path)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reopened {
+    /// The open file: the one held in the set, else the path opened again and checked.
+    ///
+    /// # Errors
+    /// `NotFound` when the path is gone or now holds another file; the open's own errors.
+    fn file(&self) -> io::Result<Arc<dyn FsFile>> {
+        if let Some(f) = self.shared.descriptors.get(self.key) {
+            return Ok(f);
+        }
+        let f = self.shared.fs.open(&self.path, self.mode)?;
+        if head_of(f.as_ref())? != self.head {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{} was replaced by another file since it was first opened",
+                    self.path.display()
+                ),
+            ));
+        }
+        self.shared.descriptors.put(self.key, f.clone());
+        Ok(f)
+    }
+}
+
+impl Drop for Reopened {
+    fn drop(&mut self) {
+        self.shared.descriptors.forget(self.key);
+    }
+}
+
+impl FsFile for Reopened {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.file()?.read_at(buf, offset)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file()?.write_all_at(buf, offset)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.file()?.len()
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file()?.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.file()?.sync_data()
+    }
+
+    fn sync_all(&self) -> io::Result<()> {
+        self.file()?.sync_all()
+    }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        self.file()?.try_lock()
+    }
+
+    fn unlock(&self) -> io::Result<()> {
+        self.file()?.unlock()
+    }
+
+    fn map(&self, len: u64) -> io::Result<Bytes> {
+        self.file()?.map(len)
+    }
+
+    fn maps_are_live(&self) -> bool {
+        self.maps_are_live
+    }
+
+    /// Unlinked, or replaced at its path by another file: either way not this file's path
+    /// any more.
+    fn is_unlinked(&self) -> io::Result<bool> {
+        match self.file() {
+            Ok(f) => f.is_unlinked(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn is_at(&self, path: &Path) -> io::Result<bool> {
+        match self.file() {
+            Ok(f) => f.is_at(path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::StdFs;
+
+    /// A set of `max` over the real file system, and `n` files of distinct contents in `dir`.
+    fn setup(dir: &Path, max: usize, n: usize) -> (Shared, Vec<PathBuf>) {
+        let shared = Shared {
+            fs: Arc::new(StdFs),
+            descriptors: Arc::new(Descriptors::new(max)),
+        };
+        let paths = (0..n)
+            .map(|i| {
+                let p = dir.join(format!("f{i}"));
+                std::fs::write(&p, format!("file {i} ").repeat(100)).unwrap();
+                p
+            })
+            .collect();
+        (shared, paths)
+    }
+
+    fn adopt(shared: &Shared, path: &Path) -> Arc<dyn FsFile> {
+        let f = shared.fs.open(path, OpenMode::Read).unwrap();
+        shared.adopt(path, OpenMode::Read, f).unwrap()
+    }
+
+    fn first_bytes(f: &dyn FsFile) -> io::Result<String> {
+        let mut b = [0u8; 7];
+        read_up_to(f, &mut b, 0).map(|n| String::from_utf8_lossy(&b[..n]).into_owned())
+    }
+
+    #[test]
+    fn past_its_bound_the_least_recently_used_is_closed_and_opened_again_on_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shared, paths) = setup(dir.path(), 2, 3);
+        let files: Vec<_> = paths.iter().map(|p| adopt(&shared, p)).collect();
+        assert_eq!(shared.descriptors.held(), 2);
+        // f0 was evicted by f2: read, it is opened again (and f1, now oldest, closed).
+        assert_eq!(first_bytes(files[0].as_ref()).unwrap(), "file 0 ");
+        assert_eq!(shared.descriptors.held(), 2);
+        let keys: Vec<u64> = shared.descriptors.open.lock().iter().map(|e| e.0).collect();
+        assert_eq!(keys, [3, 1], "f2 then f0 held, f1 closed");
+        for (i, f) in files.iter().enumerate() {
+            assert_eq!(first_bytes(f.as_ref()).unwrap(), format!("file {i} "));
+            assert_eq!(f.len().unwrap(), 700);
+            assert!(!f.is_unlinked().unwrap());
+            assert!(f.is_at(&paths[i]).unwrap());
+        }
+        drop(files);
+        assert_eq!(
+            shared.descriptors.held(),
+            0,
+            "a dropped file closes its descriptor"
+        );
+    }
+
+    #[test]
+    fn a_file_replaced_or_removed_while_closed_is_reported_gone_and_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shared, paths) = setup(dir.path(), 1, 3);
+        let a = adopt(&shared, &paths[0]);
+        let b = adopt(&shared, &paths[1]);
+        // Both closed now (a by b, b by the next one); then replaced and removed.
+        let _c = adopt(&shared, &paths[2]);
+        std::fs::rename(&paths[2], &paths[0]).unwrap();
+        std::fs::remove_file(&paths[1]).unwrap();
+        for (f, path) in [(&a, &paths[0]), (&b, &paths[1])] {
+            let e = first_bytes(f.as_ref()).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+            assert!(f.is_unlinked().unwrap());
+            assert!(!f.is_at(path).unwrap());
+        }
+        assert!(
+            first_bytes(a.as_ref())
+                .unwrap_err()
+                .to_string()
+                .contains("replaced by another file"),
+        );
+    }
+
+    #[test]
+    fn a_file_held_open_keeps_serving_its_bytes_after_its_path_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shared, paths) = setup(dir.path(), 4, 2);
+        let a = adopt(&shared, &paths[0]);
+        std::fs::rename(&paths[1], &paths[0]).unwrap();
+        // Still held: its own descriptor, as a file never released would.
+        assert_eq!(first_bytes(a.as_ref()).unwrap(), "file 0 ");
+        assert!(a.is_unlinked().unwrap());
+    }
+}
