@@ -28,13 +28,12 @@ const IDLE_DESCRIPTORS_MAX: usize = 64;
 
 impl Fs for StdFs {
     fn shared(&self) -> Option<Shared> {
-        static DESCRIPTORS: std::sync::OnceLock<Arc<Descriptors>> = std::sync::OnceLock::new();
-        Some(Shared {
+        static SHARED: std::sync::OnceLock<Shared> = std::sync::OnceLock::new();
+        let shared = SHARED.get_or_init(|| Shared {
             fs: Arc::new(StdFs),
-            descriptors: DESCRIPTORS
-                .get_or_init(|| Arc::new(Descriptors::new(IDLE_DESCRIPTORS_MAX)))
-                .clone(),
-        })
+            descriptors: Arc::new(Descriptors::new(IDLE_DESCRIPTORS_MAX)),
+        });
+        Some(shared.clone())
     }
 
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn FsFile>> {
