@@ -47,8 +47,14 @@ for line in 4.8.9 5.0.0-beta.35 5.0.0-beta.55; do
   appdir=()
   if [ -n "${EXAMPLES_APP_ROOT:-}" ]; then app="$EXAMPLES_APP_ROOT/sdk-$line"; appdir=(--app-dir "$app"); fi
   step "examples: $line on its own local World (the reference), with the restart mid-sleep"
-  node examples/run.mjs "$line" local --restart-mid-sleep "${appdir[@]}" > "$out/ex-$line-local.json" \
-    || { cat "$out/ex-$line-local.json"; exit 1; }
+  # The reference checks the app, not runlog: a failed pass of the SDK's local World (its
+  # queue is timed with timers) is printed and run once more; runlog's passes never are.
+  if ! node examples/run.mjs "$line" local --restart-mid-sleep "${appdir[@]}" > "$out/ex-$line-local.json"; then
+    cat "$out/ex-$line-local.json"
+    echo "the reference pass on the local World failed; running it once more"
+    node examples/run.mjs "$line" local --restart-mid-sleep "${appdir[@]}" > "$out/ex-$line-local.json" \
+      || { cat "$out/ex-$line-local.json"; exit 1; }
+  fi
   ref="$(shas < "$out/ex-$line-local.json" | sort -u)"
   echo "reference stream sha256: $ref"
   test "$(echo "$ref" | wc -l)" -eq 1
