@@ -19,6 +19,6 @@ unset RUNLOG_NODE_ADDON
 addon=packages/world-runlog/npm/linux-x64-gnu/runlog_node.linux-x64-gnu.node
 [ -f "$addon" ] || bash crates/runlog-node/build.sh
 [ -x target/release/runlog ] || cargo build --release -q -p runlog-cli
-[ -d packages/world-runlog/node_modules ] || (cd packages/world-runlog && npm ci --no-audit --no-fund)
+[ -d packages/world-runlog/node_modules ] || (cd packages/world-runlog && npm install --no-audit --no-fund)  # not `npm ci`: see .ci/node.sh
 
 node packages/world-runlog/conformance-beta55/run.mjs local runlog

@@ -93,6 +93,15 @@ pub trait FsFile: Send + Sync + fmt::Debug {
     fn maps_are_live(&self) -> bool {
         false
     }
+    /// Which file this is on its file system (device and inode): two descriptors with the
+    /// same identity are of one file. The default: not known (such a file keeps its own
+    /// descriptor, [`Fs::shared`]).
+    fn identity(&self) -> io::Result<(u64, u64)> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system does not tell files apart",
+        ))
+    }
     /// Whether the file has been unlinked from every directory (its run was deleted).
     fn is_unlinked(&self) -> io::Result<bool>;
     /// Whether `path` names this open file now (the same inode): `false` once the file was

@@ -7,9 +7,9 @@
 //! open runs of a million events each would hold some 5,000, past the common soft limit of
 //! 1,024 (`EMFILE`). Such a file is handed over to a [`Descriptors`] set instead ([`Reopened`]):
 //! its descriptor stays open while the set has room (least recently used out first), and a
-//! later use opens the path again and checks that it is the same file, by a checksum of its
-//! first bytes, which hold its random salt (a segment's immutable sector 0; an index's
-//! header). A file
+//! later use opens the path again and checks that it is the same file: the same device and
+//! inode, and the same hash of its first bytes, which hold its random salt (a segment's
+//! immutable sector 0; an index's header). A file
 //! unlinked or replaced since is reported as such ([`FsFile::is_unlinked`]) and its reads fail
 //! with `NotFound`, never serving another file's bytes. The LevelDB family calls the same
 //! thing its table cache.
@@ -26,15 +26,23 @@ use parking_lot::Mutex;
 
 use super::{Fs, FsFile, OpenMode, read_up_to};
 
-/// Bytes of a file's start compared when it is opened again (by their checksum): sector 0
-/// of a segment (its salt, index, base seq and creation time), the start of an index's header.
+/// Bytes of a file's start compared when it is opened again, by a hash: sector 0 of a
+/// segment (its salt, index, base seq, creation time and run id), the start of an index's
+/// header.
 const HEAD_LEN: usize = 512;
 
-/// Length and CRC-32 of the first [`HEAD_LEN`] bytes of `file` (fewer when it is shorter).
-fn head_of(file: &dyn FsFile) -> io::Result<(usize, u32)> {
+/// What tells a file apart when it is opened again: its identity on the file system (device
+/// and inode, which a file system may give a new file once the old one is gone) and a hash of
+/// its first [`HEAD_LEN`] bytes (fewer when it is shorter). Not a CRC: a segment's sector 0
+/// ends with its own CRC-32, and a CRC-32 over bytes followed by their CRC-32 is the same
+/// constant for every segment.
+fn fingerprint(file: &dyn FsFile) -> io::Result<((u64, u64), u64)> {
+    use std::hash::{Hash, Hasher};
     let mut head = [0u8; HEAD_LEN];
     let n = read_up_to(file, &mut head, 0)?;
-    Ok((n, crc32fast::hash(&head[..n])))
+    let mut h = std::hash::DefaultHasher::new();
+    head[..n].hash(&mut h);
+    Ok((file.identity()?, h.finish()))
 }
 
 /// A bounded set of open descriptors, least recently used first.
@@ -114,7 +122,7 @@ impl Shared {
         mode: OpenMode,
         file: Arc<dyn FsFile>,
     ) -> io::Result<Arc<dyn FsFile>> {
-        let head = head_of(file.as_ref())?;
+        let head = fingerprint(file.as_ref())?;
         let key = self.descriptors.next_key.fetch_add(1, Ordering::Relaxed);
         let maps_are_live = file.maps_are_live();
         self.descriptors.put(key, file);
@@ -135,8 +143,8 @@ pub struct Reopened {
     shared: Shared,
     path: PathBuf,
     mode: OpenMode,
-    /// Length and checksum of the file's first bytes when it was adopted.
-    head: (usize, u32),
+    /// Its [`fingerprint`] when it was adopted.
+    head: ((u64, u64), u64),
     key: u64,
     maps_are_live: bool,
 }
@@ -160,7 +168,7 @@ impl Reopened {
             return Ok(f);
         }
         let f = self.shared.fs.open(&self.path, self.mode)?;
-        if head_of(f.as_ref())? != self.head {
+        if fingerprint(f.as_ref())? != self.head {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
@@ -242,6 +250,8 @@ impl FsFile for Reopened {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::FileExt;
+
     use super::*;
     use crate::io::StdFs;
 
@@ -318,6 +328,54 @@ mod tests {
                 .to_string()
                 .contains("replaced by another file"),
         );
+    }
+
+    /// 508 bytes of `fill` and their CRC-32, as a segment's sector 0 ends.
+    fn sector_with_own_crc(fill: u8) -> Vec<u8> {
+        let mut b = vec![fill; 508];
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn files_whose_first_bytes_end_in_their_own_crc_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shared, paths) = setup(dir.path(), 1, 2);
+        std::fs::write(&paths[0], sector_with_own_crc(b'a')).unwrap();
+        let a = adopt(&shared, &paths[0]);
+        let _b = adopt(&shared, &paths[1]);
+        // The same inode, rewritten with another sector that ends in its CRC (the CRC-32 of
+        // either whole sector is the same constant).
+        let other = sector_with_own_crc(b'z');
+        assert_eq!(
+            crc32fast::hash(&other),
+            crc32fast::hash(&sector_with_own_crc(b'a'))
+        );
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&paths[0])
+            .unwrap()
+            .write_all_at(&other, 0)
+            .unwrap();
+        let e = first_bytes(a.as_ref()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+    }
+
+    #[test]
+    fn a_byte_for_byte_copy_put_in_a_files_place_is_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shared, paths) = setup(dir.path(), 1, 2);
+        let a = adopt(&shared, &paths[0]);
+        let _b = adopt(&shared, &paths[1]);
+        let copy = dir.path().join("copy");
+        std::fs::copy(&paths[0], &copy).unwrap();
+        std::fs::rename(&copy, &paths[0]).unwrap();
+        assert!(
+            a.is_unlinked().unwrap(),
+            "a restored copy is not the file opened"
+        );
+        assert!(first_bytes(a.as_ref()).is_err());
     }
 
     #[test]

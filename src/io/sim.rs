@@ -1206,6 +1206,11 @@ impl FsFile for SimFile {
         self.with(Call::Read, |f| Ok(f.nlink == 0))
     }
 
+    fn identity(&self) -> io::Result<(u64, u64)> {
+        self.with(Call::Read, |_| Ok(()))?;
+        Ok((0, self.ino))
+    }
+
     fn is_at(&self, path: &Path) -> io::Result<bool> {
         self.with(Call::Read, |_| Ok(()))?;
         let st = self.state.lock();

@@ -88,6 +88,17 @@ impl Fs for StdFs {
     }
 }
 
+impl StdFile {
+    /// Its (device, inode), asked once.
+    fn id(&self) -> io::Result<((u32, u32), u64)> {
+        if let Some(id) = self.1.get() {
+            return Ok(*id);
+        }
+        let id = probe_file(&self.0)?.id();
+        Ok(*self.1.get_or_init(|| id))
+    }
+}
+
 impl FsFile for StdFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.0.read_at(buf, offset)
@@ -150,14 +161,13 @@ impl FsFile for StdFile {
         Ok(probe_file(&self.0)?.nlink == 0)
     }
 
+    fn identity(&self) -> io::Result<(u64, u64)> {
+        let ((major, minor), ino) = self.id()?;
+        Ok(((u64::from(major) << 32) | u64::from(minor), ino))
+    }
+
     fn is_at(&self, path: &Path) -> io::Result<bool> {
-        let mine = match self.1.get() {
-            Some(id) => *id,
-            None => {
-                let id = probe_file(&self.0)?.id();
-                *self.1.get_or_init(|| id)
-            }
-        };
+        let mine = self.id()?;
         match probe_path(path) {
             Ok(m) => Ok(m.id() == mine),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),

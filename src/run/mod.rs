@@ -298,6 +298,29 @@ impl Run {
     /// batches, and has `sink` decode each one (checksum and in-batch density checked by the
     /// decoder, rule 5) while this checks that the batches continue each other densely.
     fn scan(&self, after: Seq, limit: usize, sink: &mut dyn ReadSink) -> Result<(Seq, bool)> {
+        let res = self.scan_view(after, limit, sink);
+        self.or_deleted(res)
+    }
+
+    /// `res`, unless it failed reading files because the run was deleted meanwhile (by any
+    /// handle or process): then [`Error::RunNotFound`]. A read that began before the delete
+    /// reaches files that are gone, or that a run made again under the id put in their place
+    /// (a sealed segment is opened again by its path, `crate::io::Shared`): what it meets
+    /// there is the deletion, not damage.
+    fn or_deleted<T>(&self, res: Result<T>) -> Result<T> {
+        match res {
+            Err(e @ (Error::Io { .. } | Error::Corrupt { .. })) => match self.is_deleted() {
+                Ok(true) => Err(Error::RunNotFound {
+                    run: self.id.to_string(),
+                }),
+                _ => Err(e),
+            },
+            res => res,
+        }
+    }
+
+    /// [`Self::scan`] of this view.
+    fn scan_view(&self, after: Seq, limit: usize, sink: &mut dyn ReadSink) -> Result<(Seq, bool)> {
         self.refresh_lazy()?;
         if after == Seq::MAX {
             // Nothing can follow the largest seq (and `after + 1` would overflow).
