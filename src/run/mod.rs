@@ -240,10 +240,12 @@ impl Run {
     /// damaged (`state::Damage`): the view ends before the damage, which is not the run's
     /// length (rule 5: never a silently shorter log). Reads still return every event before it.
     pub(crate) fn last_seq(&self) -> Result<Seq> {
-        self.refresh()?;
-        let st = self.state.read();
-        st.check_undamaged(self.run_str())?;
-        Ok(st.last_seq)
+        let res = self.refresh().and_then(|()| {
+            let st = self.state.read();
+            st.check_undamaged(self.run_str())?;
+            Ok(st.last_seq)
+        });
+        self.or_deleted(res)
     }
 
     /// Run info after a refresh.
@@ -252,7 +254,8 @@ impl Run {
     /// As [`Self::last_seq`]: a damaged run is [`Error::Corrupt`], never the info of the
     /// events before the damage.
     pub(crate) fn info(&self) -> Result<RunInfo> {
-        self.refresh()?;
+        let res = self.refresh();
+        self.or_deleted(res)?;
         let st = self.state.read();
         st.check_undamaged(self.run_str())?;
         let first = &st.segments[0].seg.header;
