@@ -111,11 +111,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// `file`, open at `path` in `mode`, as a [`Reopened`] file whose descriptor is kept in
-    /// the set while it has room. The caller promises the file no longer changes.
+    /// `file`, open at `path` in `mode`, as a file whose descriptor is kept in the set while
+    /// it has room, and which opens `path` again when it is used after that (and checks that
+    /// the path still holds this file). The caller promises the file no longer changes.
     ///
     /// # Errors
-    /// Reading the first bytes of `file`.
+    /// Reading the first bytes of `file`, or its identity (a file system that does not give
+    /// one: `Unsupported`).
     pub fn adopt(
         &self,
         path: &Path,
