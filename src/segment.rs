@@ -137,11 +137,8 @@ impl Segment {
     /// run's open descriptors do not grow with its segments. Best effort: on a file system
     /// without that set, or when its first bytes cannot be read, the descriptor stays.
     pub(crate) fn release(&self, fs: &dyn Fs, access: Access) {
-        let Some(shared) = fs.shared() else { return };
         let mut file = self.file.lock();
-        if let Ok(reopened) = shared.adopt(&self.path, access.open_mode(), file.clone()) {
-            *file = reopened;
-        }
+        *file = crate::io::idle(fs, &self.path, access.open_mode(), file.clone());
     }
 
     /// Writes a complete segment (header + both counter slots, generations 1 and 2, empty) to
@@ -582,9 +579,9 @@ impl Segment {
         let f = fs.open(&path, OpenMode::Read).ok()?;
         // A sealed segment's index is final: its descriptor need not stay open while idle
         // (an open segment's index is replaced at its seal, so it keeps its own).
-        let f = match (counter.sealed, fs.shared()) {
-            (true, Some(shared)) => shared.adopt(&path, OpenMode::Read, f.clone()).unwrap_or(f),
-            _ => f,
+        let f = match counter.sealed {
+            true => crate::io::idle(fs, &path, OpenMode::Read, f),
+            false => f,
         };
         SegmentIndex::open(
             f,

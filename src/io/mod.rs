@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 mod pool;
 mod std_fs;
+pub(crate) use pool::idle;
 pub use pool::{Descriptors, Shared};
 pub use std_fs::{Probe, StdFs, probe_file, probe_path};
 
@@ -55,6 +56,15 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
     fn available_space(&self, path: &Path) -> io::Result<u64> {
         let _ = path;
         Ok(u64::MAX)
+    }
+    /// The identity ([`FsFile::identity`]) of the file at `path`, without opening it. The
+    /// default: not known (`Unsupported`).
+    fn identity_at(&self, path: &Path) -> io::Result<(u64, u64)> {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system does not tell files apart",
+        ))
     }
     /// This file system shared, with the set that files which no longer change keep their
     /// descriptors in while idle ([`pool`](Shared)). `None` (the default): such files keep

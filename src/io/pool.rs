@@ -139,6 +139,21 @@ impl Shared {
     }
 }
 
+/// `file`, open at `path` in `mode` and no longer changing, handed to the idle set of `fs`
+/// ([`Shared::adopt`]); `file` itself where `fs` has no such set or the handover fails (its
+/// first bytes or identity unreadable): it then keeps its own descriptor.
+pub(crate) fn idle(
+    fs: &dyn Fs,
+    path: &Path,
+    mode: OpenMode,
+    file: Arc<dyn FsFile>,
+) -> Arc<dyn FsFile> {
+    match fs.shared() {
+        Some(shared) => shared.adopt(path, mode, file.clone()).unwrap_or(file),
+        None => file,
+    }
+}
+
 /// A file that no longer changes, its descriptor in a [`Descriptors`] set while there is
 /// room and opened again from its path when it is used after that.
 pub struct Reopened {
@@ -232,10 +247,14 @@ impl FsFile for Reopened {
     }
 
     /// Unlinked, or replaced at its path by another file: either way not this file's path
-    /// any more.
+    /// any more. Closed, it is asked of the path's identity, without opening the file (a
+    /// deletion check runs before every use of a run read-only).
     fn is_unlinked(&self) -> io::Result<bool> {
-        match self.file() {
-            Ok(f) => f.is_unlinked(),
+        if let Some(f) = self.shared.descriptors.get(self.key) {
+            return f.is_unlinked();
+        }
+        match self.shared.fs.identity_at(&self.path) {
+            Ok(id) => Ok(id != self.head.0),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
             Err(e) => Err(e),
         }

@@ -1092,6 +1092,12 @@ impl Fs for SimFs {
         Ok(())
     }
 
+    fn identity_at(&self, path: &Path) -> io::Result<(u64, u64)> {
+        let mut st = self.state.lock();
+        st.begin(Call::Read)?;
+        st.lookup(path).map(|ino| (0, ino))
+    }
+
     fn is_dir(&self, path: &Path) -> io::Result<bool> {
         let mut st = self.state.lock();
         st.begin(Call::Read)?;

@@ -27,6 +27,10 @@ struct StdFile(File, std::sync::OnceLock<((u32, u32), u64)>);
 const IDLE_DESCRIPTORS_MAX: usize = 64;
 
 impl Fs for StdFs {
+    fn identity_at(&self, path: &Path) -> io::Result<(u64, u64)> {
+        probe_path(path).map(|p| identity(p.id()))
+    }
+
     fn shared(&self) -> Option<Shared> {
         static SHARED: std::sync::OnceLock<Shared> = std::sync::OnceLock::new();
         let shared = SHARED.get_or_init(|| Shared {
@@ -99,6 +103,11 @@ impl StdFile {
     }
 }
 
+/// A (device, inode) pair as one identity ([`FsFile::identity`]).
+fn identity(((major, minor), ino): ((u32, u32), u64)) -> (u64, u64) {
+    ((u64::from(major) << 32) | u64::from(minor), ino)
+}
+
 impl FsFile for StdFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.0.read_at(buf, offset)
@@ -162,8 +171,7 @@ impl FsFile for StdFile {
     }
 
     fn identity(&self) -> io::Result<(u64, u64)> {
-        let ((major, minor), ino) = self.id()?;
-        Ok(((u64::from(major) << 32) | u64::from(minor), ino))
+        self.id().map(identity)
     }
 
     fn is_at(&self, path: &Path) -> io::Result<bool> {
