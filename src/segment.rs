@@ -134,11 +134,13 @@ impl Segment {
     /// Lets go of the descriptor of a segment that no longer changes (sealed, with a segment
     /// after it): it is kept in the file system's set of idle descriptors and opened again
     /// when the segment is read after being evicted from it (`crate::io::Reopened`), so that a
-    /// run's open descriptors do not grow with its segments. Best effort: on a file system
-    /// without that set, or when its first bytes cannot be read, the descriptor stays.
-    pub(crate) fn release(&self, fs: &dyn Fs, access: Access) {
+    /// run's open descriptors do not grow with its segments. Opened again read-only, whatever
+    /// the run's access: nothing writes a sealed segment (a repair cuts only the last one).
+    /// Best effort: on a file system without that set, or when its first bytes cannot be
+    /// read, the descriptor stays.
+    pub(crate) fn release(&self, fs: &dyn Fs) {
         let mut file = self.file.lock();
-        *file = crate::io::idle(fs, &self.path, access.open_mode(), file.clone());
+        *file = crate::io::idle(fs, &self.path, OpenMode::Read, file.clone());
     }
 
     /// Writes a complete segment (header + both counter slots, generations 1 and 2, empty) to

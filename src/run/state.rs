@@ -650,7 +650,7 @@ impl RunState {
             );
             return Err(Error::corrupt(run, &seg.name, 24, detail));
         }
-        self.last().seg.release(fs, self.access);
+        self.last().seg.release(fs);
         self.segments.push(SegState {
             counter: empty_slot(&seg),
             header_generation: 0,
