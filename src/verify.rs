@@ -140,7 +140,7 @@ fn verify_segment(
     let open_bound = (!slot.sealed)
         .then(|| {
             let cache = std::sync::Arc::new(PageCache::default());
-            crate::run::open_segment_index(ctx.fs, seg, &slot, &cache)
+            crate::run::open_segment_index(ctx.fs, ctx.run.as_str(), seg, &slot, &cache)
         })
         .flatten()
         .map(|(index, _)| *index.binding());

@@ -377,7 +377,7 @@ impl RunState {
         disk: CounterSlot,
         len_max: u32,
     ) -> Result<()> {
-        let Some(before) = self.adopt_open_index(fs, &disk) else {
+        let Some(before) = self.adopt_open_index(fs, run, &disk) else {
             return self.scan_to(run, disk, len_max);
         };
         self.scan_to(run, disk, len_max)?;
@@ -396,7 +396,7 @@ impl RunState {
     /// are taken from its batch tree, nothing decoded (each is checked when a read reaches it,
     /// as in a sealed segment's index), and the catch-up reads what follows. Returns the view's
     /// state before, for [`Self::forget_open_index`]; `None` when nothing was adopted.
-    fn adopt_open_index(&mut self, fs: &dyn Fs, disk: &CounterSlot) -> Option<Before> {
+    fn adopt_open_index(&mut self, fs: &dyn Fs, run: &str, disk: &CounterSlot) -> Option<Before> {
         let pos = self.segments.len() - 1;
         let s = self.last();
         let base = s.seg.header.base_seq;
@@ -410,7 +410,7 @@ impl RunState {
         {
             return None;
         }
-        let (index, found) = open_segment_index(fs, &s.seg, disk, &self.cache)?;
+        let (index, found) = open_segment_index(fs, run, &s.seg, disk, &self.cache)?;
         // Its batches are kept below; the pages read to find and check them are not needed.
         index.forget_cached_pages();
         let bound = *index.binding();
@@ -747,7 +747,9 @@ impl RunState {
             let seg = &self.segments[pos].seg;
             let start = part[0].offset;
             let last = part[n - 1];
-            let end = read_batch_bytes(seg, last.offset)?.len() as u64 + last.offset;
+            let committed = self.segments[pos].counter.committed_len;
+            let end =
+                read_batch_bytes(run, seg, last.offset, committed)?.len() as u64 + last.offset;
             let mut buf = vec![0u8; (end - start) as usize];
             seg.read_exact(&mut buf, start)
                 .map_err(|e| Error::io("reading", &seg.path, e))?;
@@ -867,7 +869,8 @@ impl RunState {
             return Ok(None);
         };
         let seg = &self.segments[loc.segment].seg;
-        let view = read_batch_bytes(seg, loc.offset)?;
+        let committed = self.segments[loc.segment].counter.committed_len;
+        let view = read_batch_bytes(run, seg, loc.offset, committed)?;
         let b = decode_batch(
             &view,
             0,
@@ -1185,6 +1188,7 @@ impl std::hash::Hasher for Prehashed {
 /// so in their checksum, even where the caller gave the same ids).
 pub(crate) fn open_segment_index(
     fs: &dyn Fs,
+    run: &str,
     seg: &Segment,
     disk: &CounterSlot,
     cache: &Arc<PageCache>,
@@ -1214,18 +1218,19 @@ pub(crate) fn open_segment_index(
         return None;
     }
     let last = *found.last()?;
-    batch_is_indexed(seg, &last, &bound, &index).then_some((index, found))
+    batch_is_indexed(run, seg, &last, &bound, &index).then_some((index, found))
 }
 
 /// Whether the batch `b` of `seg` checks (every check of a read), ends at `bound`'s length,
 /// has `bound`'s checksum, and `index` holds its first and last events' ids at their seqs.
 fn batch_is_indexed(
+    run: &str,
     seg: &Segment,
     b: &IndexedBatch,
     bound: &IndexBinding,
     index: &SegmentIndex,
 ) -> bool {
-    let Ok(view) = read_batch_bytes(seg, b.offset) else {
+    let Ok(view) = read_batch_bytes(run, seg, b.offset, bound.committed_len) else {
         return false;
     };
     let mut ends = Vec::with_capacity(2);
@@ -1249,13 +1254,22 @@ fn batch_is_indexed(
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
 }
 
-/// The bytes of the whole batch at `offset` of `seg` (its length read from its header).
-fn read_batch_bytes(seg: &Segment, offset: u64) -> Result<bytes::Bytes> {
+/// The bytes of the whole batch at `offset` of `seg`, its length read from its header and
+/// bounded by `end`, the committed length the batch lies within: a damaged length field never
+/// sizes an allocation; it is [`Error::Corrupt`] naming the batch.
+fn read_batch_bytes(run: &str, seg: &Segment, offset: u64, end: u64) -> Result<bytes::Bytes> {
     let mut head = [0u8; 8];
     seg.read_exact(&mut head, offset)
         .map_err(|e| Error::io("reading", &seg.path, e))?;
-    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
-    let mut buf = vec![0u8; len.max(8)];
+    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    let room = end.saturating_sub(offset);
+    if u64::from(len) > room || (len as usize) < head.len() {
+        let detail = format!(
+            "batch length {len} at offset {offset} does not fit the committed length {end}"
+        );
+        return Err(Error::corrupt(run, &seg.name, offset, detail));
+    }
+    let mut buf = vec![0u8; len as usize];
     seg.read_exact(&mut buf, offset)
         .map_err(|e| Error::io("reading", &seg.path, e))?;
     Ok(bytes::Bytes::from(buf))
