@@ -305,11 +305,35 @@ impl Store {
         if !r.is_deleted()? {
             return Ok(Some(r));
         }
+        self.forget(run, &r);
+        Ok(None)
+    }
+
+    /// Drops `handle` from the cache when it is still the cached handle of `run`.
+    fn forget(&self, run: &RunId, handle: &Arc<Run>) {
         let mut runs = self.inner.runs.lock();
-        if runs.get(run).is_some_and(|c| Arc::ptr_eq(c, &r)) {
+        if runs.get(run).is_some_and(|c| Arc::ptr_eq(c, handle)) {
             runs.remove(run);
         }
-        Ok(None)
+    }
+
+    /// Submits an append. A cached handle is used without first asking whether the run was
+    /// deleted ([`Self::cached`]'s path lookup, the largest system call of a commit after its
+    /// write and sync): the commit asks under the run's lock, before any write. When it finds
+    /// the run deleted, nothing was written; the handle leaves the cache and the batch goes
+    /// once more to whatever the id names now (the run created again, or `RunNotFound`).
+    fn submit(&self, run: &RunId, kind: AppendKind, events: Vec<NewEvent>) -> Result<Outcome> {
+        let events = Arc::new(events);
+        let cached = self.inner.runs.lock().get(run).cloned();
+        if let Some(r) = cached {
+            match r.submit(kind, events.clone()) {
+                Err(Error::RunNotFound { .. }) if r.is_deleted().unwrap_or(true) => {
+                    self.forget(run, &r)
+                }
+                out => return out,
+            }
+        }
+        self.run(run)?.submit(kind, events)
     }
 
     /// Why a run cannot be opened when its first segment is absent: `RunNotFound` when its
@@ -427,7 +451,7 @@ impl Store {
     /// [`Error::ReadOnly`] on a read-only store (checked first; nothing opened or written).
     pub fn append_facts(&self, run: &RunId, events: Vec<NewEvent>) -> Result<Vec<Appended>> {
         self.check_writable(|| format!("append to run {run}"))?;
-        match self.run(run)?.submit(AppendKind::Facts, events)? {
+        match self.submit(run, AppendKind::Facts, events)? {
             Outcome::Facts(a) => Ok(a),
             Outcome::Decisions(s) => Ok(s
                 .into_iter()
@@ -457,7 +481,7 @@ impl Store {
         let kind = AppendKind::Decisions {
             expected: expected_seq,
         };
-        match self.run(run)?.submit(kind, events)? {
+        match self.submit(run, kind, events)? {
             Outcome::Decisions(s) => Ok(s),
             Outcome::Facts(a) => Ok(a.into_iter().map(|a| a.seq).collect()),
         }

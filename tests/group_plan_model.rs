@@ -172,7 +172,7 @@ proptest! {
                     None => AppendKind::Facts,
                     Some(d) => AppendKind::Decisions { expected: (base + d).saturating_sub(1) },
                 },
-                events,
+                events: events.into(),
                 len_bytes: 0,
             })
             .collect();
@@ -219,12 +219,12 @@ fn a_fact_repeating_a_key_accepted_earlier_in_the_group_reports_that_seq_before_
     let group = [
         Append {
             kind: AppendKind::Facts,
-            events: vec![NewEvent::new("k", b"p".to_vec()).key("a")],
+            events: vec![NewEvent::new("k", b"p".to_vec()).key("a")].into(),
             len_bytes: 0,
         },
         Append {
             kind: AppendKind::Facts,
-            events: vec![NewEvent::new("k", b"p".to_vec()).key("a").event_id(id)],
+            events: vec![NewEvent::new("k", b"p".to_vec()).key("a").event_id(id)].into(),
             len_bytes: 0,
         },
     ];

@@ -31,8 +31,10 @@ pub enum AppendKind {
 pub struct Append {
     /// Facts or decisions.
     pub kind: AppendKind,
-    /// The batch: 1 ..= the backend's `batch_events_max` events, all or nothing.
-    pub events: Vec<NewEvent>,
+    /// The batch: 1 ..= the backend's `batch_events_max` events, all or nothing. Shared, so
+    /// a caller can submit the same batch again after a commit that wrote nothing (the file
+    /// store's append to a cached run found deleted at commit).
+    pub events: std::sync::Arc<Vec<NewEvent>>,
     /// The backend's size of the batch, in bytes, for bounding a group ([`super::Bounds`]):
     /// the encoded length for the file store, the payload bytes for PostgreSQL.
     pub len_bytes: usize,
@@ -322,7 +324,7 @@ mod tests {
     fn append(kind: AppendKind, events: Vec<NewEvent>) -> Append {
         Append {
             kind,
-            events,
+            events: std::sync::Arc::new(events),
             len_bytes: 0,
         }
     }

@@ -78,7 +78,7 @@ struct Planned {
 impl Run {
     /// Appends through the run's group-commit queue. Blocks until the append is durable or
     /// rejected.
-    pub(crate) fn submit(&self, kind: AppendKind, events: Vec<NewEvent>) -> Result<Outcome> {
+    pub(crate) fn submit(&self, kind: AppendKind, events: Arc<Vec<NewEvent>>) -> Result<Outcome> {
         // A read-only run refuses before validating or queueing anything.
         self.write_lock()?;
         let len_bytes = self.validate(&events)?;

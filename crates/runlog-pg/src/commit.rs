@@ -93,7 +93,7 @@ impl PgLog {
         let len_bytes = self.validate(&events)?;
         let append = Append {
             kind,
-            events,
+            events: Arc::new(events),
             len_bytes,
         };
         self.inner
