@@ -5,13 +5,11 @@
 
 use std::path::Path;
 
-use bytes::Bytes;
-
 use super::Run;
 use crate::error::Result;
 use crate::event::Seq;
 use crate::format::{
-    BATCH_HEADER_LEN, SummaryAnchor, SummaryFold, batch_crc_before, checksum, decode_summary,
+    BATCH_HEADER_LEN, BATCH_TRAILER_LEN, SummaryAnchor, SummaryFold, checksum, decode_summary,
     encode_summary, peek_batch, u32_at,
 };
 use crate::io::{Fs, OpenMode, read_exact_at};
@@ -59,21 +57,31 @@ pub(crate) fn check_summary(
 ) -> Option<SummaryFold> {
     let (anchor, fold) = decode_summary(buf, salt).ok()?;
     let seg = Segment::open(fs, dir, run, anchor.segment, Access::Read).ok()??;
-    let mut head = [0u8; BATCH_HEADER_LEN];
-    seg.read_exact(&mut head, anchor.offset).ok()?;
-    let (batch_len, first_seq, count) = peek_batch(&head, seg.header.frame_key())?;
-    if batch_len < BATCH_HEADER_LEN + 4
-        || anchor.offset.checked_add(batch_len as u64)? > seg.len().ok()?
-        || first_seq != anchor.first_seq
-        || anchor.first_seq.checked_add(count)? != fold.last_seq + 1
-    {
-        return None;
-    }
-    let mut batch = vec![0u8; batch_len];
-    seg.read_exact(&mut batch, anchor.offset).ok()?;
-    let stored = u32_at(&batch, batch_len - 4);
-    (stored == anchor.crc && checksum(seg.header.salt, &batch[..batch_len - 4]) == stored)
-        .then_some(fold)
+    let end = seg.len().ok()?;
+    anchor_holds(&seg, end, &anchor, &fold).then_some(fold)
+}
+
+/// Whether the batch `anchor` names is in `seg`, whole within its first `end` bytes, at the
+/// recorded offset, with the recorded first seq, checksum (recomputed over the batch) and
+/// the fold's last seq as its last.
+fn anchor_holds(seg: &Segment, end: u64, anchor: &SummaryAnchor, fold: &SummaryFold) -> bool {
+    let holds = || -> Option<bool> {
+        let mut head = [0u8; BATCH_HEADER_LEN];
+        seg.read_exact(&mut head, anchor.offset).ok()?;
+        let (batch_len, first_seq, count) = peek_batch(&head, seg.header.frame_key())?;
+        if batch_len < BATCH_HEADER_LEN + 4
+            || anchor.offset.checked_add(batch_len as u64)? > end
+            || first_seq != anchor.first_seq
+            || anchor.first_seq.checked_add(count)? != fold.last_seq + 1
+        {
+            return None;
+        }
+        let mut batch = vec![0u8; batch_len];
+        seg.read_exact(&mut batch, anchor.offset).ok()?;
+        let stored = u32_at(&batch, batch_len - 4);
+        Some(stored == anchor.crc && checksum(seg.header.salt, &batch[..batch_len - 4]) == stored)
+    };
+    holds() == Some(true)
 }
 
 impl Run {
@@ -98,10 +106,31 @@ impl Run {
     /// folding the events after it from the log; else from a scan of the whole log.
     pub(crate) fn summary(&self, upto: Seq) -> Result<SummaryFold> {
         let salt = self.first_segment.header.salt;
-        let base = load_summary(self.fs.as_ref(), &self.dir, self.run_str(), salt)
+        let base = self
+            .own_summary(salt)
             .filter(|s| s.last_seq <= upto)
             .unwrap_or_else(SummaryFold::empty);
         self.fold_from(base, upto)
+    }
+
+    /// [`load_summary`] through this view: the batch the summary ends with is checked in this
+    /// view's own segment, within its applied counter's committed length (no second open of
+    /// the segment's file); a summary that does not hold there (its segment not in the view,
+    /// or past what the view applied) is checked as a listing checks it.
+    fn own_summary(&self, salt: u32) -> Option<SummaryFold> {
+        let buf = read_summary(self.fs.as_ref(), &self.dir)?;
+        let (anchor, fold) = decode_summary(&buf, salt).ok()?;
+        let own = {
+            let st = self.state.read();
+            st.segments
+                .iter()
+                .find(|s| s.seg.header.segment_index == anchor.segment)
+                .map(|s| (s.seg.clone(), s.counter.committed_len))
+        };
+        match own {
+            Some((seg, end)) if anchor_holds(&seg, end, &anchor, &fold) => Some(fold),
+            _ => check_summary(self.fs.as_ref(), &self.dir, self.run_str(), salt, &buf),
+        }
     }
 
     /// Counts an acknowledged append; every [`SUMMARY_EVERY`]th writes the summary.
@@ -122,10 +151,19 @@ impl Run {
             return None;
         }
         let s = &st.segments[loc.segment];
-        let view: Bytes = s.seg.view(self.run_str(), s.counter.committed_len).ok()?;
-        let at = usize::try_from(loc.offset).ok()?;
-        let len = u32_at(view.get(at..at + 8)?, 4) as usize;
-        let crc = batch_crc_before(view.get(at..)?, len)?;
+        // Two positioned reads (the batch's length, its stored checksum), not a map of the
+        // segment: a closing view maps nothing.
+        let mut head = [0u8; 8];
+        s.seg.read_exact(&mut head, loc.offset).ok()?;
+        let len = u64::from(u32_at(&head, 4));
+        if len < head.len() as u64 || loc.offset.checked_add(len)? > s.counter.committed_len {
+            return None;
+        }
+        let mut trailer = [0u8; BATCH_TRAILER_LEN];
+        s.seg
+            .read_exact(&mut trailer, loc.offset + len - BATCH_TRAILER_LEN as u64)
+            .ok()?;
+        let crc = u32_at(&trailer, 0);
         Some(SummaryAnchor {
             segment: s.seg.header.segment_index,
             offset: loc.offset,
@@ -134,12 +172,15 @@ impl Run {
         })
     }
 
-    /// Leaves the open segment's index for the next view (`RunState::write_open_index`):
-    /// skipped for a poisoned or deleted run, as the summary is.
-    pub(crate) fn write_open_index(&self) {
-        if self.is_poisoned() || !matches!(self.is_deleted(), Ok(false)) {
-            return;
-        }
+    /// Not poisoned, and its run not deleted (one look at the lock file's path): a view that
+    /// may leave derived files.
+    fn is_live(&self) -> bool {
+        !self.is_poisoned() && matches!(self.is_deleted(), Ok(false))
+    }
+
+    /// Leaves the open segment's index for the next view (`RunState::write_open_index`), at
+    /// close, when the run is live (as the summary).
+    fn write_open_index_now(&self) {
         let events_min = self.config.open_segment_index_events;
         self.state
             .read()
@@ -150,12 +191,12 @@ impl Run {
     /// disk: best effort and not synced (losing it costs a scan). Skipped for a read-only,
     /// poisoned, damaged or deleted run.
     pub(crate) fn write_summary(&self) {
-        if self.access != Access::Write
-            || self.is_poisoned()
-            || !matches!(self.is_deleted(), Ok(false))
-        {
-            return;
+        if self.access == Access::Write && self.is_live() {
+            self.write_summary_now();
         }
+    }
+
+    fn write_summary_now(&self) {
         let target = {
             let st = self.state.read();
             // A view that never read its last segment has nothing to add to the summary.
@@ -168,7 +209,8 @@ impl Run {
             return;
         }
         let salt = self.first_segment.header.salt;
-        let base = load_summary(self.fs.as_ref(), &self.dir, self.run_str(), salt)
+        let base = self
+            .own_summary(salt)
             .filter(|s| s.last_seq <= target)
             .unwrap_or_else(SummaryFold::empty);
         if base.last_seq == target {
@@ -208,7 +250,12 @@ fn overwrite_summary(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> std::io::Result<
 
 impl Drop for Run {
     fn drop(&mut self) {
-        self.write_summary();
-        self.write_open_index();
+        // One look at whether the run is live, for both files.
+        if self.is_live() {
+            if self.access == Access::Write {
+                self.write_summary_now();
+            }
+            self.write_open_index_now();
+        }
     }
 }
