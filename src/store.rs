@@ -379,7 +379,7 @@ impl Store {
         let mut last = None;
         for attempt in 0..OPEN_RETRIES {
             if attempt > 0 {
-                std::thread::sleep(Duration::from_millis(2 << attempt));
+                self.inner.fs.sleep(Duration::from_millis(2 << attempt));
             }
             let open = |access| {
                 Run::open(

@@ -381,7 +381,7 @@ fn note_tail(
 /// (a reader never blocks a writer), so this is how it tells a writer's write in progress
 /// from damage that stays.
 fn settled_tail(seg: &Segment, start: u64, last_seq: Seq, ctx: &SegmentCheck<'_>) -> Option<Tail> {
-    std::thread::sleep(SETTLE);
+    ctx.fs.sleep(SETTLE);
     let same = seg
         .read_counter(ctx.run.as_str(), ctx.lock)
         .is_ok_and(|c| c.newest.committed_len == start && !c.newest.sealed);

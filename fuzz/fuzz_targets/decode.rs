@@ -349,6 +349,9 @@ fn name(u: &mut Unstructured<'_>) -> Result<String> {
 /// A file system holding `files` (every byte durable, parents created).
 fn materialize(files: &BTreeMap<String, Vec<u8>>) -> SimFs {
     let fs = SimFs::new(1);
+    // One thread, no other process: the store's waits (an open retried, a tail let settle)
+    // would only slow the fuzzer down.
+    fs.skip_waits();
     for (path, bytes) in files {
         let path = Path::new(path);
         let mut dir = PathBuf::from("/");

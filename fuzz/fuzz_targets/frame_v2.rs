@@ -19,8 +19,8 @@ use arbitrary::{Result, Unstructured};
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use runlog::format::{
-    EncodedEvent, FrameKey, checksum, decode_batch, decode_batch_each,
-    encode_batch, find_batch_after, peek_batch,
+    EncodedEvent, FrameKey, checksum, decode_batch, decode_batch_each, encode_batch,
+    find_batch_after, peek_batch,
 };
 use ulid::Ulid;
 

@@ -108,7 +108,11 @@ impl MEvent {
         assert_eq!(e.kind, self.kind, "seq {seq}");
         assert_eq!(e.payload.as_ref(), self.payload.as_slice(), "seq {seq}");
         assert_eq!(e.key.as_deref(), self.key.as_deref(), "seq {seq}");
-        assert_eq!(e.correlation_id.as_deref(), self.corr.as_deref(), "seq {seq}");
+        assert_eq!(
+            e.correlation_id.as_deref(),
+            self.corr.as_deref(),
+            "seq {seq}"
+        );
         if let Some(id) = self.id {
             assert_eq!(e.event_id, id, "seq {seq}");
         }

@@ -66,6 +66,12 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
             "this file system does not tell files apart",
         ))
     }
+    /// Waits `d` before the store looks at the files again: the window of a race to close (a
+    /// delete and re-create swapping a run's directory), a tail in flux to settle. The
+    /// default sleeps.
+    fn sleep(&self, d: std::time::Duration) {
+        std::thread::sleep(d);
+    }
     /// This file system shared, with the set that files which no longer change keep their
     /// descriptors in while idle ([`pool`](Shared)). `None` (the default): such files keep
     /// their own descriptors open.

@@ -212,6 +212,8 @@ struct State {
     calls: [u64; CallKind::COUNT],
     faults: Vec<Fault>,
     halted: bool,
+    /// The store's waits return at once ([`SimFs::skip_waits`]).
+    waits_skipped: bool,
     seed: u64,
     /// Names are compared without regard to ASCII case (and stored as created).
     fold_case: bool,
@@ -442,6 +444,7 @@ impl SimFs {
             calls: [0; CallKind::COUNT],
             faults: Vec::new(),
             halted: false,
+            waits_skipped: false,
             seed,
             fold_case,
         };
@@ -449,6 +452,14 @@ impl SimFs {
             state: Arc::new(Mutex::new(state)),
             descriptors: Arc::new(Descriptors::new(SIM_IDLE_DESCRIPTORS_MAX)),
         }
+    }
+
+    /// Makes the store's waits on this file system ([`Fs::sleep`]: an open retried across a
+    /// delete racing it, a verify letting a tail settle) return at once. For callers with one
+    /// thread and no other process, whose waits nothing can end early or change (the
+    /// fuzzers): a wait there only slows them.
+    pub fn skip_waits(&self) {
+        self.state.lock().waits_skipped = true;
     }
 
     /// Simulates a power loss and reboot with a random fate for every unsynced operation,
@@ -1032,6 +1043,12 @@ fn components(path: &Path) -> io::Result<Vec<String>> {
 }
 
 impl Fs for SimFs {
+    fn sleep(&self, d: std::time::Duration) {
+        if !self.state.lock().waits_skipped {
+            std::thread::sleep(d);
+        }
+    }
+
     fn shared(&self) -> Option<Shared> {
         Some(Shared {
             fs: Arc::new(self.clone()),
@@ -1763,6 +1780,21 @@ mod tests {
                 "seed {seed}: {run:?}"
             );
         }
+    }
+
+    #[test]
+    fn skipped_waits_return_at_once_and_clones_share_the_setting() {
+        let fs = SimFs::new(0);
+        let clone = fs.clone();
+        fs.skip_waits();
+        // An hour's wait, on another thread: it must end long before the test gives up.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            clone.sleep(std::time::Duration::from_secs(3600));
+            let _ = tx.send(());
+        });
+        let waited = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert!(waited.is_ok(), "the wait was not skipped");
     }
 
     #[test]
