@@ -140,7 +140,13 @@ impl Segment {
     /// read, the descriptor stays.
     pub(crate) fn release(&self, fs: &dyn Fs) {
         let mut file = self.file.lock();
-        *file = crate::io::idle(fs, &self.path, OpenMode::Read, file.clone());
+        *file = crate::io::idle(
+            fs,
+            &self.path,
+            OpenMode::Read,
+            file.clone(),
+            crate::io::Sameness::Inode,
+        );
     }
 
     /// Writes a complete segment (header + both counter slots, generations 1 and 2, empty) to
@@ -582,7 +588,7 @@ impl Segment {
         // A sealed segment's index is final: its descriptor need not stay open while idle
         // (an open segment's index is replaced at its seal, so it keeps its own).
         let f = match counter.sealed {
-            true => crate::io::idle(fs, &path, OpenMode::Read, f),
+            true => crate::io::idle(fs, &path, OpenMode::Read, f, crate::io::Sameness::Content),
             false => f,
         };
         SegmentIndex::open(

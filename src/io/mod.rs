@@ -14,7 +14,7 @@ use bytes::Bytes;
 mod pool;
 mod std_fs;
 pub(crate) use pool::idle;
-pub use pool::{Descriptors, Shared};
+pub use pool::{Descriptors, Sameness, Shared};
 pub use std_fs::{Probe, StdFs, probe_file, probe_path};
 
 #[cfg(feature = "sim")]

@@ -100,6 +100,20 @@ impl Descriptors {
     }
 }
 
+/// What makes a file opened again from its path the file that was adopted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sameness {
+    /// The same inode (device and number) with the same first bytes: a file that nothing
+    /// writes again under its name while the run lives (a sealed segment).
+    Inode,
+    /// The same first bytes, whatever the inode: a derived file that any writer may write
+    /// again whole under its name, the same bytes each time (a sealed segment's index, a
+    /// function of that segment's bytes alone, format/SPEC.md §9, whose header, in the
+    /// bytes compared, names the segment's salt and counter). Two writers that both found it
+    /// missing both write it, and the second rename replaces the first writer's file.
+    Content,
+}
+
 /// A file system able to close idle files of its own and open them again: itself, shared,
 /// and the set its idle files' descriptors are kept in ([`Fs::shared`]).
 #[derive(Clone, Debug)]
@@ -123,6 +137,7 @@ impl Shared {
         path: &Path,
         mode: OpenMode,
         file: Arc<dyn FsFile>,
+        same: Sameness,
     ) -> io::Result<Arc<dyn FsFile>> {
         let head = fingerprint(file.as_ref())?;
         let key = self.descriptors.next_key.fetch_add(1, Ordering::Relaxed);
@@ -133,6 +148,7 @@ impl Shared {
             path: path.to_path_buf(),
             mode,
             head,
+            same,
             key,
             maps_are_live,
         }))
@@ -147,9 +163,10 @@ pub(crate) fn idle(
     path: &Path,
     mode: OpenMode,
     file: Arc<dyn FsFile>,
+    same: Sameness,
 ) -> Arc<dyn FsFile> {
     match fs.shared() {
-        Some(shared) => shared.adopt(path, mode, file.clone()).unwrap_or(file),
+        Some(shared) => shared.adopt(path, mode, file.clone(), same).unwrap_or(file),
         None => file,
     }
 }
@@ -162,6 +179,8 @@ pub struct Reopened {
     mode: OpenMode,
     /// Its [`fingerprint`] when it was adopted.
     head: ((u64, u64), u64),
+    /// Which part of the fingerprint a file opened again must match.
+    same: Sameness,
     key: u64,
     maps_are_live: bool,
 }
@@ -185,7 +204,12 @@ impl Reopened {
             return Ok(f);
         }
         let f = self.shared.fs.open(&self.path, self.mode)?;
-        if fingerprint(f.as_ref())? != self.head {
+        let now = fingerprint(f.as_ref())?;
+        let same = match self.same {
+            Sameness::Inode => now == self.head,
+            Sameness::Content => now.1 == self.head.1,
+        };
+        if !same {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
@@ -294,7 +318,9 @@ mod tests {
 
     fn adopt(shared: &Shared, path: &Path) -> Arc<dyn FsFile> {
         let f = shared.fs.open(path, OpenMode::Read).unwrap();
-        shared.adopt(path, OpenMode::Read, f).unwrap()
+        shared
+            .adopt(path, OpenMode::Read, f, Sameness::Inode)
+            .unwrap()
     }
 
     fn first_bytes(f: &dyn FsFile) -> io::Result<String> {
