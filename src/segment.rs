@@ -498,11 +498,17 @@ impl Segment {
     pub(crate) fn zero_from(&self, len: u64) -> io::Result<()> {
         const CHUNK: u64 = 64 << 10;
         let end = self.file().len()?;
-        let zeros = vec![0u8; CHUNK.min(end.saturating_sub(len)) as usize];
+        let room = CHUNK.min(end.saturating_sub(len)) as usize;
+        let (zeros, mut read) = (vec![0u8; room], vec![0u8; room]);
         let mut at = len;
         while at < end {
             let n = CHUNK.min(end - at) as usize;
-            self.file().write_all_at(&zeros[..n], at)?;
+            // Only chunks that hold a byte are written: a file longer than its preallocation
+            // (sparse, an outside hand's) is not filled with written zeros.
+            let got = read_up_to(self.file().as_ref(), &mut read[..n], at)?;
+            if read[..got].iter().any(|&b| b != 0) {
+                self.file().write_all_at(&zeros[..n], at)?;
+            }
             at += n as u64;
         }
         Ok(())

@@ -298,6 +298,9 @@ impl RunState {
     }
 }
 
+/// The bytes a repair reads and writes at a time when it keeps the tail it cuts.
+const KEEP_CHUNK: usize = 1 << 20;
+
 /// What [`Store::repair_run`](crate::Store::repair_run) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Repair {
@@ -355,23 +358,7 @@ impl Run {
             ));
         }
         let cut_at = st.last().counter.committed_len;
-        let file_len = seg.len()?;
-        let tail_len = file_len.saturating_sub(cut_at);
-        let mut tail = vec![0u8; tail_len as usize];
-        let n = seg
-            .read_up_to(&mut tail, cut_at)
-            .map_err(|e| Error::io("reading", &seg.path, e))?;
-        tail.truncate(n);
-        let keep = || -> std::io::Result<()> {
-            let f = self.fs.open(saved, OpenMode::CreateNew)?;
-            f.write_all_at(&tail, 0)?;
-            f.sync_all()?;
-            if let Some(parent) = saved.parent() {
-                self.fs.sync_dir(parent)?;
-            }
-            Ok(())
-        };
-        keep().map_err(|e| Error::io("keeping the cut bytes in", saved, e))?;
+        let n = self.keep_tail(&seg, cut_at, saved)?;
         let on_disk = seg
             .read_counter(self.run_str(), Some(lock_file.as_ref()))?
             .newest;
@@ -415,7 +402,40 @@ impl Run {
             offset: cut_at,
             last_seq: st.last_seq,
             saved: saved.to_path_buf(),
-            saved_bytes: n as u64,
+            saved_bytes: n,
         }))
+    }
+
+    /// Copies the bytes of `seg` from `from` to its end into a new file at `saved`, synced
+    /// with its directory; returns how many. In chunks of [`KEEP_CHUNK`]: a tail of any
+    /// length (a file an outside hand made longer, sparse) is kept in bounded memory, its
+    /// chunks of zeros left as holes of the new file.
+    fn keep_tail(&self, seg: &Segment, from: u64, saved: &std::path::Path) -> Result<u64> {
+        let kept = |e| Error::io("keeping the cut bytes in", saved, e);
+        let f = self.fs.open(saved, OpenMode::CreateNew).map_err(kept)?;
+        let mut buf = vec![0u8; KEEP_CHUNK];
+        let mut n = 0u64;
+        loop {
+            let got = seg
+                .read_up_to(&mut buf, from + n)
+                .map_err(|e| Error::io("reading", &seg.path, e))?;
+            if got == 0 {
+                break;
+            }
+            if buf[..got].iter().any(|&b| b != 0) {
+                f.write_all_at(&buf[..got], n).map_err(kept)?;
+            }
+            n += got as u64;
+        }
+        let sync = || -> std::io::Result<()> {
+            f.set_len(n)?;
+            f.sync_all()?;
+            if let Some(parent) = saved.parent() {
+                self.fs.sync_dir(parent)?;
+            }
+            Ok(())
+        };
+        sync().map_err(kept)?;
+        Ok(n)
     }
 }
