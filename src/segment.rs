@@ -490,6 +490,31 @@ impl Segment {
         self.file().set_len(len)
     }
 
+    /// The length of the batch at `offset`, read from its header, when the batch lies within
+    /// the first `end` bytes (the committed length it belongs to): a damaged length field
+    /// never sizes a read or an allocation; it is [`Error::Corrupt`] naming the batch.
+    pub(crate) fn batch_len_at(&self, run: &str, offset: u64, end: u64) -> Result<u64> {
+        let mut head = [0u8; 8];
+        self.read_exact(&mut head, offset)
+            .map_err(|e| Error::io("reading", &self.path, e))?;
+        let len = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
+        if len > end.saturating_sub(offset) || len < head.len() as u64 {
+            let detail = format!(
+                "batch length {len} at offset {offset} does not fit the committed length {end}"
+            );
+            return Err(Error::corrupt(run, &self.name, offset, detail));
+        }
+        Ok(len)
+    }
+
+    /// The bytes of the whole batch at `offset` ([`Self::batch_len_at`] bounds its length).
+    pub(crate) fn read_batch(&self, run: &str, offset: u64, end: u64) -> Result<Bytes> {
+        let mut buf = vec![0u8; self.batch_len_at(run, offset, end)? as usize];
+        self.read_exact(&mut buf, offset)
+            .map_err(|e| Error::io("reading", &self.path, e))?;
+        Ok(Bytes::from(buf))
+    }
+
     /// Writes zeros over `[len, end of file)`, keeping the file's length: what a repair does
     /// to the bytes it cuts. A handle of another process may have them mapped (an event's
     /// payload is a view of the map): truncating would make its next touch of a page past the

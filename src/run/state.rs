@@ -748,8 +748,7 @@ impl RunState {
             let start = part[0].offset;
             let last = part[n - 1];
             let committed = self.segments[pos].counter.committed_len;
-            let end =
-                read_batch_bytes(run, seg, last.offset, committed)?.len() as u64 + last.offset;
+            let end = last.offset + seg.batch_len_at(run, last.offset, committed)?;
             let mut buf = vec![0u8; (end - start) as usize];
             seg.read_exact(&mut buf, start)
                 .map_err(|e| Error::io("reading", &seg.path, e))?;
@@ -870,7 +869,7 @@ impl RunState {
         };
         let seg = &self.segments[loc.segment].seg;
         let committed = self.segments[loc.segment].counter.committed_len;
-        let view = read_batch_bytes(run, seg, loc.offset, committed)?;
+        let view = seg.read_batch(run, loc.offset, committed)?;
         let b = decode_batch(
             &view,
             0,
@@ -1230,7 +1229,7 @@ fn batch_is_indexed(
     bound: &IndexBinding,
     index: &SegmentIndex,
 ) -> bool {
-    let Ok(view) = read_batch_bytes(run, seg, b.offset, bound.committed_len) else {
+    let Ok(view) = seg.read_batch(run, b.offset, bound.committed_len) else {
         return false;
     };
     let mut ends = Vec::with_capacity(2);
@@ -1252,25 +1251,4 @@ fn batch_is_indexed(
         && ends
             .iter()
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
-}
-
-/// The bytes of the whole batch at `offset` of `seg`, its length read from its header and
-/// bounded by `end`, the committed length the batch lies within: a damaged length field never
-/// sizes an allocation; it is [`Error::Corrupt`] naming the batch.
-fn read_batch_bytes(run: &str, seg: &Segment, offset: u64, end: u64) -> Result<bytes::Bytes> {
-    let mut head = [0u8; 8];
-    seg.read_exact(&mut head, offset)
-        .map_err(|e| Error::io("reading", &seg.path, e))?;
-    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-    let room = end.saturating_sub(offset);
-    if u64::from(len) > room || (len as usize) < head.len() {
-        let detail = format!(
-            "batch length {len} at offset {offset} does not fit the committed length {end}"
-        );
-        return Err(Error::corrupt(run, &seg.name, offset, detail));
-    }
-    let mut buf = vec![0u8; len as usize];
-    seg.read_exact(&mut buf, offset)
-        .map_err(|e| Error::io("reading", &seg.path, e))?;
-    Ok(bytes::Bytes::from(buf))
 }

@@ -58,26 +58,28 @@ pub(crate) fn check_summary(
     let (anchor, fold) = decode_summary(buf, salt).ok()?;
     let seg = Segment::open(fs, dir, run, anchor.segment, Access::Read).ok()??;
     let end = seg.len().ok()?;
-    anchor_holds(&seg, end, &anchor, &fold).then_some(fold)
+    anchor_holds(run, &seg, end, &anchor, &fold).then_some(fold)
 }
 
 /// Whether the batch `anchor` names is in `seg`, whole within its first `end` bytes, at the
 /// recorded offset, with the recorded first seq, checksum (recomputed over the batch) and
 /// the fold's last seq as its last.
-fn anchor_holds(seg: &Segment, end: u64, anchor: &SummaryAnchor, fold: &SummaryFold) -> bool {
+fn anchor_holds(
+    run: &str,
+    seg: &Segment,
+    end: u64,
+    anchor: &SummaryAnchor,
+    fold: &SummaryFold,
+) -> bool {
     let holds = || -> Option<bool> {
-        let mut head = [0u8; BATCH_HEADER_LEN];
-        seg.read_exact(&mut head, anchor.offset).ok()?;
-        let (batch_len, first_seq, count) = peek_batch(&head, seg.header.frame_key())?;
+        let batch = seg.read_batch(run, anchor.offset, end).ok()?;
+        let (batch_len, first_seq, count) = peek_batch(&batch, seg.header.frame_key())?;
         if batch_len < BATCH_HEADER_LEN + 4
-            || anchor.offset.checked_add(batch_len as u64)? > end
             || first_seq != anchor.first_seq
             || anchor.first_seq.checked_add(count)? != fold.last_seq + 1
         {
             return None;
         }
-        let mut batch = vec![0u8; batch_len];
-        seg.read_exact(&mut batch, anchor.offset).ok()?;
         let stored = u32_at(&batch, batch_len - 4);
         Some(stored == anchor.crc && checksum(seg.header.salt, &batch[..batch_len - 4]) == stored)
     };
@@ -128,7 +130,9 @@ impl Run {
                 .map(|s| (s.seg.clone(), s.counter.committed_len))
         };
         match own {
-            Some((seg, end)) if anchor_holds(&seg, end, &anchor, &fold) => Some(fold),
+            Some((seg, end)) if anchor_holds(self.run_str(), &seg, end, &anchor, &fold) => {
+                Some(fold)
+            }
             _ => check_summary(self.fs.as_ref(), &self.dir, self.run_str(), salt, &buf),
         }
     }
@@ -153,12 +157,8 @@ impl Run {
         let s = &st.segments[loc.segment];
         // Two positioned reads (the batch's length, its stored checksum), not a map of the
         // segment: a closing view maps nothing.
-        let mut head = [0u8; 8];
-        s.seg.read_exact(&mut head, loc.offset).ok()?;
-        let len = u64::from(u32_at(&head, 4));
-        if len < head.len() as u64 || loc.offset.checked_add(len)? > s.counter.committed_len {
-            return None;
-        }
+        let end = s.counter.committed_len;
+        let len = s.seg.batch_len_at(self.run_str(), loc.offset, end).ok()?;
         let mut trailer = [0u8; BATCH_TRAILER_LEN];
         s.seg
             .read_exact(&mut trailer, loc.offset + len - BATCH_TRAILER_LEN as u64)
