@@ -229,7 +229,7 @@ impl Run {
                 header_generation: last.header_generation,
                 file_len: last.file_len,
             };
-            (last.seg.clone(), at, st.last_event_id)
+            (st.last_segment()?, at, st.last_event_id)
         };
         let mut buf = std::mem::take(&mut w.buf);
         buf.clear();
@@ -302,7 +302,7 @@ impl Run {
         if let Some(d) = &st.damage {
             return Err(d.error(self.run_str()));
         }
-        let seg = st.last().seg.clone();
+        let seg = st.last_segment()?;
         drop(st);
         self.make_entries_durable(w, &seg)?;
         let known = self.read_commit_slots()?;
@@ -328,7 +328,7 @@ impl Run {
         if self.read_commit_slots()? != *known {
             return Ok(false);
         }
-        last.seg.magic_is_zero(last.counter.committed_len)
+        st.last_segment()?.magic_is_zero(last.counter.committed_len)
     }
 
     fn read_commit_slots(&self) -> Result<CommitSlots> {
@@ -351,7 +351,7 @@ impl Run {
             generation: last.counter.generation.max(last.header_generation) + 1,
             ..last.counter
         };
-        let seg = last.seg.clone();
+        let seg = st.last_segment()?;
         seg.write_commit_slot(lock_file.as_ref(), &slot)
             .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
         st.last_mut().counter = slot;
@@ -403,7 +403,7 @@ impl Run {
     fn roll(&self, w: &mut Writer) -> Result<()> {
         self.announce().map_err(|e| self.poison_on_io(w, e))?;
         let mut st = self.state.write();
-        let seg = st.last().seg.clone();
+        let seg = st.last_segment()?;
         let slot = st.last().counter;
         let header_generation = st.last().header_generation;
         let sealed = self.seal(w, &seg, &slot, header_generation)?;

@@ -104,7 +104,7 @@ impl Run {
         if files_unlinked(access, lock_file.as_deref(), &first, &lock_path)? {
             return Err(not_found());
         }
-        let mut state = RunState::new(first.clone(), access);
+        let mut state = RunState::new(fs.clone(), first.clone(), access);
         state.catch_up(
             fs.as_ref(),
             lock_file.as_deref(),
@@ -159,7 +159,10 @@ impl Run {
         {
             let st = self.state.read();
             let known = st.known_counter();
-            let disk = st.last().seg.read_counter(self.run_str(), lock)?.newest;
+            let disk = st
+                .last_segment()?
+                .read_counter(self.run_str(), lock)?
+                .newest;
             if !state::disk_is_ahead(&known, &disk)
                 && !known.sealed
                 && !state::cut_under(&known, &disk)
@@ -258,7 +261,7 @@ impl Run {
         self.or_deleted(res)?;
         let st = self.state.read();
         st.check_undamaged(self.run_str())?;
-        let first = &st.segments[0].seg.header;
+        let first = &self.first_segment.header;
         Ok(RunInfo {
             run: self.id.clone(),
             last_seq: st.last_seq,
@@ -271,7 +274,7 @@ impl Run {
 
     /// Run metadata stored in segment 1.
     pub(crate) fn meta(&self) -> Vec<u8> {
-        self.state.read().segments[0].seg.header.meta.clone()
+        self.first_segment.header.meta.clone()
     }
 
     /// Events with seq in `after+1 ..= after+limit`, checked for checksum and density.
@@ -441,7 +444,7 @@ impl Run {
                     let s = &st.segments[loc.segment];
                     plan.segments.push(SegmentPart {
                         index: loc.segment,
-                        seg: s.seg.clone(),
+                        seg: st.segment(loc.segment)?,
                         committed_len: s.counter.committed_len,
                         batches: i..i + 1,
                     });
@@ -526,17 +529,18 @@ impl Run {
         self.refresh()?;
         let st = self.state.read();
         st.check_undamaged(self.run_str())?;
-        Ok(st
-            .segments
-            .iter()
-            .map(|s| (s.seg.clone(), s.counter))
-            .collect())
+        (0..st.segments.len())
+            .map(|pos| Ok((st.segment(pos)?, st.segments[pos].counter)))
+            .collect()
     }
 
     /// Segment files of the run, in chain order (for delete and verify).
     pub(crate) fn segment_paths(&self) -> Vec<PathBuf> {
         let st = self.state.read();
-        st.segments.iter().map(|s| s.seg.path.clone()).collect()
+        st.segments
+            .iter()
+            .map(|s| self.dir.join(s.name()))
+            .collect()
     }
 }
 

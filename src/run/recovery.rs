@@ -60,7 +60,7 @@ impl Run {
             parts.next(),
             parts.next().and_then(|l| l.parse::<u64>().ok()),
         );
-        let seg = st.last().seg.clone();
+        let seg = st.last_segment()?;
         if let (Some(name), Some(len)) = (name, len)
             && name == seg.name
             && len >= st.known_counter().committed_len
@@ -149,10 +149,10 @@ impl Run {
         // Between live processes a write that died part-way leaves a prefix of its bytes (the
         // batch magic first): zero at the committed length means nothing lies past it.
         let committed = st.last().counter.committed_len;
-        let dirty = full || !st.last().seg.magic_is_zero(committed)?;
+        let dirty = full || !st.last_segment()?.magic_is_zero(committed)?;
         if let Some(slot) = st.recover_tail(self.run_str(), len_max, now_ms(), dirty)? {
             st.known_slots = None;
-            let seg = st.last().seg.clone();
+            let seg = st.last_segment()?;
             seg.write_slot(&slot)
                 .map_err(|e| Error::io("writing counter of", &seg.path, e))?;
             seg.write_commit_slot(lock_file.as_ref(), &slot)
@@ -173,7 +173,7 @@ impl RunState {
     /// [`Error::Io`].
     pub(crate) fn unscanned_tail_is_clean(&mut self) -> Result<bool> {
         let committed = self.known_counter().committed_len;
-        let seg = self.last().seg.clone();
+        let seg = self.last_segment()?;
         let file_len = seg.len()?;
         let clean = match file_len.cmp(&committed) {
             std::cmp::Ordering::Less => false,
@@ -208,7 +208,7 @@ impl RunState {
         now_ms: u64,
         scan: bool,
     ) -> Result<Option<CounterSlot>> {
-        let seg = self.last().seg.clone();
+        let seg = self.last_segment()?;
         let slot = self.last().counter;
         let io = |op, e| Error::io(op, &seg.path, e);
         let file_len = seg.len()?;
@@ -344,7 +344,7 @@ impl Run {
         let Some(damage) = st.damage.clone() else {
             return Ok(None);
         };
-        let seg = st.last().seg.clone();
+        let seg = st.last_segment()?;
         if damage.segment != seg.name || st.last().counter.sealed {
             let detail = format!(
                 "{} (damage in a sealed segment: not repaired automatically)",

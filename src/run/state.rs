@@ -5,10 +5,13 @@
 //! Memory does not grow with the run's length: sealed segments with a valid segment index
 //! (SPEC §9) are served by that index (mapped, binary-searched) and are never decoded at
 //! open; only the segments after them — normally just the last one — are held in `batches`,
-//! `keys` and `ids`.
+//! `keys` and `ids`. Those between the first and the last are parked once the chain has grown
+//! past them ([`SegState`]): the view keeps ~130 bytes of each, not its file, header and index.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use ulid::Ulid;
 
@@ -21,7 +24,7 @@ use crate::format::{
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile};
-use crate::segment::{Access, CommitSlots, Counter, Segment};
+use crate::segment::{Access, CommitSlots, Counter, Segment, segment_name};
 
 /// Most entries reserved in the dedupe maps ahead of a settle (a counter is not trusted for
 /// more: the maps grow as the batches are read).
@@ -44,9 +47,24 @@ impl BatchLoc {
 }
 
 /// A segment and the counter we have applied from it.
+///
+/// A sealed segment served by its index, between the first and the last, is *parked* once
+/// the chain has grown past it ([`RunState::compact`]): its file, header and index are let go
+/// of, and only what opens and checks them again is kept (its position, salt and base seq, its
+/// counter), so that a run's memory does not grow with its segments. [`RunState::segment`] and
+/// [`RunState::index_at`] open a parked segment again when a read or a lookup reaches it.
 #[derive(Debug)]
 pub(crate) struct SegState {
-    pub(crate) seg: Arc<Segment>,
+    /// The segment while it is not parked (always the first and the last).
+    seg: OnceLock<Arc<Segment>>,
+    /// Its position in the chain (1-based; its file's name).
+    pub(crate) number: u32,
+    /// The seed of its checksums: a file opened again must have it, as must its base seq.
+    salt: u32,
+    /// The first seq it may hold.
+    pub(crate) base_seq: Seq,
+    /// When it was created (its counter's time before anything is applied).
+    created_at_ms: u64,
     pub(crate) counter: CounterSlot,
     /// Generation of the newest counter in the segment's header (a checkpoint; SPEC §5).
     pub(crate) header_generation: u64,
@@ -54,8 +72,41 @@ pub(crate) struct SegState {
     /// preallocated zeros (SPEC §5).
     pub(crate) file_len: u64,
     /// The segment's index, once it is sealed and its batches, keys and ids are served from
-    /// it rather than from the in-memory maps.
-    pub(crate) index: Option<Arc<SegmentIndex>>,
+    /// it rather than from the in-memory maps (a position below `RunState::indexed`); empty
+    /// while parked.
+    index: OnceLock<Arc<SegmentIndex>>,
+}
+
+impl SegState {
+    fn new(seg: Arc<Segment>) -> SegState {
+        let h = &seg.header;
+        SegState {
+            number: h.segment_index,
+            salt: h.salt,
+            base_seq: h.base_seq,
+            created_at_ms: h.created_at_ms,
+            counter: empty_slot(h.base_seq, h.created_at_ms),
+            header_generation: 0,
+            file_len: 0,
+            index: OnceLock::new(),
+            seg: OnceLock::from(seg),
+        }
+    }
+
+    /// The segment, unless it is parked.
+    pub(crate) fn open_segment(&self) -> Option<&Arc<Segment>> {
+        self.seg.get()
+    }
+
+    /// Its file's name.
+    pub(crate) fn name(&self) -> String {
+        segment_name(self.number)
+    }
+
+    /// The counter it has before anything of it is applied.
+    fn empty_slot(&self) -> CounterSlot {
+        empty_slot(self.base_seq, self.created_at_ms)
+    }
 }
 
 /// Where a run's readable log ends early: a batch failed its checks inside the committed
@@ -79,6 +130,12 @@ impl Damage {
 #[derive(Debug)]
 pub(crate) struct RunState {
     pub(crate) segments: Vec<SegState>,
+    /// Segment 1 (never parked), the run's directory and id, and the file system: what a
+    /// parked segment is opened again with.
+    first: Arc<Segment>,
+    dir: PathBuf,
+    run: Arc<str>,
+    fs: Arc<dyn Fs>,
     /// How many leading segments are served by their index; `batches`, `keys` and `ids` hold
     /// only the segments after them.
     pub(crate) indexed: usize,
@@ -149,15 +206,18 @@ pub(crate) struct Applied<'a> {
 impl RunState {
     /// An empty view holding only segment 1 (nothing applied yet); later segments are opened
     /// with `access`.
-    pub(crate) fn new(first: Arc<Segment>, access: Access) -> RunState {
+    pub(crate) fn new(fs: Arc<dyn Fs>, first: Arc<Segment>, access: Access) -> RunState {
+        let dir = first
+            .path
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .to_path_buf();
         RunState {
-            segments: vec![SegState {
-                counter: empty_slot(&first),
-                header_generation: 0,
-                file_len: 0,
-                index: None,
-                seg: first,
-            }],
+            segments: vec![SegState::new(first.clone())],
+            run: Arc::from(first.header.run_id.as_str()),
+            first,
+            dir,
+            fs,
             indexed: 0,
             batches: Vec::new(),
             keys: KeyMap::default(),
@@ -172,6 +232,80 @@ impl RunState {
             known_slots: None,
             open_index: None,
             open_index_allowed: true,
+        }
+    }
+
+    /// Segment `pos` of the chain. A parked one is opened again, read-only (it is sealed), and
+    /// must be the file the view applied: the same salt and base seq. One removed or replaced
+    /// since is `Io` (`NotFound`), as a sealed segment's idle descriptor opened again is.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; what [`Segment::open`] reports of its header.
+    pub(crate) fn segment(&self, pos: usize) -> Result<Arc<Segment>> {
+        let s = &self.segments[pos];
+        if let Some(seg) = s.seg.get() {
+            return Ok(seg.clone());
+        }
+        let fs = self.fs.as_ref();
+        let path = self.dir.join(s.name());
+        let gone = |what: &str| {
+            let detail = format!("{} {what} since the run was opened", path.display());
+            Error::io(
+                "opening segment",
+                &path,
+                io::Error::new(io::ErrorKind::NotFound, detail),
+            )
+        };
+        let seg = Segment::open(fs, &self.dir, &self.run, s.number, Access::Read)?
+            .ok_or_else(|| gone("was removed"))?;
+        if seg.header.salt != s.salt || seg.header.base_seq != s.base_seq {
+            return Err(gone("was replaced by another file"));
+        }
+        seg.release(fs);
+        Ok(s.seg.get_or_init(|| Arc::new(seg)).clone())
+    }
+
+    /// The last segment (never parked).
+    ///
+    /// # Errors
+    /// As [`Self::segment`].
+    pub(crate) fn last_segment(&self) -> Result<Arc<Segment>> {
+        self.segment(self.segments.len() - 1)
+    }
+
+    /// The index of segment `pos` when it is served by one (`pos < indexed`), opened again
+    /// (with its segment) when it is parked.
+    ///
+    /// # Errors
+    /// As [`Self::segment`]; [`Error::Io`] (`NotFound`) when the index is no longer a valid
+    /// index of the segment's seal.
+    pub(crate) fn index_at(&self, pos: usize) -> Result<Option<Arc<SegmentIndex>>> {
+        if pos >= self.indexed {
+            return Ok(None);
+        }
+        let s = &self.segments[pos];
+        if let Some(index) = s.index.get() {
+            return Ok(Some(index.clone()));
+        }
+        let seg = self.segment(pos)?;
+        let Some(index) = seg.open_index(self.fs.as_ref(), &s.counter, 0, &self.cache) else {
+            let path = self.dir.join(crate::segment::index_name(s.number));
+            let detail = format!(
+                "{} is missing or no longer its segment's index since the run was opened",
+                path.display()
+            );
+            let e = io::Error::new(io::ErrorKind::NotFound, detail);
+            return Err(Error::io("opening index", &path, e));
+        };
+        Ok(Some(s.index.get_or_init(|| Arc::new(index)).clone()))
+    }
+
+    /// Parks the indexed segments between the first and the last ([`SegState`]).
+    fn park(&mut self) {
+        let last = self.segments.len() - 1;
+        for s in self.segments[..self.indexed.min(last)].iter_mut().skip(1) {
+            s.seg.take();
+            s.index.take();
         }
     }
 
@@ -264,7 +398,7 @@ impl RunState {
             let Counter {
                 newest: disk,
                 header_generation,
-            } = self.last().seg.read_counter(run, lock)?;
+            } = self.last_segment()?.read_counter(run, lock)?;
             if cut_under(&self.known_counter(), &disk) {
                 // What this view applied of the segment may be cut away, or hold other
                 // batches now: the view is read again from the files, from segment 1. A
@@ -308,9 +442,8 @@ impl RunState {
     /// adopted is kept (a repair decodes every batch). For a view that another handle's repair
     /// cut under it (`cut_under`), and for the repair itself, which judges from the files.
     pub(crate) fn reload(&mut self) {
-        let first = self.segments[0].seg.clone();
         let open_index_allowed = self.open_index_allowed;
-        *self = RunState::new(first, self.access);
+        *self = RunState::new(self.fs.clone(), self.first.clone(), self.access);
         self.open_index_allowed = open_index_allowed;
     }
 
@@ -399,7 +532,7 @@ impl RunState {
     fn adopt_open_index(&mut self, fs: &dyn Fs, run: &str, disk: &CounterSlot) -> Option<Before> {
         let pos = self.segments.len() - 1;
         let s = self.last();
-        let base = s.seg.header.base_seq;
+        let base = s.base_seq;
         if disk.sealed
             || !self.open_index_allowed
             || pos < self.indexed
@@ -410,7 +543,8 @@ impl RunState {
         {
             return None;
         }
-        let (index, found) = open_segment_index(fs, run, &s.seg, disk, &self.cache)?;
+        let seg = s.open_segment()?;
+        let (index, found) = open_segment_index(fs, run, seg, disk, &self.cache)?;
         // Its batches are kept below; the pages read to find and check them are not needed.
         index.forget_cached_pages();
         let bound = *index.binding();
@@ -457,27 +591,26 @@ impl RunState {
         let Some(o) = &self.open_index else {
             return false;
         };
-        let name = crate::segment::index_name(self.segments[o.segment].seg.header.segment_index);
+        let name = crate::segment::index_name(self.segments[o.segment].number);
         matches!(e, Error::Corrupt { segment, .. } if *segment == name)
     }
 
     /// Undoes [`Self::adopt_open_index`] and whatever the scan after it applied: the last
     /// segment as if nothing of it had been read.
     fn forget_open_index(&mut self, before: Before) {
-        let seg = self.last().seg.clone();
+        let base = self.last().base_seq;
         self.batches.truncate(before.batches);
         self.last_event_id = before.last_event_id;
-        self.last_seq = seg.header.base_seq - 1;
+        self.last_seq = base - 1;
         self.damage = None;
         self.open_index = None;
         let applied = self.last().counter;
         self.last_mut().counter = CounterSlot {
             generation: applied.generation,
             repair_epoch: applied.repair_epoch,
-            ..empty_slot(&seg)
+            ..self.last().empty_slot()
         };
         // The keys and ids the scan added (of this segment); the earlier segments' stay.
-        let base = seg.header.base_seq;
         self.keys.retain(|seq| seq < base);
         self.ids.retain(|_, seq| *seq < base);
     }
@@ -485,7 +618,7 @@ impl RunState {
     /// Reads the batches of the last segment from the view's counter up to `disk`'s.
     fn scan_to(&mut self, run: &str, disk: CounterSlot, len_max: u32) -> Result<()> {
         let cur = self.last().counter;
-        let seg = self.last().seg.clone();
+        let seg = self.last_segment()?;
         if disk.committed_len < cur.committed_len || disk.last_seq < cur.last_seq {
             let detail = format!(
                 "counter went backwards: committed length {} -> {}, last seq {} -> {}",
@@ -629,10 +762,8 @@ impl RunState {
 
     /// Opens the segment after a sealed one, if it exists; checks the chain.
     fn open_next(&mut self, fs: &dyn Fs, run: &str) -> Result<bool> {
-        let cur = self.last();
-        let dir = cur.seg.path.parent().unwrap_or(std::path::Path::new("."));
-        let index = cur.seg.header.segment_index + 1;
-        let Some(next) = Segment::open(fs, dir, run, index, self.access)? else {
+        let index = self.last().number + 1;
+        let Some(next) = Segment::open(fs, &self.dir, run, index, self.access)? else {
             return Ok(false);
         };
         self.push_segment(fs, run, Arc::new(next))?;
@@ -650,14 +781,10 @@ impl RunState {
             );
             return Err(Error::corrupt(run, &seg.name, 24, detail));
         }
-        self.last().seg.release(fs);
-        self.segments.push(SegState {
-            counter: empty_slot(&seg),
-            header_generation: 0,
-            file_len: 0,
-            index: None,
-            seg,
-        });
+        if let Some(last) = self.last().open_segment() {
+            last.release(fs);
+        }
+        self.segments.push(SegState::new(seg));
         Ok(())
     }
 
@@ -673,11 +800,13 @@ impl RunState {
         let indexed = &self.segments[..self.indexed];
         let first = indexed.partition_point(|s| s.counter.last_seq <= after);
         let mut found = Vec::new();
-        for (pos, s) in indexed.iter().enumerate().skip(first) {
+        for pos in first..self.indexed {
             if got >= events {
                 return Ok(out);
             }
-            let Some(index) = &s.index else { continue };
+            let Some(index) = self.index_at(pos)? else {
+                continue;
+            };
             found.clear();
             got += index.batches_after(after, events - got, &mut found)?;
             out.extend(found.iter().map(|b| BatchLoc {
@@ -744,7 +873,7 @@ impl RunState {
             if n == 0 {
                 continue;
             }
-            let seg = &self.segments[pos].seg;
+            let seg = &self.segment(pos)?;
             let start = part[0].offset;
             let last = part[n - 1];
             let committed = self.segments[pos].counter.committed_len;
@@ -822,12 +951,12 @@ impl RunState {
         }
         ids.sort_unstable();
         ids.dedup();
-        let open = self.open_index.as_ref().map(|o| &o.index);
-        for index in self.segments[..self.indexed]
-            .iter()
-            .filter_map(|s| s.index.as_ref())
-            .chain(open)
-        {
+        let mut indexes = Vec::with_capacity(self.indexed + 1);
+        for pos in 0..self.indexed {
+            indexes.extend(self.index_at(pos)?);
+        }
+        indexes.extend(self.open_index.as_ref().map(|o| o.index.clone()));
+        for index in &indexes {
             for k in &keys {
                 if !found.by_key.contains_key(*k)
                     && let Some(seq) = index.seq_of_key(k)?
@@ -867,7 +996,7 @@ impl RunState {
         let Some(loc) = self.batches.get(i).filter(|b| b.first_seq <= seq) else {
             return Ok(None);
         };
-        let seg = &self.segments[loc.segment].seg;
+        let seg = &self.segment(loc.segment)?;
         let committed = self.segments[loc.segment].counter.committed_len;
         let view = seg.read_batch(run, loc.offset, committed)?;
         let b = decode_batch(
@@ -897,16 +1026,23 @@ impl RunState {
     }
 
     /// Serves the next sealed, fully applied segments from their indexes and drops their
-    /// entries from the in-memory maps. An index missing or stale is written first, from the
+    /// entries from the in-memory maps, then parks the indexed segments between the first
+    /// and the last ([`SegState`]). An index missing or stale is written first, from the
     /// in-memory entries, when this view may write (a read-only view decodes instead).
     pub(crate) fn compact(&mut self, fs: &dyn Fs) {
+        self.index_sealed(fs);
+        self.park();
+    }
+
+    /// [`Self::compact`]'s first part: the sealed segments served from their indexes.
+    fn index_sealed(&mut self, fs: &dyn Fs) {
         while self.indexed + 1 < self.segments.len() {
             let pos = self.indexed;
             let s = &self.segments[pos];
             if !s.counter.sealed || self.damage.is_some() {
                 return;
             }
-            let seg = s.seg.clone();
+            let Ok(seg) = self.segment(pos) else { return };
             let sealed = s.counter;
             let index = seg.open_index(fs, &sealed, 0, &self.cache).or_else(|| {
                 (self.access == Access::Write)
@@ -918,7 +1054,7 @@ impl RunState {
             self.batches.drain(..n);
             self.keys.retain_above(sealed.last_seq);
             self.ids.retain(|_, seq| *seq > sealed.last_seq);
-            self.segments[pos].index = Some(Arc::new(index));
+            self.segments[pos].index = OnceLock::from(Arc::new(index));
             self.indexed += 1;
             if self.open_index.as_ref().is_some_and(|o| o.segment == pos) {
                 // Sealed and indexed whole: the index of its first batches is done with.
@@ -949,7 +1085,7 @@ impl RunState {
             .open_index
             .as_ref()
             .filter(|o| o.segment == pos)
-            .map_or(s.seg.header.base_seq - 1, OpenIndex::last_seq);
+            .map_or(s.base_seq - 1, OpenIndex::last_seq);
         if s.counter.last_seq.saturating_sub(from) < events_min.max(1) {
             return;
         }
@@ -960,6 +1096,7 @@ impl RunState {
     /// key map holds hashes, not keys), writes it and opens it.
     fn write_index_of(&self, fs: &dyn Fs, pos: usize) -> Option<SegmentIndex> {
         let s = &self.segments[pos];
+        let seg = self.segment(pos).ok()?;
         let batches: Vec<IndexedBatch> = self
             .batches
             .iter()
@@ -972,7 +1109,7 @@ impl RunState {
             .collect();
         let start = HEADER_LEN;
         let mut buf = vec![0u8; s.counter.committed_len.saturating_sub(start) as usize];
-        s.seg.read_exact(&mut buf, start).ok()?;
+        seg.read_exact(&mut buf, start).ok()?;
         let view = bytes::Bytes::from(buf);
         let mut ids: Vec<(Ulid, Seq)> = Vec::new();
         let mut owned: Vec<(String, Seq)> = Vec::new();
@@ -982,7 +1119,7 @@ impl RunState {
             let v = decode_batch(
                 &view,
                 at,
-                s.seg.header.frame_key(),
+                seg.header.frame_key(),
                 b.first_seq,
                 BATCH_LEN_READ_MAX,
             )
@@ -1004,7 +1141,7 @@ impl RunState {
             true => 0,
             false => batch_crc_before(&view, view.len())?,
         };
-        let binding = s.seg.index_binding(&s.counter, last_batch_crc);
+        let binding = seg.index_binding(&s.counter, last_batch_crc);
         let bytes = encode_index(
             INDEX_VERSION,
             &binding,
@@ -1013,9 +1150,8 @@ impl RunState {
             &mut ids,
             &mut keys,
         );
-        s.seg.write_index(fs, &bytes).ok()?;
-        s.seg
-            .open_index(fs, &s.counter, last_batch_crc, &self.cache)
+        seg.write_index(fs, &bytes).ok()?;
+        seg.open_index(fs, &s.counter, last_batch_crc, &self.cache)
     }
 
     /// At the frontier of a chain whose earlier segments are all indexed, a sealed segment
@@ -1026,24 +1162,22 @@ impl RunState {
         if !disk.sealed || self.indexed != pos || self.last().counter.generation != 0 {
             return false;
         }
+        let Some(seg) = self.last().open_segment() else {
+            return false;
+        };
         // One fstat: a segment cut shorter than its seal is decoded instead, so the damage is
         // found at open (bit flips inside it are found by the reads, which check every batch).
-        if self
-            .last()
-            .seg
-            .len()
-            .is_ok_and(|len| len < disk.committed_len)
-        {
+        if seg.len().is_ok_and(|len| len < disk.committed_len) {
             return false;
         }
-        let Some(index) = self.last().seg.open_index(fs, disk, 0, &self.cache) else {
+        let Some(index) = seg.open_index(fs, disk, 0, &self.cache) else {
             return false;
         };
         self.last_event_id = self.last_event_id.max(index.max_event_id());
         self.last_seq = disk.last_seq;
         let last = self.last_mut();
         last.counter = *disk;
-        last.index = Some(Arc::new(index));
+        last.index = OnceLock::from(Arc::new(index));
         self.indexed += 1;
         // Sealed since a lazy catch-up deferred it: served by the index instead.
         self.unscanned = None;
@@ -1082,13 +1216,14 @@ pub(crate) fn cut_under(cur: &CounterSlot, disk: &CounterSlot) -> bool {
     cur.generation != 0 && cur.repair_epoch != disk.repair_epoch
 }
 
-/// The counter a segment has before anything of it is applied.
-fn empty_slot(seg: &Segment) -> CounterSlot {
+/// The counter a segment of `base_seq`, created at `created_at_ms`, has before anything of
+/// it is applied.
+fn empty_slot(base_seq: Seq, created_at_ms: u64) -> CounterSlot {
     CounterSlot {
         generation: 0,
-        last_seq: seg.header.base_seq - 1,
+        last_seq: base_seq - 1,
         committed_len: HEADER_LEN,
-        updated_at_ms: seg.header.created_at_ms,
+        updated_at_ms: created_at_ms,
         sealed: false,
         repair_epoch: 0,
     }

@@ -126,8 +126,9 @@ impl Run {
             let st = self.state.read();
             st.segments
                 .iter()
-                .find(|s| s.seg.header.segment_index == anchor.segment)
-                .map(|s| (s.seg.clone(), s.counter.committed_len))
+                .position(|s| s.number == anchor.segment)
+                .and_then(|pos| Some((st.segment(pos).ok()?, st.segments[pos].counter)))
+                .map(|(seg, counter)| (seg, counter.committed_len))
         };
         match own {
             Some((seg, end)) if anchor_holds(self.run_str(), &seg, end, &anchor, &fold) => {
@@ -155,17 +156,17 @@ impl Run {
             return None;
         }
         let s = &st.segments[loc.segment];
+        let seg = st.segment(loc.segment).ok()?;
         // Two positioned reads (the batch's length, its stored checksum), not a map of the
         // segment: a closing view maps nothing.
         let end = s.counter.committed_len;
-        let len = s.seg.batch_len_at(self.run_str(), loc.offset, end).ok()?;
+        let len = seg.batch_len_at(self.run_str(), loc.offset, end).ok()?;
         let mut trailer = [0u8; BATCH_TRAILER_LEN];
-        s.seg
-            .read_exact(&mut trailer, loc.offset + len - BATCH_TRAILER_LEN as u64)
+        seg.read_exact(&mut trailer, loc.offset + len - BATCH_TRAILER_LEN as u64)
             .ok()?;
         let crc = u32_at(&trailer, 0);
         Some(SummaryAnchor {
-            segment: s.seg.header.segment_index,
+            segment: s.number,
             offset: loc.offset,
             first_seq: loc.first_seq,
             crc,
