@@ -108,8 +108,23 @@ pub(crate) struct Segment {
     /// closed while idle ([`Segment::release`]).
     file: Mutex<Arc<dyn FsFile>>,
     pub(crate) header: SegmentHeader,
-    /// Cached read-only view of `[0, n)`; remapped when a read needs more.
-    view: Mutex<Bytes>,
+    /// Cached read-only view of a window of the file; mapped again when a read needs more.
+    view: Mutex<View>,
+}
+
+/// Read-only bytes of a segment file from `base` on: byte `i` of `bytes` is byte `base + i`
+/// of the file.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct View {
+    pub(crate) base: u64,
+    pub(crate) bytes: Bytes,
+}
+
+impl View {
+    /// The file offset just past the view.
+    fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
 }
 
 /// What a new segment starts with.
@@ -213,7 +228,7 @@ impl Segment {
             path,
             file: Mutex::new(file),
             header,
-            view: Mutex::new(Bytes::new()),
+            view: Mutex::new(View::default()),
         })
     }
 
@@ -279,7 +294,7 @@ impl Segment {
             path,
             file: Mutex::new(file),
             header,
-            view: Mutex::new(Bytes::new()),
+            view: Mutex::new(View::default()),
         }))
     }
 
@@ -393,20 +408,24 @@ impl Segment {
         lock.write_all_at(&record.encode(self.header.salt), ENTRIES_OFFSET)
     }
 
-    /// A view of bytes `[0, len)` of the file, mapping anew when the cached map is shorter.
-    /// Where maps are live ([`crate::io::FsFile::maps_are_live`]) the map taken ends at the
-    /// end of the page `len` ends in (within the file: preallocated zeros are there), so
-    /// that the reads after the next commits whose bytes land in that page need no map of
+    /// A view of bytes `[from, len)` of the file (a [`View`] that may start before `from`),
+    /// mapping anew when the cached map does not hold them. The map taken starts at `from`
+    /// (or at the cached map's start, when that is before: a reader going back and forth
+    /// maps once), not at the file's start: the kernel maps the page-cache pages around a
+    /// touched one into the process (fault-around, up to 64 KiB), and within a map of the
+    /// window only the window's pages are counted in the process's resident memory, however
+    /// long the segment. Where maps are live ([`crate::io::FsFile::maps_are_live`]) it ends
+    /// at the end of the page `len` ends in (within the file: preallocated zeros are there),
+    /// so that the reads after the next commits whose bytes land in that page need no map of
     /// their own: one map per page of log instead of one per commit (a map and an unmap cost
     /// a reader about 20 µs on a 2-vCPU machine, the unmap's TLB shootdown across the
-    /// process's threads most of it). Not further: the kernel maps the page-cache pages
-    /// around a touched one into the process (fault-around), and a map reaching into the
-    /// zeros would count them in its resident memory.
+    /// process's threads most of it). Not further, for the same fault-around: a map reaching
+    /// into the zeros would count them in its resident memory.
     ///
     /// # Errors
     /// [`Error::Corrupt`] when the file is shorter than `len` (it was truncated behind our
     /// back); [`Error::Io`].
-    pub(crate) fn view(&self, run: &str, len: u64) -> Result<Bytes> {
+    pub(crate) fn view(&self, run: &str, from: u64, len: u64) -> Result<View> {
         // The length is checked on every read, cached map or not: touching mapped bytes that
         // an outside hand truncated away would kill the process (SIGBUS) instead of giving
         // `Corrupt`. (A truncation racing this very read cannot be excluded with mmap.)
@@ -416,25 +435,35 @@ impl Segment {
             .len()
             .map_err(|e| Error::io("reading length of", &self.path, e))?;
         if file_len < len {
-            *cached = Bytes::new();
+            *cached = View::default();
             let detail = format!("file is {file_len} bytes, committed length is {len}");
             return Err(Error::corrupt(run, &self.name, file_len, detail));
         }
-        let end = usize::try_from(len)
-            .map_err(|_| Error::corrupt(run, &self.name, 0, format!("length {len} overflows")))?;
-        if cached.len() >= end {
-            return Ok(cached.slice(..end));
+        let from = from.min(len);
+        let slice = |v: &View| {
+            let end = usize::try_from(len - v.base).unwrap_or(usize::MAX);
+            View {
+                base: v.base,
+                bytes: v.bytes.slice(..end.min(v.bytes.len())),
+            }
+        };
+        if !cached.bytes.is_empty() && cached.base <= from && cached.end() >= len {
+            return Ok(slice(&cached));
         }
+        let base = match cached.bytes.is_empty() {
+            true => from,
+            false => from.min(cached.base),
+        };
         let window = match self.file().maps_are_live() {
             true => len.next_multiple_of(MAP_PAGE_BYTES).min(file_len),
             false => len,
         };
-        let view = self
+        let bytes = self
             .file()
-            .map(window)
+            .map_range(base, window - base)
             .map_err(|e| Error::io("mapping", &self.path, e))?;
-        *cached = view.clone();
-        Ok(view.slice(..end))
+        *cached = View { base, bytes };
+        Ok(slice(&cached))
     }
 
     /// Whether the file has been unlinked (its run was deleted: segments are only ever
@@ -699,23 +728,57 @@ mod tests {
         // Zeros past the committed length, as preallocation leaves them.
         seg.append(&[0u8; 8192], h).expect("zeros");
         seg.append(b"first", h).expect("append");
-        let v1 = seg.view("wrun_view", h + 5).expect("view");
-        assert_eq!(v1.len() as u64, h + 5);
-        assert_eq!(&v1[h as usize..], b"first");
+        let v1 = seg.view("wrun_view", 0, h + 5).expect("view");
+        assert_eq!((v1.base, v1.bytes.len() as u64), (0, h + 5));
+        assert_eq!(&v1.bytes[h as usize..], b"first");
         // A later commit's bytes, read through the map taken before them.
         seg.append(b"second", h + 5).expect("append");
-        let v2 = seg.view("wrun_view", h + 11).expect("view");
-        assert_eq!(&v2[h as usize..], b"firstsecond");
-        assert_eq!(v1.as_ptr(), v2.as_ptr(), "one map served both views");
+        let v2 = seg.view("wrun_view", 0, h + 11).expect("view");
+        assert_eq!(&v2.bytes[h as usize..], b"firstsecond");
+        assert_eq!(
+            v1.bytes.as_ptr(),
+            v2.bytes.as_ptr(),
+            "one map served both views"
+        );
         // A shorter length is sliced from the same map.
-        assert_eq!(seg.view("wrun_view", h).expect("view").len() as u64, h);
+        let short = seg.view("wrun_view", 0, h).expect("view");
+        assert_eq!(short.bytes.len() as u64, h);
         // The map ends with the page: a commit into the next page maps again.
         seg.append(&[7u8; 4096], h + 11).expect("append");
-        let v3 = seg.view("wrun_view", h + 11 + 4096).expect("view");
-        assert_ne!(v1.as_ptr(), v3.as_ptr());
-        assert_eq!(&v3[h as usize..h as usize + 11], b"firstsecond");
+        let v3 = seg.view("wrun_view", 0, h + 11 + 4096).expect("view");
+        assert_ne!(v1.bytes.as_ptr(), v3.bytes.as_ptr());
+        assert_eq!(&v3.bytes[h as usize..h as usize + 11], b"firstsecond");
         // Past the file's end: the file was cut behind our back.
-        let past = seg.view("wrun_view", h + 8192 + 1);
+        let past = seg.view("wrun_view", 0, h + 8192 + 1);
         assert!(matches!(past, Err(Error::Corrupt { .. })), "{past:?}");
+    }
+
+    #[test]
+    fn a_view_maps_from_where_it_is_asked_and_grows_back_to_cover_an_earlier_read() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let seg = new_segment(dir.path());
+        let h = seg.len().expect("len");
+        let body: Vec<u8> = (0..3 * 4096u32).map(|i| (i % 251) as u8).collect();
+        seg.append(&body, h).expect("append");
+        let end = h + body.len() as u64;
+        // Read from the last page on: the map starts there, not at the file's start.
+        let tail = seg.view("wrun_view", h + 2 * 4096 + 10, end).expect("view");
+        assert_eq!(tail.base, h + 2 * 4096 + 10);
+        assert_eq!(tail.bytes.len() as u64, end - tail.base);
+        assert_eq!(&tail.bytes[..], &body[2 * 4096 + 10..]);
+        // A read within it is served by the same map.
+        let within = seg
+            .view("wrun_view", h + 2 * 4096 + 100, end)
+            .expect("view");
+        assert_eq!(
+            (within.base, within.bytes.as_ptr()),
+            (tail.base, tail.bytes.as_ptr())
+        );
+        // A read before it maps from there to the end: both reads in one map from then on.
+        let head = seg.view("wrun_view", h, end).expect("view");
+        assert_eq!(head.base, h);
+        assert_eq!(&head.bytes[..], &body[..]);
+        let again = seg.view("wrun_view", h + 2 * 4096 + 10, end).expect("view");
+        assert_eq!((again.base, again.bytes.as_ptr()), (h, head.bytes.as_ptr()));
     }
 }

@@ -103,6 +103,14 @@ pub trait FsFile: Send + Sync + fmt::Debug {
     fn unlock(&self) -> io::Result<()>;
     /// A read-only view of bytes `[0, len)`. The caller guarantees `len <= self.len()`.
     fn map(&self, len: u64) -> io::Result<Bytes>;
+    /// A read-only view of bytes `[offset, offset + len)`: a map of that window alone where
+    /// the file system maps, so that what the kernel maps around a touched page
+    /// (fault-around) stays within it. The default slices a view of `[0, offset + len)`.
+    /// The caller guarantees `offset + len <= self.len()`.
+    fn map_range(&self, offset: u64, len: u64) -> io::Result<Bytes> {
+        let from = usize::try_from(offset).map_err(|_| io::Error::other("map offset overflows"))?;
+        Ok(self.map(offset.saturating_add(len))?.slice(from..))
+    }
     /// Whether a view from [`FsFile::map`] shows what is written to its bytes later (a
     /// shared memory map), so that a view mapped once can serve later reads of bytes written
     /// after it was taken; `false` when a view is a copy of the bytes as they were.

@@ -266,6 +266,10 @@ impl FsFile for Reopened {
         self.file()?.map(len)
     }
 
+    fn map_range(&self, offset: u64, len: u64) -> io::Result<Bytes> {
+        self.file()?.map_range(offset, len)
+    }
+
     fn maps_are_live(&self) -> bool {
         self.maps_are_live
     }

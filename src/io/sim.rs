@@ -1225,6 +1225,16 @@ impl FsFile for SimFile {
         })
     }
 
+    fn map_range(&self, offset: u64, len: u64) -> io::Result<Bytes> {
+        self.with(Call::Read, |f| {
+            let from = usize::try_from(offset).map_err(|_| os(libc::EINVAL))?;
+            let len = usize::try_from(len).map_err(|_| os(libc::EINVAL))?;
+            let end = from.checked_add(len).ok_or_else(|| os(libc::EINVAL))?;
+            let bytes = f.live.get(from..end).ok_or_else(|| os(libc::EINVAL))?;
+            Ok(Bytes::copy_from_slice(bytes))
+        })
+    }
+
     fn is_unlinked(&self) -> io::Result<bool> {
         self.with(Call::Read, |f| Ok(f.nlink == 0))
     }

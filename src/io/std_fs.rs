@@ -145,19 +145,29 @@ impl FsFile for StdFile {
         fs4::FileExt::unlock(&self.0)
     }
 
-    #[allow(unsafe_code)] // the one memory map of the crate; see the SAFETY note
     fn map(&self, len: u64) -> io::Result<Bytes> {
+        self.map_range(0, len)
+    }
+
+    #[allow(unsafe_code)] // the one memory map of the crate; see the SAFETY note
+    fn map_range(&self, offset: u64, len: u64) -> io::Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());
         }
         let len = usize::try_from(len).map_err(|_| io::Error::other("map length overflows"))?;
-        // SAFETY: runlog maps at most a file's length and only ever touches mapped bytes
-        // below a segment's committed length (a view is sliced to it, `Segment::view`), and
-        // committed bytes are never rewritten or truncated by any runlog process (recovery
-        // truncates only past the last valid batch, which is at or beyond the committed
-        // length; a zero-fill cut back after a failed write, past it too). The map is
-        // read-only and outlives no borrow: `Bytes::from_owner` keeps it alive.
-        let map = unsafe { memmap2::MmapOptions::new().len(len).map(&self.0)? };
+        // SAFETY: runlog maps at most up to a file's length and only ever touches mapped
+        // bytes below a segment's committed length (a view is sliced to it, `Segment::view`),
+        // and committed bytes are never rewritten or truncated by any runlog process
+        // (recovery truncates only past the last valid batch, which is at or beyond the
+        // committed length; a zero-fill cut back after a failed write, past it too). The map
+        // is read-only and outlives no borrow: `Bytes::from_owner` keeps it alive. memmap2
+        // maps from the page `offset` lies in and hands out the bytes from `offset` on.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(len)
+                .map(&self.0)?
+        };
         Ok(Bytes::from_owner(map))
     }
 

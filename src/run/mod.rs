@@ -19,7 +19,7 @@ use crate::event::{EventRef, RunId, Seq};
 use crate::format::{BATCH_LEN_READ_MAX, BatchHeader, CounterSlot, FormatError, decode_batch_each};
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::lock::{self, LOCK_FILE};
-use crate::segment::{Access, Segment};
+use crate::segment::{Access, Segment, View};
 use crate::store_stats::CommitStats;
 use crate::types::{Config, ReadPage, RunInfo};
 
@@ -347,8 +347,9 @@ impl Run {
         };
         for part in &plan.segments {
             // One view (one length check, rule 7) per segment, not per batch.
-            let view = part.seg.view(self.run_str(), part.committed_len)?;
             let locs = plan.batches.get(part.batches.clone()).unwrap_or_default();
+            let from = locs.first().map_or(part.committed_len, |l| l.offset);
+            let view = part.seg.view(self.run_str(), from, part.committed_len)?;
             for loc in locs {
                 next.expect = self.read_batch(&part.seg, &view, loc, &next, sink)?;
             }
@@ -370,21 +371,25 @@ impl Run {
     fn read_batch(
         &self,
         seg: &Segment,
-        view: &bytes::Bytes,
+        view: &View,
         loc: &BatchLoc,
         seqs: &Seqs,
         sink: &mut dyn ReadSink,
     ) -> Result<Seq> {
         let batch = BatchAt {
-            file: view,
-            offset: loc.offset as usize,
+            file: &view.bytes,
+            offset: (loc.offset - view.base) as usize,
             key: seg.header.frame_key(),
             first_seq: loc.first_seq,
             len_max: BATCH_LEN_READ_MAX,
         };
-        let (header, last_kept) = sink
-            .batch(&batch, seqs.expect..=seqs.last)
-            .map_err(|e| format_to_corrupt(self.run_str(), seg, e))?;
+        let (header, last_kept) = sink.batch(&batch, seqs.expect..=seqs.last).map_err(|e| {
+            let e = crate::format::FormatError {
+                offset: view.base + e.offset,
+                ..e
+            };
+            format_to_corrupt(self.run_str(), seg, e)
+        })?;
         if header.count != loc.count {
             let detail = format!(
                 "batch holds {} events, index says {}",
