@@ -404,7 +404,16 @@ fn tail_batch(
         .ok()
         .filter(|&n| n == head.len())?;
     let len = u32::from_le_bytes(head[4..8].try_into().ok()?);
-    if len > len_max {
+    // A length past the file's end is no complete batch, and the bytes it claims must hold
+    // their checksum (read in chunks) before they size a buffer: torn bytes never do.
+    let room = seg.len().ok()?.saturating_sub(at);
+    let mut read = |buf: &mut [u8], off: u64| seg.read_up_to(buf, off);
+    let salt = seg.header.frame_key().salt;
+    if len > len_max
+        || u64::from(len) > room
+        || len < 8
+        || !crate::format::checksum_holds(&mut read, at, u64::from(len), salt)
+    {
         return None;
     }
     let mut buf = vec![0u8; len as usize];
@@ -420,16 +429,14 @@ fn tail_batch(
     .ok()
 }
 
-/// The first valid batch of this segment after the bad bytes at `at` (reads the rest of the
-/// file: only when the tail is not clean).
+/// The first valid batch of this segment after the bad bytes at `at` (only when the tail is
+/// not clean): the rest of the file searched in bounded memory
+/// ([`crate::format::find_batch_after_read`]), however long an outside hand made it.
 fn valid_batch_after(seg: &Segment, at: u64, next_seq: Seq) -> Option<(u64, u64)> {
     let len = seg.len().ok()?;
-    let mut buf = vec![0u8; len.saturating_sub(at) as usize];
-    let n = seg.read_up_to(&mut buf, at).ok()?;
-    buf.truncate(n);
-    let bytes = bytes::Bytes::from(buf);
-    crate::format::find_batch_after(&bytes, 1, seg.header.frame_key(), next_seq)
-        .map(|(off, seq)| (at + off as u64, seq))
+    let mut read = |buf: &mut [u8], off: u64| seg.read_up_to(buf, off);
+    let key = seg.header.frame_key();
+    crate::format::find_batch_after_read(&mut read, at + 1, len, key, next_seq)
 }
 
 /// How many bytes from `at` to the end of the file there are, when any of them is non-zero

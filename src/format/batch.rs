@@ -13,7 +13,7 @@ use super::compact::{
 };
 use super::{
     BATCH_HEADER_LEN, BATCH_MAGIC, BATCH_TRAILER_LEN, EVENT_HEADER_LEN, FormatError, checksum,
-    u16_at, u32_at, u64_at,
+    checksum_hasher, u16_at, u32_at, u64_at,
 };
 use crate::event::{CORRELATION_ID_LEN_MAX, Event, EventRef, KEY_LEN_MAX, KIND_LEN_MAX};
 
@@ -260,23 +260,113 @@ pub fn find_batch_after(
     key: FrameKey,
     first_seq_min: u64,
 ) -> Option<(usize, u64)> {
+    let mut read = |buf: &mut [u8], at: u64| -> std::io::Result<usize> {
+        let rest = usize::try_from(at)
+            .ok()
+            .and_then(|at| file.get(at..))
+            .unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    };
+    let end = file.len() as u64;
+    let (pos, seq) = find_batch_after_read(&mut read, from as u64, end, key, first_seq_min)?;
+    Some((usize::try_from(pos).ok()?, seq))
+}
+
+/// Positioned reads of a file: `read(buf, at)` fills `buf` from byte `at` as far as the file
+/// goes and returns how many bytes it read (0 at the end).
+pub type ReadAt<'a> = dyn FnMut(&mut [u8], u64) -> std::io::Result<usize> + 'a;
+
+/// [`find_batch_after`] over the bytes `from .. end` of a file read through `read`, in
+/// bounded memory whatever the file's length or the lengths its bytes claim: the bytes are
+/// scanned 1 MiB at a time, and a candidate's checksum is computed over its bytes read in
+/// chunks. A read that fails ends the search (`None`). Verify searches a torn tail with it,
+/// which it reads without the run lock (a map could outlive a concurrent cut: `SIGBUS`).
+pub fn find_batch_after_read(
+    read: &mut ReadAt<'_>,
+    from: u64,
+    end: u64,
+    key: FrameKey,
+    first_seq_min: u64,
+) -> Option<(u64, u64)> {
+    const CHUNK: usize = 1 << 20;
+    // The magic, `len` and `first_seq`: what is judged before the checksum is computed.
+    const HEAD: usize = 16;
     let magic = key.magic().to_le_bytes();
+    let room = usize::try_from(end.saturating_sub(from)).unwrap_or(usize::MAX);
+    let mut buf = vec![0u8; room.min(CHUNK + HEAD)];
     let mut at = from;
-    while let Some(rest) = file.get(at..) {
-        let hit = rest.windows(4).position(|w| w == magic)?;
-        let pos = at + hit;
-        let b = &file[pos..];
-        let len = b.get(4..8).map(|l| u32_at(l, 0) as usize).unwrap_or(0);
-        if len >= 16 + BATCH_TRAILER_LEN && len <= b.len() {
-            let crc_at = len - BATCH_TRAILER_LEN;
-            let first_seq = u64_at(b, 8);
-            if u32_at(b, crc_at) == checksum(key.salt, &b[..crc_at]) && first_seq >= first_seq_min {
-                return Some((pos, first_seq));
+    while at < end {
+        let want = usize::try_from(end - at)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = read_full(read, &mut buf[..want], at).ok()?;
+        // Candidates start where their 16 bytes are all read; the next chunk starts at the
+        // first one that was not (the chunks overlap by 15 bytes).
+        let scan = n.checked_sub(HEAD - 1).filter(|&s| s > 0)?;
+        let mut i = 0;
+        while let Some(hit) = buf[i..scan + 3].windows(4).position(|w| w == magic) {
+            let pos = i + hit;
+            let len = u64::from(u32_at(&buf, pos + 4));
+            let first_seq = u64_at(&buf, pos + 8);
+            let start = at + pos as u64;
+            if len >= (HEAD + BATCH_TRAILER_LEN) as u64
+                && len <= end - start
+                && first_seq >= first_seq_min
+                && checksum_holds(read, start, len, key.salt)
+            {
+                return Some((start, first_seq));
+            }
+            i = pos + 1;
+            if i >= scan {
+                break;
             }
         }
-        at = pos + 1;
+        if n < want {
+            return None;
+        }
+        at += scan as u64;
     }
     None
+}
+
+/// Fills `buf` from `at` as far as the file goes; the bytes read.
+fn read_full(read: &mut ReadAt<'_>, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        let got = read(&mut buf[n..], at + n as u64)?;
+        if got == 0 {
+            break;
+        }
+        n += got;
+    }
+    Ok(n)
+}
+
+/// Whether the `len` bytes at `start` of a file read through `read` end with the checksum
+/// (seeded with `salt`) of the bytes before it, computed over chunks of 64 KiB: a batch's
+/// checksum checked before anything is sized by the length its header claims.
+pub fn checksum_holds(read: &mut ReadAt<'_>, start: u64, len: u64, salt: u32) -> bool {
+    let body = len - BATCH_TRAILER_LEN as u64;
+    let mut chunk = vec![0u8; usize::try_from(body).unwrap_or(usize::MAX).min(64 << 10)];
+    let mut h = checksum_hasher(salt);
+    let mut done = 0u64;
+    while done < body {
+        let n = usize::try_from(body - done)
+            .unwrap_or(usize::MAX)
+            .min(chunk.len());
+        match read_full(read, &mut chunk[..n], start + done) {
+            Ok(got) if got == n => h.update(&chunk[..n]),
+            _ => return false,
+        }
+        done += n as u64;
+    }
+    let mut stored = [0u8; BATCH_TRAILER_LEN];
+    matches!(
+        read_full(read, &mut stored, start + body),
+        Ok(BATCH_TRAILER_LEN)
+    ) && u32::from_le_bytes(stored) == h.finalize()
 }
 
 /// The length, first seq and count of the batch whose first bytes are `head` (at least

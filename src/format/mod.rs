@@ -9,8 +9,8 @@ mod index;
 mod summary;
 
 pub use batch::{
-    BatchHeader, BatchView, EncodedEvent, FrameKey, decode_batch, decode_batch_each, encode_batch,
-    find_batch_after, peek_batch,
+    BatchHeader, BatchView, EncodedEvent, FrameKey, ReadAt, checksum_holds, decode_batch,
+    decode_batch_each, encode_batch, find_batch_after, find_batch_after_read, peek_batch,
 };
 pub use header::{CounterSlot, EntriesRecord, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{
@@ -144,9 +144,14 @@ pub(crate) fn check_frame(
 
 /// crc32 (IEEE, crc32fast) of `bytes` with the initial state `seed`.
 pub fn checksum(seed: u32, bytes: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new_with_initial(seed);
+    let mut h = checksum_hasher(seed);
     h.update(bytes);
     h.finalize()
+}
+
+/// [`checksum`]'s state before any byte, for bytes that come in parts.
+pub(crate) fn checksum_hasher(seed: u32) -> crc32fast::Hasher {
+    crc32fast::Hasher::new_with_initial(seed)
 }
 
 #[cfg(test)]

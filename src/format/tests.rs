@@ -1040,3 +1040,60 @@ fn v2_event_ids_read_back_whole_at_the_edges_of_time_and_randomness() {
 
 /// The largest time a ULID holds (48 bits), as the codec bounds it.
 const ID_TIME_MAX_FOR_TESTS: u64 = (1 << 48) - 1;
+
+/// A batch placed at `pos` in `len` bytes of filler that holds the magic everywhere (every
+/// 4-byte window is a candidate whose length or checksum fails).
+fn batch_in_filler(len: usize, pos: usize) -> Bytes {
+    let golden = unhex(BATCH_V2_MULTI_HEX);
+    let magic = super::compact::BATCH_MAGIC_V2.to_le_bytes();
+    let mut file: Vec<u8> = (0..len).map(|i| magic[i % 4]).collect();
+    file[pos..pos + golden.len()].copy_from_slice(&golden);
+    Bytes::from(file)
+}
+
+#[test]
+fn a_batch_is_found_after_bad_bytes_wherever_it_lies_against_the_search_chunks() {
+    const MIB: usize = 1 << 20;
+    // Around the 1 MiB chunk boundary (the header straddling it at every byte), and far.
+    for pos in (MIB - 20..MIB + 4).chain([5, 2 * MIB - 15 - 97, 2 * MIB + 1000]) {
+        let file = batch_in_filler(2 * MIB + 2048, pos);
+        assert_eq!(
+            find_batch_after(&file, 0, V2, 2),
+            Some((pos, 2)),
+            "batch at {pos}"
+        );
+        assert_eq!(find_batch_after(&file, pos + 1, V2, 2), None, "after {pos}");
+        assert_eq!(
+            find_batch_after(&file, 0, V2, 3),
+            None,
+            "seq above it, at {pos}"
+        );
+        // The file's end is the search's end: a batch cut by it is not found.
+        let cut = file.slice(..pos + 96);
+        assert_eq!(find_batch_after(&cut, 0, V2, 2), None, "cut, at {pos}");
+    }
+}
+
+#[test]
+fn a_length_claimed_past_the_files_end_sizes_nothing_in_the_search() {
+    // A candidate claiming 4 GiB in a 64 KiB file: not read, not allocated (the search's own
+    // buffers are bounded by the file's length and 1 MiB).
+    let mut file = vec![0u8; 64 << 10];
+    file[..4].copy_from_slice(&super::compact::BATCH_MAGIC_V2.to_le_bytes());
+    file[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    let mut reads = 0u64;
+    let mut read = |buf: &mut [u8], at: u64| -> std::io::Result<usize> {
+        reads += buf.len() as u64;
+        let rest = file.get(at as usize..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    };
+    assert_eq!(find_batch_after_read(&mut read, 0, 64 << 10, V2, 1), None);
+    // Once each, but for the 15 bytes the chunks overlap by.
+    assert_eq!(
+        reads,
+        (64 << 10) + 15,
+        "the bytes were read once, nothing more"
+    );
+}
