@@ -9,7 +9,7 @@ mod index;
 mod summary;
 
 pub use batch::{
-    BatchHeader, BatchView, EncodedEvent, FrameKey, ReadAt, checksum_holds, decode_batch,
+    BatchHeader, BatchView, EncodedEvent, FrameKey, checksum_holds, decode_batch,
     decode_batch_each, encode_batch, find_batch_after, find_batch_after_read, peek_batch,
 };
 pub use header::{CounterSlot, EntriesRecord, SegmentHeader, next_header_generation, pick_slot};
