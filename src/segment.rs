@@ -112,6 +112,28 @@ pub(crate) struct Segment {
     view: Mutex<View>,
 }
 
+/// The index of segment `binding.segment_index` of `run` in `dir` when it is a valid one bound
+/// to `binding` ([`Segment::open_index`]; a parked segment's, `crate::run::state`, without
+/// the segment itself). A sealed segment's index keeps no descriptor while idle.
+pub(crate) fn open_index_of(
+    fs: &dyn Fs,
+    dir: &Path,
+    run: &str,
+    binding: &IndexBinding,
+    sealed: bool,
+    cache: &Arc<PageCache>,
+) -> Option<SegmentIndex> {
+    let path = dir.join(index_name(binding.segment_index));
+    let f = fs.open(&path, OpenMode::Read).ok()?;
+    // A sealed segment's index is final: its descriptor need not stay open while idle (an
+    // open segment's index is replaced at its seal, so it keeps its own).
+    let f = match sealed {
+        true => crate::io::idle(fs, &path, OpenMode::Read, f, crate::io::Sameness::Content),
+        false => f,
+    };
+    SegmentIndex::open(f, Arc::from(run), path, binding, cache.clone())
+}
+
 /// Read-only bytes of a segment file from `base` on: byte `i` of `bytes` is byte `base + i`
 /// of the file.
 #[derive(Clone, Debug, Default)]
@@ -643,21 +665,8 @@ impl Segment {
         cache: &Arc<PageCache>,
     ) -> Option<SegmentIndex> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        let path = dir.join(index_name(self.header.segment_index));
-        let f = fs.open(&path, OpenMode::Read).ok()?;
-        // A sealed segment's index is final: its descriptor need not stay open while idle
-        // (an open segment's index is replaced at its seal, so it keeps its own).
-        let f = match counter.sealed {
-            true => crate::io::idle(fs, &path, OpenMode::Read, f, crate::io::Sameness::Content),
-            false => f,
-        };
-        SegmentIndex::open(
-            f,
-            Arc::from(self.header.run_id.as_str()),
-            path,
-            &self.index_binding(counter, last_batch_crc),
-            cache.clone(),
-        )
+        let binding = self.index_binding(counter, last_batch_crc);
+        open_index_of(fs, dir, &self.header.run_id, &binding, counter.sealed, cache)
     }
 
     /// This segment's index when one whose binding `accept` judges exists (the open

@@ -2,7 +2,8 @@
 //! a sealed segment served by its index, the view keeps only what opens that segment again
 //! and checks it (its position, salt and base seq, its counter), not the segment's file,
 //! header and index (`RunState::compact`, "parked"). A read or a key lookup that reaches it
-//! opens it again; a file removed or replaced since is refused (`Io`, `NotFound`), never read.
+//! opens it again; a file removed or replaced since is refused (`Io`, `NotFound`), never read;
+//! a full read keeps only the last few segments it opened again, with their maps.
 //!
 //! The heap is counted by this binary's allocator (`common/largest_allocation.rs`): its tests
 //! take turns (`SERIAL`), so that one's allocations never land in another's count.
@@ -104,6 +105,14 @@ fn the_heap_of_an_open_run_does_not_grow_with_its_sealed_segments() {
         }
     }
     assert_eq!(after, long_store.last_seq(&long).unwrap());
+    // And do not all come back: the view keeps the last few it opened again (4), besides the
+    // first and the last segment, each with its map.
+    let maps = std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("/runs/long/seg-"))
+        .count();
+    assert!(maps <= 6, "a full read left {maps} maps of the run's 13 segments");
 }
 
 #[test]

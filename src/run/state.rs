@@ -8,11 +8,12 @@
 //! `keys` and `ids`. Those between the first and the last are parked once the chain has grown
 //! past them ([`SegState`]): the view keeps ~130 bytes of each, not its file, header and index.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use parking_lot::Mutex;
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
@@ -24,7 +25,10 @@ use crate::format::{
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile};
-use crate::segment::{Access, CommitSlots, Counter, Segment, segment_name};
+use crate::segment::{Access, CommitSlots, Counter, Segment, open_index_of, segment_name};
+
+/// Most parked segments a view keeps opened again ([`RunState::segment`]).
+const REOPENED_MAX: usize = 4;
 
 /// Most entries reserved in the dedupe maps ahead of a settle (a counter is not trusted for
 /// more: the maps grow as the batches are read).
@@ -51,12 +55,15 @@ impl BatchLoc {
 /// A sealed segment served by its index, between the first and the last, is *parked* once
 /// the chain has grown past it ([`RunState::compact`]): its file, header and index are let go
 /// of, and only what opens and checks them again is kept (its position, salt and base seq, its
-/// counter), so that a run's memory does not grow with its segments. [`RunState::segment`] and
-/// [`RunState::index_at`] open a parked segment again when a read or a lookup reaches it.
+/// counter), so that a run's memory does not grow with its segments. [`RunState::segment`]
+/// opens a parked segment again when a read reaches it, and keeps the last few opened
+/// ([`REOPENED_MAX`]); [`RunState::index_at`] opens its index (without the segment) when a
+/// read or a lookup needs it, and keeps it until the next park: a writer's keyed appends look
+/// up every index.
 #[derive(Debug)]
 pub(crate) struct SegState {
     /// The segment while it is not parked (always the first and the last).
-    seg: OnceLock<Arc<Segment>>,
+    seg: Option<Arc<Segment>>,
     /// Its position in the chain (1-based; its file's name).
     pub(crate) number: u32,
     /// The seed of its checksums: a file opened again must have it, as must its base seq.
@@ -89,13 +96,13 @@ impl SegState {
             header_generation: 0,
             file_len: 0,
             index: OnceLock::new(),
-            seg: OnceLock::from(seg),
+            seg: Some(seg),
         }
     }
 
     /// The segment, unless it is parked.
     pub(crate) fn open_segment(&self) -> Option<&Arc<Segment>> {
-        self.seg.get()
+        self.seg.as_ref()
     }
 
     /// Its file's name.
@@ -136,6 +143,10 @@ pub(crate) struct RunState {
     dir: PathBuf,
     run: Arc<str>,
     fs: Arc<dyn Fs>,
+    /// Parked segments opened again by reads, by position, the most recently used last: at
+    /// most [`REOPENED_MAX`] (a full read of a long run does not bring back every segment
+    /// and its map).
+    reopened: Mutex<VecDeque<(usize, Arc<Segment>)>>,
     /// How many leading segments are served by their index; `batches`, `keys` and `ids` hold
     /// only the segments after them.
     pub(crate) indexed: usize,
@@ -218,6 +229,7 @@ impl RunState {
             first,
             dir,
             fs,
+            reopened: Mutex::default(),
             indexed: 0,
             batches: Vec::new(),
             keys: KeyMap::default(),
@@ -243,8 +255,16 @@ impl RunState {
     /// [`Error::Io`]; what [`Segment::open`] reports of its header.
     pub(crate) fn segment(&self, pos: usize) -> Result<Arc<Segment>> {
         let s = &self.segments[pos];
-        if let Some(seg) = s.seg.get() {
+        if let Some(seg) = &s.seg {
             return Ok(seg.clone());
+        }
+        let mut reopened = self.reopened.lock();
+        if let Some(at) = reopened.iter().position(|(p, _)| *p == pos)
+            && let Some(entry) = reopened.remove(at)
+        {
+            let seg = entry.1.clone();
+            reopened.push_back(entry);
+            return Ok(seg);
         }
         let fs = self.fs.as_ref();
         let path = self.dir.join(s.name());
@@ -262,7 +282,12 @@ impl RunState {
             return Err(gone("was replaced by another file"));
         }
         seg.release(fs);
-        Ok(s.seg.get_or_init(|| Arc::new(seg)).clone())
+        let seg = Arc::new(seg);
+        reopened.push_back((pos, seg.clone()));
+        if reopened.len() > REOPENED_MAX {
+            reopened.pop_front();
+        }
+        Ok(seg)
     }
 
     /// The last segment (never parked).
@@ -274,7 +299,8 @@ impl RunState {
     }
 
     /// The index of segment `pos` when it is served by one (`pos < indexed`), opened again
-    /// (with its segment) when it is parked.
+    /// when it is parked (bound to the segment's salt, base seq and sealed counter, as at
+    /// open: the segment itself is not opened).
     ///
     /// # Errors
     /// As [`Self::segment`]; [`Error::Io`] (`NotFound`) when the index is no longer a valid
@@ -287,8 +313,17 @@ impl RunState {
         if let Some(index) = s.index.get() {
             return Ok(Some(index.clone()));
         }
-        let seg = self.segment(pos)?;
-        let Some(index) = seg.open_index(self.fs.as_ref(), &s.counter, 0, &self.cache) else {
+        let binding = IndexBinding {
+            salt: s.salt,
+            segment_index: s.number,
+            base_seq: s.base_seq,
+            last_seq: s.counter.last_seq,
+            committed_len: s.counter.committed_len,
+            last_batch_crc: 0,
+        };
+        let fs = self.fs.as_ref();
+        let opened = open_index_of(fs, &self.dir, &self.run, &binding, true, &self.cache);
+        let Some(index) = opened else {
             let path = self.dir.join(crate::segment::index_name(s.number));
             let detail = format!(
                 "{} is missing or no longer its segment's index since the run was opened",
@@ -304,7 +339,7 @@ impl RunState {
     fn park(&mut self) {
         let last = self.segments.len() - 1;
         for s in self.segments[..self.indexed.min(last)].iter_mut().skip(1) {
-            s.seg.take();
+            s.seg = None;
             s.index.take();
         }
     }
