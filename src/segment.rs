@@ -666,7 +666,14 @@ impl Segment {
     ) -> Option<SegmentIndex> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let binding = self.index_binding(counter, last_batch_crc);
-        open_index_of(fs, dir, &self.header.run_id, &binding, counter.sealed, cache)
+        open_index_of(
+            fs,
+            dir,
+            &self.header.run_id,
+            &binding,
+            counter.sealed,
+            cache,
+        )
     }
 
     /// This segment's index when one whose binding `accept` judges exists (the open

@@ -112,7 +112,10 @@ fn the_heap_of_an_open_run_does_not_grow_with_its_sealed_segments() {
         .lines()
         .filter(|l| l.contains("/runs/long/seg-"))
         .count();
-    assert!(maps <= 6, "a full read left {maps} maps of the run's 13 segments");
+    assert!(
+        maps <= 6,
+        "a full read left {maps} maps of the run's 13 segments"
+    );
 }
 
 #[test]
@@ -189,6 +192,34 @@ fn a_parked_segment_serves_reads_and_key_lookups_and_one_replaced_is_refused() {
     // Put back, it serves again; removed, it is refused.
     std::fs::write(&seg2, &kept).unwrap();
     assert_eq!(reader.read(&run, seq - 1, 1).unwrap().events[0].seq, seq);
+    // A parked segment's index damaged since the open (a byte of its page 0 flipped): the
+    // read that needs it fails `Corrupt` naming it; removed, `Io` `NotFound`; put back whole,
+    // it serves.
+    let b3 = counts.iter().position(|&n| n == 3).unwrap() as u64;
+    let seq3 = b3 * PER_BATCH + 50;
+    let idx3 = dir.path().join("runs/run/seg-00000003.idx");
+    let whole = std::fs::read(&idx3).unwrap();
+    let index_reader = Store::open_read_only(dir.path(), config()).unwrap();
+    assert_eq!(index_reader.last_seq(&run).unwrap(), last + 1);
+    let mut flipped = whole.clone();
+    flipped[100] ^= 0x10;
+    std::fs::write(&idx3, &flipped).unwrap();
+    match index_reader.read(&run, seq3 - 1, 1) {
+        Err(Error::Corrupt { segment, .. }) => assert_eq!(segment, "seg-00000003.idx"),
+        other => panic!("a damaged index of a parked segment served: {other:?}"),
+    }
+    std::fs::remove_file(&idx3).unwrap();
+    match index_reader.read(&run, seq3 - 1, 1) {
+        Err(Error::Io { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{source}")
+        }
+        other => panic!("a removed index of a parked segment served: {other:?}"),
+    }
+    std::fs::write(&idx3, &whole).unwrap();
+    assert_eq!(
+        index_reader.read(&run, seq3 - 1, 1).unwrap().events[0].seq,
+        seq3
+    );
     let reader = Store::open_read_only(dir.path(), config()).unwrap();
     assert_eq!(reader.last_seq(&run).unwrap(), last + 1);
     std::fs::remove_file(&seg2).unwrap();

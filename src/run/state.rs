@@ -324,13 +324,24 @@ impl RunState {
         let fs = self.fs.as_ref();
         let opened = open_index_of(fs, &self.dir, &self.run, &binding, true, &self.cache);
         let Some(index) = opened else {
-            let path = self.dir.join(crate::segment::index_name(s.number));
-            let detail = format!(
-                "{} is missing or no longer its segment's index since the run was opened",
-                path.display()
-            );
-            let e = io::Error::new(io::ErrorKind::NotFound, detail);
-            return Err(Error::io("opening index", &path, e));
+            // Gone since the open (as a file replaced is, `Io` `NotFound`), or there but no
+            // longer a valid index of this seal: its page 0 damaged or another's (`Corrupt`
+            // naming it, as a damaged page found by a lookup is; removing it has it rebuilt).
+            let name = crate::segment::index_name(s.number);
+            let path = self.dir.join(&name);
+            return Err(match fs.open(&path, crate::io::OpenMode::Read) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let detail = format!("{} was removed since the run was opened", path.display());
+                    let e = io::Error::new(io::ErrorKind::NotFound, detail);
+                    Error::io("opening index", &path, e)
+                }
+                Err(e) => Error::io("opening index", &path, e),
+                Ok(_) => {
+                    let detail = "index page 0 fails its checks or binds another seal since the \
+                                  run was opened (remove the file to have it rebuilt)";
+                    Error::corrupt(&self.run, &name, 0, detail.to_string())
+                }
+            });
         };
         Ok(Some(s.index.get_or_init(|| Arc::new(index)).clone()))
     }
