@@ -13,8 +13,8 @@ use bytes::Bytes;
 
 mod pool;
 mod std_fs;
-pub(crate) use pool::idle;
 pub use pool::{Descriptors, Sameness, Shared};
+pub(crate) use pool::{Recent, idle};
 pub use std_fs::{Probe, StdFs, probe_file, probe_path};
 
 #[cfg(feature = "sim")]

@@ -45,11 +45,71 @@ fn fingerprint(file: &dyn FsFile) -> io::Result<((u64, u64), u64)> {
     Ok((file.identity()?, h.finish()))
 }
 
+/// A bounded set of values by key, the least recently used out first: the idle files'
+/// descriptors ([`Descriptors`]) and a run's parked segments opened again
+/// (`crate::run::state`).
+#[derive(Debug)]
+pub(crate) struct Recent<K, V> {
+    max: usize,
+    entries: Mutex<VecDeque<(K, V)>>,
+}
+
+impl<K: PartialEq, V: Clone> Recent<K, V> {
+    /// A set holding at most `max` values (at least 1).
+    pub(crate) fn new(max: usize) -> Recent<K, V> {
+        Recent {
+            max: max.max(1),
+            entries: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// How many values it holds now.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    /// The value of `key`, now the most recently used.
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
+        let mut entries = self.entries.lock();
+        let at = entries.iter().position(|(k, _)| k == key)?;
+        let entry = entries.remove(at)?;
+        let value = entry.1.clone();
+        entries.push_back(entry);
+        Some(value)
+    }
+
+    /// Holds `value` under `key` (in place of one held there), the most recently used; the
+    /// values that fell out are returned, to be dropped outside the lock.
+    #[must_use = "the values that fell out are dropped by the caller, outside the lock"]
+    pub(crate) fn put(&self, key: K, value: V) -> Vec<V> {
+        let mut entries = self.entries.lock();
+        entries.retain(|(k, _)| *k != key);
+        entries.push_back((key, value));
+        let over = entries.len().saturating_sub(self.max);
+        entries.drain(..over).map(|(_, v)| v).collect()
+    }
+
+    /// Lets go of `key`'s value, returned to be dropped outside the lock.
+    pub(crate) fn forget(&self, key: &K) -> Option<V> {
+        let mut entries = self.entries.lock();
+        let at = entries.iter().position(|(k, _)| k == key)?;
+        entries.remove(at).map(|(_, v)| v)
+    }
+
+    /// The keys held, the least recently used first.
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> Vec<K>
+    where
+        K: Clone,
+    {
+        self.entries.lock().iter().map(|(k, _)| k.clone()).collect()
+    }
+}
+
 /// A bounded set of open descriptors, least recently used first.
 #[derive(Debug)]
 pub struct Descriptors {
-    max: usize,
-    open: Mutex<VecDeque<(u64, Arc<dyn FsFile>)>>,
+    open: Recent<u64, Arc<dyn FsFile>>,
     next_key: AtomicU64,
 }
 
@@ -57,46 +117,27 @@ impl Descriptors {
     /// A set holding at most `max` descriptors open (at least 1).
     pub fn new(max: usize) -> Descriptors {
         Descriptors {
-            max: max.max(1),
-            open: Mutex::new(VecDeque::new()),
+            open: Recent::new(max),
             next_key: AtomicU64::new(1),
         }
     }
 
     /// How many descriptors it holds open now.
     pub fn held(&self) -> usize {
-        self.open.lock().len()
+        self.open.len()
     }
 
     fn get(&self, key: u64) -> Option<Arc<dyn FsFile>> {
-        let mut open = self.open.lock();
-        let at = open.iter().position(|(k, _)| *k == key)?;
-        let entry = open.remove(at)?;
-        let file = entry.1.clone();
-        open.push_back(entry);
-        Some(file)
+        self.open.get(&key)
     }
 
     fn put(&self, key: u64, file: Arc<dyn FsFile>) {
-        let evicted = {
-            let mut open = self.open.lock();
-            open.retain(|(k, _)| *k != key);
-            open.push_back((key, file));
-            let over = open.len().saturating_sub(self.max);
-            open.drain(..over).collect::<Vec<_>>()
-        };
         // Closed outside the lock.
-        drop(evicted);
+        drop(self.open.put(key, file));
     }
 
     fn forget(&self, key: u64) {
-        let gone = {
-            let mut open = self.open.lock();
-            open.iter()
-                .position(|(k, _)| *k == key)
-                .and_then(|at| open.remove(at))
-        };
-        drop(gone);
+        drop(self.open.forget(&key));
     }
 }
 
@@ -341,7 +382,7 @@ mod tests {
         // f0 was evicted by f2: read, it is opened again (and f1, now oldest, closed).
         assert_eq!(first_bytes(files[0].as_ref()).unwrap(), "file 0 ");
         assert_eq!(shared.descriptors.held(), 2);
-        let keys: Vec<u64> = shared.descriptors.open.lock().iter().map(|e| e.0).collect();
+        let keys: Vec<u64> = shared.descriptors.open.keys();
         assert_eq!(keys, [3, 1], "f2 then f0 held, f1 closed");
         for (i, f) in files.iter().enumerate() {
             assert_eq!(first_bytes(f.as_ref()).unwrap(), format!("file {i} "));

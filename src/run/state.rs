@@ -8,12 +8,11 @@
 //! `keys` and `ids`. Those between the first and the last are parked once the chain has grown
 //! past them ([`SegState`]): the view keeps ~130 bytes of each, not its file, header and index.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::Mutex;
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
@@ -24,7 +23,7 @@ use crate::format::{
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
-use crate::io::{Fs, FsFile};
+use crate::io::{Fs, FsFile, Recent};
 use crate::segment::{Access, CommitSlots, Counter, Segment, open_index_of, segment_name};
 
 /// Most parked segments a view keeps opened again ([`RunState::segment`]).
@@ -146,7 +145,7 @@ pub(crate) struct RunState {
     /// Parked segments opened again by reads, by position, the most recently used last: at
     /// most [`REOPENED_MAX`] (a full read of a long run does not bring back every segment
     /// and its map).
-    reopened: Mutex<VecDeque<(usize, Arc<Segment>)>>,
+    reopened: Recent<usize, Arc<Segment>>,
     /// How many leading segments are served by their index; `batches`, `keys` and `ids` hold
     /// only the segments after them.
     pub(crate) indexed: usize,
@@ -229,7 +228,7 @@ impl RunState {
             first,
             dir,
             fs,
-            reopened: Mutex::default(),
+            reopened: Recent::new(REOPENED_MAX),
             indexed: 0,
             batches: Vec::new(),
             keys: KeyMap::default(),
@@ -258,12 +257,7 @@ impl RunState {
         if let Some(seg) = &s.seg {
             return Ok(seg.clone());
         }
-        let mut reopened = self.reopened.lock();
-        if let Some(at) = reopened.iter().position(|(p, _)| *p == pos)
-            && let Some(entry) = reopened.remove(at)
-        {
-            let seg = entry.1.clone();
-            reopened.push_back(entry);
+        if let Some(seg) = self.reopened.get(&pos) {
             return Ok(seg);
         }
         let fs = self.fs.as_ref();
@@ -283,10 +277,7 @@ impl RunState {
         }
         seg.release(fs);
         let seg = Arc::new(seg);
-        reopened.push_back((pos, seg.clone()));
-        if reopened.len() > REOPENED_MAX {
-            reopened.pop_front();
-        }
+        drop(self.reopened.put(pos, seg.clone()));
         Ok(seg)
     }
 
@@ -997,12 +988,9 @@ impl RunState {
         }
         ids.sort_unstable();
         ids.dedup();
-        let mut indexes = Vec::with_capacity(self.indexed + 1);
-        for pos in 0..self.indexed {
-            indexes.extend(self.index_at(pos)?);
-        }
-        indexes.extend(self.open_index.as_ref().map(|o| o.index.clone()));
-        for index in &indexes {
+        let open = self.open_index.as_ref().map(|o| Ok(Some(o.index.clone())));
+        for index in (0..self.indexed).map(|pos| self.index_at(pos)).chain(open) {
+            let Some(index) = index? else { continue };
             for k in &keys {
                 if !found.by_key.contains_key(*k)
                     && let Some(seq) = index.seq_of_key(k)?
