@@ -20,7 +20,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
-targets=(decode frame_v2 crash_recovery model)
+targets=(decode frame_v2 frame_v3 crash_recovery model)
 cargo +nightly fuzz build
 
 # libFuzzer limits: a hang (10 s), a big allocation (512 MiB; no length read from the

@@ -548,7 +548,7 @@ impl Segment {
         let mut head = [0u8; 8];
         self.read_exact(&mut head, offset)
             .map_err(|e| Error::io("reading", &self.path, e))?;
-        let len = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
+        let len = self.header.frame_key().batch_len(&head).unwrap_or(0);
         if len > end.saturating_sub(offset) || len < head.len() as u64 {
             let detail = format!(
                 "batch length {len} at offset {offset} does not fit the committed length {end}"

@@ -11,7 +11,9 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::event::{RunId, Seq};
-use crate::format::{HEADER_LEN, INDEX_PAGE_LEN, IndexedBatch, decode_batch, encode_index};
+use crate::format::{
+    FrameKey, HEADER_LEN, INDEX_PAGE_LEN, IndexedBatch, decode_batch, encode_index,
+};
 use crate::index::PageCache;
 use crate::io::{Fs, FsFile, OpenMode};
 use crate::segment::{Access, Segment, index_name};
@@ -155,7 +157,7 @@ fn verify_segment(
             Ok(b) => {
                 let batch_last = b.header.first_seq + u64::from(b.header.count) - 1;
                 if slot.sealed || open_bound.is_some_and(|o| batch_last <= o.last_seq) {
-                    content.add(&b, at);
+                    content.add(&b, at, seg.header.frame_key());
                 }
                 *last_seq += u64::from(b.header.count);
                 report.events += u64::from(b.header.count);
@@ -210,19 +212,25 @@ fn verify_segment(
 struct IndexContent {
     batches: Vec<IndexedBatch>,
     ids: Vec<(Ulid, Seq)>,
+    /// The largest event id, derived ones included.
+    max_id: Ulid,
     keys: Vec<(String, Seq)>,
     seen_keys: std::collections::HashSet<String>,
 }
 
 impl IndexContent {
-    fn add(&mut self, b: &crate::format::BatchView, offset: u64) {
+    fn add(&mut self, b: &crate::format::BatchView, offset: u64, key: FrameKey) {
         self.batches.push(IndexedBatch {
             first_seq: b.header.first_seq,
             offset,
             count: b.header.count,
         });
         for e in &b.events {
-            self.ids.push((e.event_id, e.seq));
+            self.max_id = self.max_id.max(e.event_id);
+            // An id the segment derives from its seq is in no index (SPEC §9).
+            if !key.derives_id(e.seq, e.created_at_ms, e.event_id) {
+                self.ids.push((e.event_id, e.seq));
+            }
             if let Some(k) = e.key.as_deref()
                 && self.seen_keys.insert(k.to_string())
             {
@@ -261,12 +269,7 @@ fn verify_index(
         });
         return;
     };
-    let max_id = content
-        .ids
-        .iter()
-        .map(|(i, _)| *i)
-        .max()
-        .unwrap_or_default();
+    let max_id = content.max_id;
     let mut keys: Vec<(&str, Seq)> = content.keys.iter().map(|(k, s)| (k.as_str(), *s)).collect();
     let want = encode_index(
         index.version(),
@@ -403,7 +406,7 @@ fn tail_batch(
     seg.read_up_to(&mut head, at)
         .ok()
         .filter(|&n| n == head.len())?;
-    let len = u32::from_le_bytes(head[4..8].try_into().ok()?);
+    let len = u32::try_from(seg.header.frame_key().batch_len(&head)?).ok()?;
     // A length past the file's end is no complete batch, and the bytes it claims must hold
     // their checksum (read in chunks) before they size a buffer: torn bytes never do.
     let room = seg.len().ok()?.saturating_sub(at);

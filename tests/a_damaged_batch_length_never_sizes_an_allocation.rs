@@ -10,6 +10,8 @@
 //!
 //! The largest single allocation is measured by a counting allocator around the system one.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
@@ -32,18 +34,14 @@ fn fact(i: usize) -> NewEvent {
     NewEvent::new("step_completed", format!("{{\"i\":{i}}}")).key(format!("k{i}"))
 }
 
-/// The offset of the batch holding the fact `{"i":<i>`: the last batch magic before it.
+/// The offset of the batch holding the fact `{"i":<i>`.
 fn batch_of(bytes: &[u8], i: usize) -> usize {
     let needle = format!("{{\"i\":{i}}}");
     let at = bytes
         .windows(needle.len())
         .position(|w| w == needle.as_bytes())
         .unwrap();
-    let magic = &bytes[4096..4100];
-    (4096..at)
-        .rev()
-        .find(|&o| &bytes[o..o + 4] == magic)
-        .unwrap()
+    common::batch_holding(bytes, at)
 }
 
 /// Writes `u32::MAX` over the length field of the batch holding fact `i`.
@@ -51,7 +49,7 @@ fn damage_length_of(root: &Path, i: usize) -> u64 {
     let path = root.join("runs/r/seg-00000001.log");
     let mut bytes = std::fs::read(&path).unwrap();
     let at = batch_of(&bytes, i);
-    bytes[at + 4..at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    common::set_batch_len(&mut bytes, at, u32::MAX);
     std::fs::write(&path, &bytes).unwrap();
     at as u64
 }
@@ -153,7 +151,7 @@ fn a_backup_of_a_counter_claiming_more_than_its_file_allocates_no_more_than_the_
     {
         let store = Store::open(&root, config.clone()).unwrap();
         store.create_run(&run()).unwrap();
-        for i in 0..100 {
+        for i in 0..400 {
             store.append_facts(&run(), vec![fact(i)]).unwrap();
         }
         assert!(root.join("runs/r/seg-00000002.log").exists());

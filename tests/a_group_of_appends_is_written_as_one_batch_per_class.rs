@@ -124,16 +124,16 @@ fn a_shared_batch_stays_within_what_one_append_may_be() {
     let seg = run_dir.join("seg-00000001.log");
     eight_appenders_behind_a_held_lock(&store, &run, &run_dir, "e");
     let bytes = std::fs::read(&seg).unwrap();
-    let counts: Vec<u8> = common::batch_offsets_in(&bytes)
+    let counts: Vec<u64> = common::batch_offsets_in(&bytes)
         .iter()
-        .map(|&at| bytes[at as usize + 25])
+        .map(|&at| common::batch_head(&bytes, at as usize).count)
         .collect();
     assert_eq!(counts[0], 1, "run_created");
-    assert_eq!(counts.iter().map(|&c| u64::from(c)).sum::<u64>(), 9);
+    assert_eq!(counts.iter().sum::<u64>(), 9);
     assert!(counts.iter().all(|&c| c <= 3), "{counts:?}");
     assert!(counts.iter().any(|&c| c > 1), "{counts:?}");
 
-    // A decision waiting with facts: its own batch, flagged fenced (byte 24).
+    // A decision waiting with facts: its own batch, flagged fenced.
     let held = common::HeldLock::take(&run_dir.join("lock"));
     let before = common::batch_offsets_in(&bytes).len();
     let s = store.clone();
@@ -158,12 +158,15 @@ fn a_shared_batch_stays_within_what_one_append_may_be() {
     assert_eq!(fact.join().unwrap().unwrap()[0].seq, 11);
     assert_eq!(decision.join().unwrap().unwrap(), vec![12]);
     let bytes = std::fs::read(&seg).unwrap();
-    let after: Vec<(u8, u8)> = common::batch_offsets_in(&bytes)[before..]
+    let after: Vec<(bool, u64)> = common::batch_offsets_in(&bytes)[before..]
         .iter()
-        .map(|&at| (bytes[at as usize + 24], bytes[at as usize + 25]))
+        .map(|&at| {
+            let h = common::batch_head(&bytes, at as usize);
+            (h.fenced, h.count)
+        })
         .collect();
     // (fenced, count): the leader alone, then the fact, then the decision on its own.
-    assert_eq!(after, [(0, 1), (0, 1), (1, 1)]);
+    assert_eq!(after, [(false, 1), (false, 1), (true, 1)]);
 }
 
 /// Damage inside a shared batch is the damage of every append in it: a fresh `Store` reads the
@@ -183,15 +186,18 @@ fn damage_inside_a_shared_batch_is_cut_at_that_batch() {
     drop(store);
     let bytes = std::fs::read(&seg).unwrap();
     let offsets = common::batch_offsets_in(&bytes);
-    let counts: Vec<u8> = offsets.iter().map(|&at| bytes[at as usize + 25]).collect();
-    let shared = counts.iter().position(|&c| c > 1).expect("a shared batch");
-    let first_seq_of = |i: usize| {
-        let at = offsets[i] as usize + 8;
-        u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
-    };
-    let (at, first) = (offsets[shared], first_seq_of(shared));
-    // A byte inside its records (past its 26-byte header).
-    common::flip(&seg, at + 40, 0x10);
+    let heads: Vec<common::BatchHead> = offsets
+        .iter()
+        .map(|&at| common::batch_head(&bytes, at as usize))
+        .collect();
+    let shared = heads
+        .iter()
+        .position(|h| h.count > 1)
+        .expect("a shared batch");
+    let (at, first) = (offsets[shared], heads[shared].first_seq);
+    // A byte inside its records (past its header).
+    let flipped = heads[shared].records_at + 4;
+    common::flip(&seg, at + flipped as u64, 0x10);
 
     let store = Store::open(dir.path().join("store"), Config::default()).unwrap();
     // A page ends where the damage begins; the read that reaches it fails there.
@@ -206,7 +212,7 @@ fn damage_inside_a_shared_batch_is_cut_at_that_batch() {
     // The segment's tail from the cut, as it was on disk: the shared batch (damaged), the
     // append after it, the preallocated zeros.
     let mut tail = bytes[at as usize..].to_vec();
-    tail[40] ^= 0x10;
+    tail[flipped] ^= 0x10;
     assert_eq!(repair.saved_bytes, tail.len() as u64);
     assert_eq!(std::fs::read(&repair.saved).unwrap(), tail);
     let out = store

@@ -5,6 +5,8 @@
 //! error or a well-defined answer, writes nothing, and never panics (the library never panics
 //! on any input).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -178,13 +180,13 @@ fn truncated_segment_files_give_corrupt_at_the_cut_and_stay_as_they_are() {
     let original = std::fs::read(&seg).unwrap();
     // End of the last batch (the file goes on with preallocated zeros, SPEC §5).
     let mut full = 4096usize;
-    // Batches of either frame (format/SPEC.md §4, §4a; new segments are version 2).
-    while matches!(original.get(full..full + 4), Some(b"RLBT" | b"RLB2")) {
-        full += u32::from_le_bytes(original[full + 4..full + 8].try_into().unwrap()) as usize;
+    // The batches of the segment's frame (format/SPEC.md §4b; new segments are version 3).
+    while let Some(len) = common::batch_len_at(&original, full) {
+        full += len;
     }
     assert!(original[full..].iter().all(|&b| b == 0), "zeros after");
     let full = full as u64;
-    let first_batch_len = u32::from_le_bytes(original[4100..4104].try_into().unwrap()) as u64;
+    let first_batch_len = common::batch_len_at(&original, 4096).unwrap() as u64;
     let cuts = [
         0,
         1,
@@ -226,7 +228,7 @@ fn truncated_segment_files_give_corrupt_at_the_cut_and_stay_as_they_are() {
 fn a_truncated_later_segment_is_corrupt_at_its_own_name() {
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
-        segment_len_bytes_max: 4200,
+        segment_len_bytes_max: 4150,
         ..Config::default()
     };
     let (run, _) = store_with_batches(dir.path(), config);
@@ -322,9 +324,10 @@ fn a_segment_of_another_format_version_is_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let (run, seg) = store_with_batches(dir.path(), Config::default());
     let mut image = std::fs::read(&seg).unwrap();
-    // A well-formed header of version 3 (past the newest this build writes, 2): the version
+    // A well-formed header of the version past the newest this build writes: the version
     // field and a matching header checksum.
-    image[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let supported = runlog::format::FORMAT_VERSION;
+    image[8..12].copy_from_slice(&(supported + 1).to_le_bytes());
     let crc = runlog::format::checksum(0, &image[..508]);
     image[508..512].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&seg, &image).unwrap();
@@ -339,15 +342,18 @@ fn a_segment_of_another_format_version_is_unsupported() {
         match result {
             Err(Error::UnsupportedVersion {
                 path,
-                found: 3,
-                supported: 2,
-            }) => assert_eq!(path, seg),
+                found,
+                supported: s,
+            }) if (found, s) == (supported + 1, supported) => assert_eq!(path, seg),
             other => panic!("expected UnsupportedVersion, got {other:?}"),
         }
     }
     let problems = store.verify_run(&run).unwrap().problems;
     assert!(
-        problems.len() == 1 && problems[0].detail.contains("unsupported format version 3"),
+        problems.len() == 1
+            && problems[0]
+                .detail
+                .contains(&format!("unsupported format version {}", supported + 1)),
         "{problems:?}"
     );
     assert_eq!(std::fs::read(&seg).unwrap(), image, "left as it was");

@@ -42,8 +42,8 @@ const META: &[u8] = b"provenance: os_corruption test v1";
 enum Expect {
     /// `Corrupt` at exactly this offset.
     CorruptAt(u64),
-    /// `Corrupt` at this batch start or at its length field.
-    CorruptBatchLen(u64),
+    /// `Corrupt` at this batch start or at its length field (the second offset).
+    CorruptBatchLen(u64, u64),
     /// The newest counter slot: verify notes the tail after the older slot's committed length.
     NewestSlot { older_committed_len: u64 },
     /// The older counter slot: no effect.
@@ -64,7 +64,7 @@ impl Expect {
             Expect::CorruptAt(0) => "magic",
             Expect::CorruptAt(508) => "fixed header",
             Expect::CorruptAt(1536) => "metadata",
-            Expect::CorruptAt(_) | Expect::CorruptBatchLen(_) => "batches",
+            Expect::CorruptAt(_) | Expect::CorruptBatchLen(..) => "batches",
             Expect::NewestSlot { .. } => "newest slot",
             Expect::OlderSlot => "older slot",
             Expect::Uncovered => "uncovered padding",
@@ -72,10 +72,6 @@ impl Expect {
             Expect::Preallocated => "preallocated zeros",
         }
     }
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -131,11 +127,10 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
     let older_committed_len = u64_at(image, older + 24);
     let mut batches = Vec::new();
     let mut at = 4096;
-    // Batches of either frame (format/SPEC.md §4, §4a); new segments are version 2.
-    while at < image.len() && [*b"RLBT", *b"RLB2"].contains(&image[at..at + 4].try_into().unwrap())
-    {
+    // The batches of the segment's frame (format/SPEC.md §4b; new segments are version 3).
+    while let Some(len) = common::batch_len_at(image, at) {
         batches.push(at);
-        at += u32_at(image, at + 4) as usize;
+        at += len;
     }
     let batches_end = at;
     assert!(
@@ -155,8 +150,9 @@ fn expectations(image: &[u8], lock_generation: u64) -> Vec<Expect> {
             _ if i >= batches_end => Expect::Preallocated,
             _ => {
                 let start = batches[batches.partition_point(|&b| b <= i) - 1];
-                if (start + 4..start + 8).contains(&i) {
-                    Expect::CorruptBatchLen(start as u64)
+                let len_field = common::batch_len_field(image, start);
+                if len_field.contains(&i) {
+                    Expect::CorruptBatchLen(start as u64, len_field.start as u64)
                 } else {
                     Expect::CorruptAt(start as u64)
                 }
@@ -353,7 +349,7 @@ fn check_flip(i: usize, expect: Expect, out: &Outcome, image: &[u8], events: &[E
     let ctx = format!("byte {i} ({expect:?})");
     match expect {
         Expect::CorruptAt(offset) => check_corrupt(&ctx, out, image, &[offset]),
-        Expect::CorruptBatchLen(start) => check_corrupt(&ctx, out, image, &[start, start + 4]),
+        Expect::CorruptBatchLen(start, len_at) => check_corrupt(&ctx, out, image, &[start, len_at]),
         Expect::NewestSlot {
             older_committed_len,
         } => {
@@ -458,7 +454,7 @@ fn a_byte_flipped_under_a_live_store_fails_the_next_read_at_its_batch() {
     for (i, &expect) in plan.iter().enumerate() {
         let offsets = match expect {
             Expect::CorruptAt(start) if i >= 4096 => vec![start],
-            Expect::CorruptBatchLen(start) => vec![start, start + 4],
+            Expect::CorruptBatchLen(start, len_at) => vec![start, len_at],
             Expect::NewestSlot { .. } | Expect::OlderSlot | Expect::Preallocated => vec![],
             _ => continue,
         };
@@ -497,13 +493,20 @@ fn preallocated_zeros_are_clean_and_a_flip_in_them_is_a_torn_tail_truncated_at_o
     let store = Store::open(dir.path(), Config::default()).unwrap();
     let run = RunId::new("big").unwrap();
     store.create_run(&run).unwrap();
-    for i in 0..80 {
+    // Past 64 KiB, until the preallocated zeros after the last batch are at least 4 KiB
+    // (where the last extension fell depends on the frame's sizes).
+    let segment = dir.path().join("runs").join(run.as_str()).join(SEGMENT);
+    for i in 0..400 {
         let e = NewEvent::new("step_completed", vec![b'x'; 1000 + i]);
         store.append_facts(&run, vec![e]).unwrap();
+        let committed = 4096 + store.run_info(&run).unwrap().committed_bytes;
+        let file_len = std::fs::metadata(&segment).unwrap().len();
+        if i >= 79 && file_len >= committed + 4096 {
+            break;
+        }
     }
     let events = store.read(&run, 0, usize::MAX).unwrap().events;
     drop(store);
-    let segment = dir.path().join("runs").join(run.as_str()).join(SEGMENT);
     let original = std::fs::read(&segment).unwrap();
     let committed_len = lock_committed_len(dir.path(), &run);
     assert!(committed_len > 64 << 10);

@@ -63,9 +63,9 @@ fn a_lost_counter_and_a_flipped_byte_past_it_is_corrupt_not_a_shorter_log() {
     let run = RunId::new("r1").unwrap();
     let offsets = run_of_single_facts(dir.path(), &run, 20);
     // Power loss as it may leave things: the unsynced commit slots of the lock file are gone
-    // (the header checkpoint lags: it counts no batch), and one payload byte of batch 13 is bad.
+    // (the header checkpoint lags: it counts no batch), and a byte in the middle of batch 13 is bad.
     std::fs::write(lock(dir.path(), "r1"), b"").unwrap();
-    flip(&seg(dir.path(), "r1"), offsets[12] + 60);
+    flip(&seg(dir.path(), "r1"), (offsets[12] + offsets[13]) / 2);
     let len_before = std::fs::metadata(seg(dir.path(), "r1")).unwrap().len();
 
     let store = Store::open(dir.path(), Config::default()).unwrap();
@@ -110,7 +110,7 @@ fn a_bad_batch_inside_the_committed_region_keeps_the_events_before_it_readable()
     let dir = tempfile::tempdir().unwrap();
     let run = RunId::new("r2").unwrap();
     let offsets = run_of_single_facts(dir.path(), &run, 10);
-    flip(&seg(dir.path(), "r2"), offsets[5] + 60);
+    flip(&seg(dir.path(), "r2"), (offsets[5] + offsets[6]) / 2);
     let bytes_before = std::fs::read(seg(dir.path(), "r2")).unwrap();
 
     let store = Store::open(dir.path(), Config::default()).unwrap();
@@ -148,11 +148,11 @@ fn a_torn_tail_with_nothing_valid_after_it_is_still_cut() {
     let path = seg(dir.path(), "r3");
     let len = committed_len(dir.path(), &run);
     // A torn write at the committed length (over the preallocated zeros of the block, SPEC
-    // §5): the start of a batch (its magic, version 2 as the segment: SPEC §4a) and garbage,
+    // §5): the start of a batch (its magic, version 3 as the segment: SPEC §4b) and garbage,
     // nothing valid after it.
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.truncate(len as usize);
-    bytes.extend_from_slice(b"RLB2");
+    bytes.extend_from_slice(b"R3");
     bytes.extend((0..300u32).map(|i| (i * 7 + 3) as u8));
     std::fs::write(&path, bytes).unwrap();
 
@@ -180,7 +180,7 @@ fn repair_cuts_at_the_first_bad_batch_only_when_asked_and_keeps_the_cut_bytes() 
     let offsets = run_of_single_facts(dir.path(), &run, 20);
     std::fs::write(lock(dir.path(), "r4"), b"").unwrap();
     let path = seg(dir.path(), "r4");
-    flip(&path, offsets[12] + 60);
+    flip(&path, (offsets[12] + offsets[13]) / 2);
     let original = std::fs::read(&path).unwrap();
 
     let store = Store::open(dir.path(), Config::default()).unwrap();

@@ -30,7 +30,9 @@ fn batch_offsets(dir: &Path, n: u32) -> Vec<u64> {
 
 /// Flips one bit inside the batch at `at` of segment `n` (bit rot in committed bytes).
 fn damage(dir: &Path, n: u32, at: u64) {
-    common::flip(&seg_path(dir, n), at + 30, 1);
+    let seg = seg_path(dir, n);
+    let middle = common::middle_of_batch(&std::fs::read(&seg).unwrap(), at as usize);
+    common::flip(&seg, middle as u64, 1);
 }
 
 fn kinds(store: &Store) -> Result<Vec<(u64, String)>, Error> {

@@ -1,5 +1,5 @@
 //! Segments of format version 1 (format/SPEC.md §4) stay readable by a build that writes
-//! version 2 (§4a): a store written by the version-1 build (`tests/fixtures/format-v1/`, made
+//! a later version (§4a, §4b): a store written by the version-1 build (`tests/fixtures/format-v1/`, made
 //! by `write_v1_fixture` below at commit `0ae8ae1`, before the version-2 frame existed) is
 //! read, verified, appended to and read again, with every field of every event checked.
 
@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use runlog::{Config, NewEvent, RunId, Store};
 use ulid::Ulid;
 
+/// The version this build creates new segments in (format/SPEC.md §2, §4b).
+const NEWEST: u32 = 3;
 /// Events in the fixture: 3 sealed segments of 8 KiB and an active one, all version 1.
 const FIXTURE_EVENTS: u64 = 120;
 const T0: u64 = 1_700_000_000_000;
@@ -158,7 +160,7 @@ fn a_version_1_store_reads_verifies_and_keeps_its_events() {
 }
 
 #[test]
-fn appends_to_a_version_1_run_fill_its_segment_in_version_1_then_roll_to_version_2() {
+fn appends_to_a_version_1_run_fill_its_segment_in_version_1_then_roll_to_the_newest_version() {
     let tmp = fixture_copy();
     let run = RunId::new("v1run").unwrap();
     let total = FIXTURE_EVENTS + 150;
@@ -191,7 +193,7 @@ fn appends_to_a_version_1_run_fill_its_segment_in_version_1_then_roll_to_version
         "the active v1 segment stays v1"
     );
     for n in 5..=segments {
-        assert_eq!(segment_version(tmp.path(), n), 2, "new segment {n}");
+        assert_eq!(segment_version(tmp.path(), n), NEWEST, "new segment {n}");
     }
     // Appends went into segment 4 in version 1 before it sealed.
     let seg4 = std::fs::metadata(tmp.path().join("runs/v1run/seg-00000004.log")).unwrap();

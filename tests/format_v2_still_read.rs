@@ -189,6 +189,7 @@ fn appends_to_a_version_2_run_deduplicate_against_it_and_keep_every_id() {
     let run = RunId::new(RUN).unwrap();
     let ids = fixture_ids();
     let total = FIXTURE_EVENTS + 150;
+    let fixture_segments = segment_count(tmp.path());
     {
         let store = Store::open(tmp.path(), small()).unwrap();
         // A key, a caller id, and an id the version-2 build minted (presented again as the
@@ -206,6 +207,17 @@ fn appends_to_a_version_2_run_deduplicate_against_it_and_keep_every_id() {
             assert_eq!((a[0].seq, a[0].duplicate), (i + 1, false));
         }
         assert_run_is(&store, total);
+    }
+    // The active version-2 segment was filled in version 2; the segments after it are of the
+    // version this build creates (SPEC §2 *Versions*).
+    let segments = segment_count(tmp.path());
+    assert!(
+        segments > fixture_segments,
+        "the appends rolled: {segments}"
+    );
+    for n in 1..=segments {
+        let want = if n <= fixture_segments { 2 } else { 3 };
+        assert_eq!(segment_version(tmp.path(), n), want, "segment {n}");
     }
     let store = Store::open(tmp.path(), small()).unwrap();
     let after = assert_run_is(&store, total);

@@ -4,6 +4,8 @@
 //! stored id again (minted or its own, first, inside or last of a run) gets a duplicate at
 //! that seq from a fresh open that reads the indexes, and an id just past a run is new.
 
+mod common;
+
 use std::path::Path;
 
 use runlog::{Config, NewEvent, RunId, Store};
@@ -152,8 +154,8 @@ fn a_repeated_id_in_old_data_is_found_at_its_first_seq_before_and_after_indexing
     let seg = dir.path().join("runs/dup/seg-00000001.log");
     let mut b = std::fs::read(&seg).unwrap();
     let salt = u32::from_le_bytes(b[20..24].try_into().unwrap());
-    let second = 4096 + u32::from_le_bytes(b[4100..4104].try_into().unwrap()) as usize;
-    let len = u32::from_le_bytes(b[second + 4..second + 8].try_into().unwrap()) as usize;
+    let second = common::batch_offsets_in(&b)[1] as usize;
+    let len = common::batch_len_at(&b, second).unwrap();
     let batch = &mut b[second..second + len];
     let at = batch
         .windows(16)

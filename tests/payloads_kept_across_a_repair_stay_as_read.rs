@@ -36,7 +36,9 @@ fn keep_then_repair(
     let kept = reader.read(&run, 0, 1000).unwrap().events;
     assert_eq!(kept.len(), usize::from(big) + 1);
     let seg = dir.path().join("runs/r/seg-00000001.log");
-    common::flip(&seg, common::batch_offsets(&seg)[1] + 40, 0x20);
+    let bytes = std::fs::read(&seg).unwrap();
+    let second = common::batch_offsets_in(&bytes)[1] as usize;
+    common::flip(&seg, common::middle_of_batch(&bytes, second) as u64, 0x20);
     let repairer = Store::open(dir.path(), config.clone()).unwrap();
     let repair = repairer.repair_run(&run).unwrap().expect("damaged");
     assert_eq!(repair.last_seq, 1);

@@ -12,6 +12,8 @@
 //! on the crashed disk, header or lock file, is of an older generation and does not count the
 //! last batch.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -53,6 +55,8 @@ fn flip(fs: &SimFs, at: u64, mask: u8) {
 #[test]
 fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_fails_loudly() {
     let (mut loud, mut whole, mut last_cut) = (0, 0, 0);
+    // Flips that landed in a batch's bytes, and those of them that read back whole (none may).
+    let (mut in_batches, mut whole_in_batches) = (0, 0);
     for seed in 0..200u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let fs = SimFs::new(seed);
@@ -77,11 +81,15 @@ fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_f
             .unwrap()
             .len()
             .unwrap();
-        let last_batch = batch_starts(&fs).last().copied().unwrap_or(len);
+        let (starts, batches_end) = batch_starts(&fs);
+        let last_batch = starts.last().copied().unwrap_or(len);
         let at = rng.random_range(4096..len);
         flip(&fs, at, 1 << rng.random_range(0..8));
 
         let store = open(&fs);
+        if at < batches_end {
+            in_batches += 1;
+        }
         let ctx = format!(
             "seed {seed}: {} acked, byte {at} of {len} flipped",
             acked.len()
@@ -107,6 +115,9 @@ fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_f
                 } else {
                     assert_eq!(got, acked, "{ctx}: silently different");
                     whole += 1;
+                    if at < batches_end {
+                        whole_in_batches += 1;
+                    }
                 }
             }
             Err(Error::Corrupt { .. }) => loud += 1,
@@ -122,12 +133,15 @@ fn after_power_loss_and_a_flipped_bit_every_acknowledged_event_reads_or_a_read_f
             "{ctx}: the segment was cut to {after}"
         );
     }
-    // A flipped bit in a batch is always found; a flip in preallocated zeros or a stale slot
-    // need not be.
-    eprintln!("loud {loud}, read whole {whole}, last batch cut {last_cut}");
+    // A flipped bit in a batch is always found (or its batch is the documented cut); a flip in
+    // preallocated zeros or a stale slot need not be.
+    eprintln!(
+        "loud {loud}, read whole {whole}, last batch cut {last_cut}, {in_batches} in batches"
+    );
+    assert_eq!(whole_in_batches, 0, "flips in batches that read back whole");
     assert!(
-        loud > 100,
-        "loud {loud}, whole {whole}, last batch cut {last_cut}"
+        in_batches > 50 && loud > 50,
+        "loud {loud}, whole {whole}, last batch cut {last_cut}, {in_batches} in batches"
     );
 }
 
@@ -159,21 +173,15 @@ fn newest_counter(fs: &SimFs) -> CounterSlot {
         .expect("the header's slots are valid from the segment's creation")
 }
 
-/// Offsets of the batches in the segment (each starts with its magic and length).
-fn batch_starts(fs: &SimFs) -> Vec<u64> {
+/// Offsets of the batches in the segment (each starts with its magic and length), and where
+/// the last one ends.
+fn batch_starts(fs: &SimFs) -> (Vec<u64>, u64) {
     let f = fs.open(Path::new(SEGMENT), OpenMode::Read).unwrap();
-    let len = f.len().unwrap();
-    let mut starts = Vec::new();
-    let mut at = 4096u64;
-    while at + 8 <= len {
-        let mut head = [0u8; 8];
-        f.read_at(&mut head, at).unwrap();
-        // The batch magic of either frame (format/SPEC.md §4, §4a; new segments are v2).
-        if &head[..4] != b"RLBT" && &head[..4] != b"RLB2" {
-            break;
-        }
-        starts.push(at);
-        at += u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
-    }
-    starts
+    let mut bytes = vec![0u8; f.len().unwrap() as usize];
+    f.read_at(&mut bytes, 0).unwrap();
+    let starts = common::batch_offsets_in(&bytes);
+    let end = starts.last().map_or(4096, |&at| {
+        at + common::batch_len_at(&bytes, at as usize).unwrap() as u64
+    });
+    (starts, end)
 }

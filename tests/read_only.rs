@@ -7,6 +7,8 @@
 //! `GuardFs`, a file system that refuses and records every mutating call, every non-read open
 //! and every lock attempt.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -230,7 +232,7 @@ fn seqs(store: &Store, run: &RunId) -> Vec<u64> {
 /// header, no lock file). Returns run → last seq.
 fn build_store(root: &Path) -> BTreeMap<RunId, u64> {
     let small = Config {
-        segment_len_bytes_max: 4096 + 400,
+        segment_len_bytes_max: 4096 + 200,
         ..Config::default()
     };
     let store = Store::open(root, small).unwrap();
@@ -536,7 +538,8 @@ fn a_torn_tail_is_not_shown_and_not_truncated_by_a_reader() {
     let mut image = std::fs::read(&seg).unwrap();
     // Half a batch written at the committed length, over the zeros.
     image.truncate(committed);
-    image.extend_from_slice(b"RLB2\x40\x00\x00\x00half a batch");
+    // A version-3 batch's magic and a length of 64 (SPEC §4b), then 12 of those bytes.
+    image.extend_from_slice(b"R3\x40half a batch");
     std::fs::write(&seg, &image).unwrap();
     let before = snapshot(&root);
 
@@ -566,9 +569,8 @@ fn damage_in_the_committed_region_is_reported_to_a_reader_and_nothing_is_cut() {
     // Flip the last payload byte of batch 2 (just before its 4-byte checksum).
     let (_, seg) = run_files(&root, "wrun_flip");
     let mut image = std::fs::read(&seg).unwrap();
-    let first_len = u32::from_le_bytes(image[4100..4104].try_into().unwrap()) as usize;
-    let second = 4096 + first_len;
-    let second_len = u32::from_le_bytes(image[second + 4..second + 8].try_into().unwrap()) as usize;
+    let second = common::batch_offsets_in(&image)[1] as usize;
+    let second_len = common::batch_len_at(&image, second).unwrap();
     image[second + second_len - 5] ^= 0x01;
     std::fs::write(&seg, &image).unwrap();
     let before = snapshot(&root);

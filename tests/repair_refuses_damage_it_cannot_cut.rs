@@ -4,6 +4,8 @@
 //! segment with an index is taken from its index by the repair's catch-up, not decoded, so
 //! before the fix the repair did not see damage in its batches.
 
+mod common;
+
 use std::path::Path;
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
@@ -45,14 +47,11 @@ fn damage_in_an_indexed_sealed_segment_is_refused_as_corrupt_not_nothing_to_repa
         run_dir.join("seg-00000001.idx").exists(),
         "segment 1 is sealed and indexed"
     );
-    // A byte inside the middle batch of segment 1 (batches start with the magic `RLB2`).
+    // A byte inside the middle batch of segment 1.
     let seg1 = run_dir.join("seg-00000001.log");
-    let bytes = std::fs::read(&seg1).unwrap();
-    let batches: Vec<usize> = bytes
-        .windows(4)
-        .enumerate()
-        .filter(|(_, w)| *w == b"RLB2")
-        .map(|(i, _)| i)
+    let batches: Vec<usize> = common::batch_offsets(&seg1)
+        .into_iter()
+        .map(|at| at as usize)
         .collect();
     assert!(
         batches.len() > 10,

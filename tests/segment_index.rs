@@ -10,7 +10,7 @@ use ulid::Ulid;
 
 fn small() -> Config {
     Config {
-        segment_len_bytes_max: 8 << 10,
+        segment_len_bytes_max: 6 << 10,
         ..Config::default()
     }
 }
@@ -43,7 +43,7 @@ fn build(dir: &Path) -> (RunId, Vec<Ulid>) {
             .event_id(id);
         assert_eq!(store.append_facts(&run, vec![e]).unwrap()[0].seq, i + 1);
     }
-    assert!(store.run_info(&run).unwrap().segment_count >= 4);
+    assert!(store.run_info(&run).unwrap().segment_count >= 5);
     (run, ids)
 }
 

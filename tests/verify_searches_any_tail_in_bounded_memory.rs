@@ -49,11 +49,19 @@ fn a_torn_tail_claiming_four_gib_before_a_sparse_extension_is_verified_in_bounde
     let dir = tempfile::tempdir().unwrap();
     // A batch magic claiming 200 MiB (within the file), then garbage: a torn write, as a
     // power loss leaves it; past it a second one claiming 4 GiB - 1.
-    let mut torn = b"RLB2".to_vec();
-    torn.extend_from_slice(&(200u32 << 20).to_le_bytes());
+    // (A version-3 batch: its magic `R3`, then its length as a varint, SPEC §4b.)
+    let varint = |mut v: u64, out: &mut Vec<u8>| {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    };
+    let mut torn = b"R3".to_vec();
+    varint(200 << 20, &mut torn);
     torn.extend_from_slice(&[0x5a; 200]);
-    torn.extend_from_slice(b"RLB2");
-    torn.extend_from_slice(&u32::MAX.to_le_bytes());
+    torn.extend_from_slice(b"R3");
+    varint(u64::from(u32::MAX), &mut torn);
     torn.extend_from_slice(&[0x5a; 200]);
     let (run, committed) = run_with_tail(dir.path(), &torn, b"far bytes");
     let store = Store::open_read_only(dir.path(), Config::default()).unwrap();

@@ -74,7 +74,9 @@ fn codec(u: &mut Unstructured<'_>) -> Result<()> {
     let _ = pick_slot(a, b);
     let key = FrameKey {
         salt,
-        version: u.int_in_range(1..=2)?,
+        version: u.int_in_range(1..=3)?,
+        base_seq: u.arbitrary()?,
+        created_at_ms: u.arbitrary()?,
     };
     if let Ok(view) = decode_batch(&bytes, at, key, first_seq, len_max) {
         assert_eq!(view.events.len() as u64, u64::from(view.header.count));

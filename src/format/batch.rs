@@ -8,8 +8,9 @@ use bytes::Bytes;
 use ulid::Ulid;
 
 use super::compact::{
-    BATCH_FIXED_LEN_V2, BATCH_LEN_MIN_V2, BATCH_MAGIC_V2, Prev, RECORD_LEN_MIN_V2,
-    decode_record_v2, encode_header_v2, encode_record_v2, get_varint,
+    BATCH_FIXED_LEN_V2, BATCH_LEN_MIN_V2, BATCH_LEN_MIN_V3, BATCH_MAGIC_V2, BATCH_MAGIC_V3, Prev,
+    RECORD_LEN_MIN_V2, RECORD_LEN_MIN_V3, decode_record_v2, encode_header_v2, encode_header_v3,
+    encode_record_v2, finish_v3, get_varint, head_v3, len_v3,
 };
 use super::{
     BATCH_HEADER_LEN, BATCH_MAGIC, BATCH_TRAILER_LEN, EVENT_HEADER_LEN, FormatError, checksum,
@@ -23,22 +24,59 @@ const FLAG_CALLER_ID: u8 = 4;
 const FLAG_BATCH_FENCED: u32 = 1;
 
 /// What the batch codec needs from a segment header: the seed of every checksum in the
-/// file and the frame version its batches are written in (1: §4, 2: §4a).
+/// file, the frame version its batches are written in (1: §4, 2: §4a, 3: §4b), and what a
+/// version-3 header counts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameKey {
     /// The segment's salt.
     pub salt: u32,
     /// The segment's format version (a version the header decoder accepted).
     pub version: u32,
+    /// The segment's first seq (a version-3 batch stores its first seq less this).
+    pub base_seq: u64,
+    /// The segment's creation time (a version-3 batch stores its commit time less this).
+    pub created_at_ms: u64,
 }
 
 impl FrameKey {
-    fn magic(self) -> u32 {
-        if self.version == 1 {
-            BATCH_MAGIC
-        } else {
-            BATCH_MAGIC_V2
+    /// The magic bytes a batch of this version starts with.
+    fn magic(&self) -> &'static [u8] {
+        const V1: [u8; 4] = BATCH_MAGIC.to_le_bytes();
+        const V2: [u8; 4] = BATCH_MAGIC_V2.to_le_bytes();
+        match self.version {
+            1 => &V1,
+            2 => &V2,
+            _ => &BATCH_MAGIC_V3,
         }
+    }
+
+    /// Whether event `seq`, created at `created_at_ms`, has the id `id` a segment of this
+    /// key gives it without storing it (version 3, [`super::id_of_seq`]). Such an id is in
+    /// no index or dedupe map: a lookup reads the event its shape names (SPEC §4b, §9).
+    pub fn derives_id(&self, seq: u64, created_at_ms: u64, id: Ulid) -> bool {
+        self.version >= 3 && super::id_of_seq(self.salt, seq, created_at_ms) == Some(id)
+    }
+
+    /// The `len` field of the batch whose first bytes are `head` (8 are enough in every
+    /// version), its magic not checked; `None` when `head` does not hold it (or, in
+    /// version 3, it is no canonical varint).
+    pub fn batch_len(&self, head: &[u8]) -> Option<u64> {
+        if self.version <= 2 {
+            return head.get(4..8).map(|b| u64::from(u32_at(b, 0)));
+        }
+        len_v3(head, 0).ok().map(|(len, _)| len)
+    }
+
+    /// `len` and `first_seq` of a batch whose first bytes are `head` (its magic checked),
+    /// when `head` holds them; nothing else is checked.
+    fn len_and_first_seq(&self, head: &[u8]) -> Option<(u64, u64)> {
+        if self.version <= 2 {
+            let head = head.get(..16)?;
+            return Some((u64::from(u32_at(head, 4)), u64_at(head, 8)));
+        }
+        let (len, mut pos) = len_v3(head, 0).ok()?;
+        let delta = get_varint(head, &mut pos, head.len(), 0, "batch seq").ok()?;
+        Some((len, self.base_seq.checked_add(delta)?))
     }
 }
 
@@ -115,18 +153,27 @@ pub fn encode_batch(
     if key.version == 1 {
         encode_v1(out, first_seq, fenced, committed_at_ms, events);
     } else {
-        encode_header_v2(out, first_seq, fenced, committed_at_ms, events.len());
+        if key.version == 2 {
+            encode_header_v2(out, first_seq, fenced, committed_at_ms, events.len());
+        } else {
+            encode_header_v3(out, key, first_seq, fenced, committed_at_ms, events.len());
+        }
         let mut prev = None;
-        for e in events {
-            encode_record_v2(out, committed_at_ms, prev, e);
+        for (i, e) in events.iter().enumerate() {
+            let seq = first_seq.wrapping_add(i as u64);
+            encode_record_v2(out, key, committed_at_ms, prev, (seq, e));
             prev = Some(Prev {
                 kind: e.kind,
                 event_id: e.event_id,
             });
         }
     }
-    let len = (out.len() - start + BATCH_TRAILER_LEN) as u32;
-    out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
+    if key.version >= 3 {
+        finish_v3(out, start);
+    } else {
+        let len = (out.len() - start + BATCH_TRAILER_LEN) as u32;
+        out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
+    }
     let crc = checksum(key.salt, &out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
 }
@@ -291,9 +338,10 @@ pub fn find_batch_after_read(
     first_seq_min: u64,
 ) -> Option<(u64, u64)> {
     const CHUNK: usize = 1 << 20;
-    // The magic, `len` and `first_seq`: what is judged before the checksum is computed.
-    const HEAD: usize = 16;
-    let magic = key.magic().to_le_bytes();
+    // At most the magic, `len` and `first_seq` of every version: what is judged before the
+    // checksum is computed.
+    const HEAD: usize = 17;
+    let magic = key.magic();
     let room = usize::try_from(end.saturating_sub(from)).unwrap_or(usize::MAX);
     let mut buf = vec![0u8; room.min(CHUNK + HEAD)];
     let mut at = from;
@@ -302,28 +350,37 @@ pub fn find_batch_after_read(
             .unwrap_or(usize::MAX)
             .min(buf.len());
         let n = read_full(read, &mut buf[..want], at).ok()?;
-        // Candidates start where their 16 bytes are all read; the next chunk starts at the
-        // first one that was not (the chunks overlap by 15 bytes).
-        let scan = n.checked_sub(HEAD - 1).filter(|&s| s > 0)?;
+        // A chunk that does not reach the file's end takes candidates where all HEAD bytes
+        // were read; the next chunk starts at the first one it did not take (the chunks
+        // overlap by HEAD - 1 bytes). The last chunk takes every position: a version-3
+        // batch may be shorter than HEAD.
+        let last = n < want || at + n as u64 >= end;
+        let scan = if last { n } else { n - (HEAD - 1) };
         let mut i = 0;
-        while let Some(hit) = buf[i..scan + 3].windows(4).position(|w| w == magic) {
+        while i < scan {
+            let Some(hit) = buf[i..n]
+                .windows(magic.len())
+                .take(scan - i)
+                .position(|w| w == magic)
+            else {
+                break;
+            };
             let pos = i + hit;
-            let len = u64::from(u32_at(&buf, pos + 4));
-            let first_seq = u64_at(&buf, pos + 8);
             let start = at + pos as u64;
-            if len >= (HEAD + BATCH_TRAILER_LEN) as u64
-                && len <= end - start
-                && first_seq >= first_seq_min
-                && checksum_holds(read, start, len, key.salt)
-            {
+            let found = key
+                .len_and_first_seq(&buf[pos..n])
+                .filter(|&(len, first_seq)| {
+                    len >= (magic.len() + 2 + BATCH_TRAILER_LEN) as u64
+                        && len <= end - start
+                        && first_seq >= first_seq_min
+                        && checksum_holds(read, start, len, key.salt)
+                });
+            if let Some((_, first_seq)) = found {
                 return Some((start, first_seq));
             }
             i = pos + 1;
-            if i >= scan {
-                break;
-            }
         }
-        if n < want {
+        if last {
             return None;
         }
         at += scan as u64;
@@ -374,7 +431,15 @@ pub fn checksum_holds(read: &mut ReadAt<'_>, start: u64, len: u64, salt: u32) ->
 /// nothing is checked beyond that (the caller checks the checksum). The run summary uses it
 /// to check the batch it ends with without decoding it.
 pub fn peek_batch(head: &[u8], key: FrameKey) -> Option<(usize, u64, u64)> {
-    if head.len() < 16 || u32_at(head, 0) != key.magic() {
+    if !head.starts_with(key.magic()) {
+        return None;
+    }
+    if key.version >= 3 {
+        let (len, pos) = len_v3(head, 0).ok()?;
+        let h = head_v3(head, pos, 0, key).ok()?;
+        return Some((usize::try_from(len).ok()?, h.first_seq, h.count));
+    }
+    if head.len() < 16 {
         return None;
     }
     let len = u32_at(head, 4) as usize;
@@ -397,25 +462,30 @@ fn check_batch(
     expected_first_seq: u64,
     len_max: u32,
 ) -> Result<(BatchHeader, usize, usize), FormatError> {
-    let v1 = key.version == 1;
-    let (header_min, len_min) = if v1 {
-        let min = BATCH_HEADER_LEN + EVENT_HEADER_LEN + 1 + BATCH_TRAILER_LEN;
-        (BATCH_HEADER_LEN, min)
-    } else {
-        (BATCH_FIXED_LEN_V2 + 1, BATCH_LEN_MIN_V2)
+    let (header_min, len_min) = match key.version {
+        1 => (
+            BATCH_HEADER_LEN,
+            BATCH_HEADER_LEN + EVENT_HEADER_LEN + 1 + BATCH_TRAILER_LEN,
+        ),
+        2 => (BATCH_FIXED_LEN_V2 + 1, BATCH_LEN_MIN_V2),
+        _ => (BATCH_LEN_MIN_V3 - BATCH_TRAILER_LEN - 4, BATCH_LEN_MIN_V3),
     };
     let avail = file.len().saturating_sub(at);
     if avail < header_min {
         return Err(FormatError::short(at, "batch header truncated"));
     }
     let b = &file[at..];
-    if u32_at(b, 0) != key.magic() {
+    if !b.starts_with(key.magic()) {
         return Err(FormatError::bad(at, "bad batch magic"));
     }
-    let len = u32_at(b, 4);
-    if (len as usize) < len_min || len > len_max {
+    let (len, len_end) = if key.version >= 3 {
+        len_v3(b, at)?
+    } else {
+        (u64::from(u32_at(b, 4)), 8)
+    };
+    if len < len_min as u64 || len > u64::from(len_max) {
         return Err(FormatError::bad(
-            at + 4,
+            at + if key.version >= 3 { 2 } else { 4 },
             format!("batch length {len} out of range"),
         ));
     }
@@ -429,14 +499,14 @@ fn check_batch(
         let detail = format!("batch checksum mismatch (batch of {len} bytes)");
         return Err(FormatError::bad(at, detail));
     }
-    let (header, start) = if v1 {
-        header_v1(&b[..crc_at], at)?
-    } else {
-        header_v2(&b[..crc_at], at)?
+    let (header, start, seq_at) = match key.version {
+        1 => header_v1(&b[..crc_at], at)?,
+        2 => header_v2(&b[..crc_at], at)?,
+        _ => header_v3(&b[..crc_at], at, key, len_end)?,
     };
     if header.first_seq != expected_first_seq {
         return Err(FormatError::bad(
-            at + 8,
+            at + seq_at,
             format!(
                 "density: batch starts at seq {}, expected {expected_first_seq}",
                 header.first_seq
@@ -447,8 +517,9 @@ fn check_batch(
 }
 
 /// The version-1 header fields of the checksummed batch `b` (at absolute `at`), with
-/// count and flags checked; returns the header and where the records start (relative).
-fn header_v1(b: &[u8], at: usize) -> Result<(BatchHeader, usize), FormatError> {
+/// count and flags checked; returns the header, where the records start and where its
+/// first seq is (relative).
+fn header_v1(b: &[u8], at: usize) -> Result<(BatchHeader, usize, usize), FormatError> {
     let header = BatchHeader {
         len: (b.len() + BATCH_TRAILER_LEN) as u32,
         first_seq: u64_at(b, 8),
@@ -466,14 +537,14 @@ fn header_v1(b: &[u8], at: usize) -> Result<(BatchHeader, usize), FormatError> {
     if header.count as usize > (b.len() - BATCH_HEADER_LEN) / (EVENT_HEADER_LEN + 1) {
         return Err(FormatError::bad(at + 16, "batch count exceeds its length"));
     }
-    Ok((header, BATCH_HEADER_LEN))
+    Ok((header, BATCH_HEADER_LEN, 8))
 }
 
 /// The version-2 header fields of the checksummed batch `b` (§4a), as [`header_v1`].
 // Inlined: returned through memory, the header was read back in wider loads than it was
 // written in (a store-forwarding stall, ~3% of a full read).
 #[inline(always)]
-fn header_v2(b: &[u8], at: usize) -> Result<(BatchHeader, usize), FormatError> {
+fn header_v2(b: &[u8], at: usize) -> Result<(BatchHeader, usize, usize), FormatError> {
     let flags = b[24];
     if flags & !1 != 0 {
         return Err(FormatError::bad(at + 24, "bad batch flags"));
@@ -498,7 +569,37 @@ fn header_v2(b: &[u8], at: usize) -> Result<(BatchHeader, usize), FormatError> {
         fenced: flags == 1,
         committed_at_ms: u64_at(b, 16),
     };
-    Ok((header, pos))
+    Ok((header, pos, 8))
+}
+
+/// The version-3 header fields of the checksummed batch `b` (§4b), its `len` read up to
+/// `pos`, as [`header_v1`].
+#[inline(always)]
+fn header_v3(
+    b: &[u8],
+    at: usize,
+    key: FrameKey,
+    pos: usize,
+) -> Result<(BatchHeader, usize, usize), FormatError> {
+    let h = head_v3(b, pos, at, key)?;
+    // Each record is at least RECORD_LEN_MIN_V3 bytes: bounds any allocation by count.
+    let fits = h.count >= 1
+        && h.count <= ((b.len() - h.records_at) / RECORD_LEN_MIN_V3) as u64
+        && h.first_seq.checked_add(h.count - 1).is_some();
+    if !fits {
+        return Err(FormatError::bad(
+            at + h.count_at,
+            format!("batch count {} out of range", h.count),
+        ));
+    }
+    let header = BatchHeader {
+        len: (b.len() + BATCH_TRAILER_LEN) as u32,
+        first_seq: h.first_seq,
+        count: h.count as u32,
+        fenced: h.flags == 1,
+        committed_at_ms: h.committed_at_ms,
+    };
+    Ok((header, h.records_at, h.seq_at))
 }
 
 /// Validates every record of a checked batch in order (records from `start` to `end`),
@@ -518,7 +619,7 @@ fn for_each_record<'a>(
         let r = if key.version == 1 {
             decode_record(file, pos, end, seq)?
         } else {
-            decode_record_v2(file, pos, end, seq, header.committed_at_ms, prev)?
+            decode_record_v2(file, (pos, end), key, seq, header.committed_at_ms, prev)?
         };
         pos = r.next;
         prev = Some(Prev {

@@ -1,11 +1,14 @@
-//! The compact frame of format version 2 (`format/SPEC.md` §4a): varint lengths, seq
-//! implied by the batch's `first_seq`, creation time as a delta from the commit time, an
-//! event id stored as 0, 10 or 16 bytes, a kind repeated from the previous event stored as
-//! nothing. The frame-agnostic parts (checksum, density, the record walk) are in `batch.rs`.
+//! The compact frames of format versions 2 and 3 (`format/SPEC.md` §4a, §4b): varint
+//! lengths, seq implied by the batch's `first_seq`, creation time as a delta from the commit
+//! time, an event id stored as 0, 10 or 16 bytes, a kind repeated from the previous event
+//! stored as nothing. Version 3 adds a batch header of varints relative to the segment's
+//! header, event ids derived from the segment's salt and the event's seq, and kinds named by
+//! a one-byte code. The frame-agnostic parts (checksum, density, the record walk) are in
+//! `batch.rs`.
 
 use ulid::Ulid;
 
-use super::batch::{EncodedEvent, Record};
+use super::batch::{EncodedEvent, FrameKey, Record};
 use super::{BATCH_TRAILER_LEN, FormatError};
 use crate::event::{CORRELATION_ID_LEN_MAX, KEY_LEN_MAX, KIND_LEN_MAX};
 
@@ -27,6 +30,71 @@ const F_KIND_REPEAT: u8 = 8;
 const F_ID_AT_TIME: u8 = 16;
 const F_ID_NEXT: u8 = 32;
 const F_KNOWN: u8 = 63;
+/// Version 3: the event id is [`id_of_seq`] of the segment's salt, the event's seq and its
+/// creation time; nothing stored.
+const F_ID_OF_SEQ: u8 = 64;
+const F_KNOWN_V3: u8 = 127;
+/// The forms of an event id other than 16 stored bytes: at most one is set.
+const F_ID_FORMS: u8 = F_ID_AT_TIME | F_ID_NEXT | F_ID_OF_SEQ;
+
+/// Magic of a version-3 batch (the bytes `"R3"`); 0 is never valid.
+pub const BATCH_MAGIC_V3: [u8; 2] = *b"R3";
+/// Smallest version-3 batch: magic, 1-byte `len`, `seq_delta`, `time_delta`, flags and
+/// `count`, the smallest first record (flags, time, a kind code, payload length: the id
+/// derived from the seq), checksum.
+pub const BATCH_LEN_MIN_V3: usize = 2 + 4 + 1 + 4 + BATCH_TRAILER_LEN;
+/// Smallest version-3 record: as [`RECORD_LEN_MIN_V2`].
+pub const RECORD_LEN_MIN_V3: usize = 3;
+/// The kinds a version-3 record names by a one-byte code, `KIND_CODE_BASE + i` for the
+/// kind at `i`: the Workflow SDK's event types in the order of its enum, then the runlog
+/// World's own. Fixed with the version: a new kind is a new version (or a literal).
+pub const KIND_CODES: [&str; 18] = [
+    "run_created",
+    "run_started",
+    "run_completed",
+    "run_failed",
+    "run_cancelled",
+    "attr_set",
+    "step_created",
+    "step_completed",
+    "step_failed",
+    "step_retrying",
+    "step_started",
+    "hook_created",
+    "hook_received",
+    "hook_disposed",
+    "hook_conflict",
+    "wait_created",
+    "wait_completed",
+    "run_terminal",
+];
+/// The first kind code: above every literal kind length (1..=64).
+pub const KIND_CODE_BASE: u8 = 0x80;
+/// Seqs an id derived from a seq can hold (the low 48 of its 80 random bits).
+const ID_SEQ_MAX: u64 = (1 << 48) - 1;
+
+/// The event id a version-3 segment of salt `salt` gives the event `seq` created at
+/// `created_at_ms` without storing it (§4b): timestamp `created_at_ms`, random part the salt
+/// (32 bits) then the seq (48 bits). `None` when either does not fit.
+pub fn id_of_seq(salt: u32, seq: u64, created_at_ms: u64) -> Option<Ulid> {
+    (created_at_ms <= ID_TIME_MAX && seq <= ID_SEQ_MAX).then(|| {
+        Ulid((u128::from(created_at_ms) << 80) | (u128::from(salt) << 48) | u128::from(seq))
+    })
+}
+
+/// The seq an id of [`id_of_seq`]'s shape names in a segment of salt `salt`, if it has
+/// that shape (the event at that seq must still be read and its id compared).
+pub fn seq_of_derived_id(salt: u32, id: Ulid) -> Option<u64> {
+    let random = id.0 & ((1u128 << 80) - 1);
+    ((random >> 48) as u32 == salt).then_some((random as u64) & ID_SEQ_MAX)
+}
+
+fn kind_code(kind: &str) -> Option<u8> {
+    KIND_CODES
+        .iter()
+        .position(|k| *k == kind)
+        .map(|i| KIND_CODE_BASE + i as u8)
+}
 /// Bits of the 48-bit ULID timestamp.
 const ID_TIME_MAX: u64 = (1 << 48) - 1;
 
@@ -127,6 +195,108 @@ pub fn encode_header_v2(
     put_varint(out, count as u64);
 }
 
+/// Appends the version-3 batch header (§4b) with room for a 5-byte `len`, which
+/// [`finish_v3`] fills and shrinks to its varint.
+pub fn encode_header_v3(
+    out: &mut Vec<u8>,
+    key: FrameKey,
+    first_seq: u64,
+    fenced: bool,
+    committed_at_ms: u64,
+    count: usize,
+) {
+    out.extend_from_slice(&BATCH_MAGIC_V3);
+    out.extend_from_slice(&[0; 5]);
+    put_varint(out, first_seq.wrapping_sub(key.base_seq));
+    put_varint(
+        out,
+        zigzag(committed_at_ms.wrapping_sub(key.created_at_ms) as i64),
+    );
+    out.push(u8::from(fenced));
+    put_varint(out, count as u64);
+}
+
+/// Writes the `len` of the version-3 batch that starts at `start` of `out` (its records
+/// encoded, its checksum not yet appended) in its shortest varint, moving the rest of the
+/// batch back over the unused bytes of the 5 [`encode_header_v3`] left; returns `len`.
+pub fn finish_v3(out: &mut Vec<u8>, start: usize) -> u32 {
+    let rest = out.len() - start - 7;
+    // The smallest width whose `len` (magic, the varint, the rest, the checksum) fits it.
+    let (width, len) = (1..=5)
+        .map(|w| (w, 2 + w + rest + BATCH_TRAILER_LEN))
+        .find(|&(w, len)| varint_len(len as u64) == w)
+        .unwrap_or((5, 7 + rest + BATCH_TRAILER_LEN));
+    let mut field = Vec::with_capacity(5);
+    put_varint(&mut field, len as u64);
+    out[start + 2..start + 2 + width].copy_from_slice(&field[..width]);
+    out.copy_within(start + 7.., start + 2 + width);
+    out.truncate(start + 2 + width + rest);
+    len as u32
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// The header fields of a version-3 batch, its `seq_delta` and `time_delta` resolved
+/// against the segment's header (§4b); offsets relative to the batch.
+pub(super) struct HeadV3 {
+    pub first_seq: u64,
+    pub committed_at_ms: u64,
+    pub flags: u8,
+    pub count: u64,
+    /// Where the records start.
+    pub records_at: usize,
+    /// Where `seq_delta` is (a density error's offset).
+    pub seq_at: usize,
+    /// Where `count` is.
+    pub count_at: usize,
+}
+
+/// `len` of the version-3 batch at `b` (magic checked by the caller): its varint, read from
+/// the at most 5 bytes after the magic that `b` holds; the position after it.
+pub(super) fn len_v3(b: &[u8], at: usize) -> Result<(u64, usize), FormatError> {
+    let mut pos = 2;
+    let len = get_varint(b, &mut pos, b.len().min(7), at, "batch length")?;
+    Ok((len, pos))
+}
+
+/// The rest of a version-3 header after its `len` (`pos`), read from `b` (the checksummed
+/// bytes of the batch, or a head of it).
+pub(super) fn head_v3(
+    b: &[u8],
+    mut pos: usize,
+    at: usize,
+    key: FrameKey,
+) -> Result<HeadV3, FormatError> {
+    let seq_at = pos;
+    let delta = get_varint(b, &mut pos, b.len(), at, "batch seq")?;
+    let first_seq = key
+        .base_seq
+        .checked_add(delta)
+        .ok_or_else(|| FormatError::bad(at + seq_at, "batch seq overflows"))?;
+    let time = get_varint(b, &mut pos, b.len(), at, "batch time")?;
+    let committed_at_ms = key.created_at_ms.wrapping_add(unzigzag(time) as u64);
+    let flags = *b
+        .get(pos)
+        .ok_or_else(|| FormatError::bad(at + pos, "batch header overruns its batch"))?;
+    if flags & !1 != 0 {
+        return Err(FormatError::bad(at + pos, "bad batch flags"));
+    }
+    pos += 1;
+    let count_at = pos;
+    let count = get_varint(b, &mut pos, b.len(), at, "batch count")?;
+    Ok(HeadV3 {
+        first_seq,
+        committed_at_ms,
+        flags,
+        count,
+        records_at: pos,
+        seq_at,
+        count_at,
+    })
+}
+
 /// What a record may take from the record before it in the same batch.
 #[derive(Clone, Copy)]
 pub struct Prev<'a> {
@@ -134,18 +304,23 @@ pub struct Prev<'a> {
     pub event_id: Ulid,
 }
 
-/// Appends one version-2 record; `prev` is the batch's previous event (`None` for the
-/// first), `committed_at_ms` the batch's commit time.
+/// Appends one record of version 2 or 3 (`key.version`); `prev` is the batch's previous
+/// event (`None` for the first), `committed_at_ms` the batch's commit time, `seq` the event's.
 pub fn encode_record_v2(
     out: &mut Vec<u8>,
+    key: FrameKey,
     committed_at_ms: u64,
     prev: Option<Prev<'_>>,
-    e: &EncodedEvent<'_>,
+    (seq, e): (u64, &EncodedEvent<'_>),
 ) {
+    let v3 = key.version >= 3;
     let kind_repeat = prev.is_some_and(|p| p.kind == e.kind);
     let id_next = prev.is_some_and(|p| p.event_id.increment().ok() == Some(e.event_id));
-    let id_at_time =
-        !id_next && e.created_at_ms <= ID_TIME_MAX && e.event_id.timestamp_ms() == e.created_at_ms;
+    let id_of_seq = v3 && !id_next && id_of_seq(key.salt, seq, e.created_at_ms) == Some(e.event_id);
+    let id_at_time = !id_next
+        && !id_of_seq
+        && e.created_at_ms <= ID_TIME_MAX
+        && e.event_id.timestamp_ms() == e.created_at_ms;
     let flags = [
         (e.correlation_id.is_some(), F_CORRELATION),
         (e.key.is_some(), F_KEY),
@@ -153,6 +328,7 @@ pub fn encode_record_v2(
         (kind_repeat, F_KIND_REPEAT),
         (id_at_time, F_ID_AT_TIME),
         (id_next, F_ID_NEXT),
+        (id_of_seq, F_ID_OF_SEQ),
     ]
     .iter()
     .fold(0u8, |f, (on, bit)| if *on { f | bit } else { f });
@@ -164,10 +340,18 @@ pub fn encode_record_v2(
     let id = e.event_id.to_bytes();
     if id_at_time {
         out.extend_from_slice(&id[6..]);
-    } else if !id_next {
+    } else if flags & F_ID_FORMS == 0 {
         out.extend_from_slice(&id);
     }
-    if !kind_repeat {
+    let code = if kind_repeat || !v3 {
+        None
+    } else {
+        kind_code(e.kind)
+    };
+    let literal = !kind_repeat && code.is_none();
+    if let Some(code) = code {
+        out.push(code);
+    } else if literal {
         out.push(e.kind.len() as u8);
     }
     let corr = e.correlation_id.map(str::as_bytes);
@@ -176,7 +360,7 @@ pub fn encode_record_v2(
         put_varint(out, text.len() as u64);
     }
     put_varint(out, e.payload.len() as u64);
-    if !kind_repeat {
+    if literal {
         out.extend_from_slice(e.kind.as_bytes());
     }
     for text in [corr, key].into_iter().flatten() {
@@ -185,16 +369,16 @@ pub fn encode_record_v2(
     out.extend_from_slice(e.payload);
 }
 
-/// Decodes the version-2 record at absolute offset `at` (ending at or before `end`) as
-/// event `seq`. Every length is bounded (by its field's limit and by the bytes left before
-/// `end`) before it is used; nothing is allocated.
+/// Decodes the record of version 2 or 3 (`key.version`) at absolute offset `at` (ending at
+/// or before `end`) as event `seq`. Every length is bounded (by its field's limit and by the
+/// bytes left before `end`) before it is used; nothing is allocated.
 // Inlined into the read loop, as `header_v2`: a `Record` returned through memory was
 // read back in wider loads than it was written in (a store-forwarding stall per event).
 #[inline(always)]
 pub fn decode_record_v2<'a>(
     file: &'a [u8],
-    at: usize,
-    end: usize,
+    (at, end): (usize, usize),
+    key: FrameKey,
     seq: u64,
     committed_at_ms: u64,
     prev: Option<Prev<'a>>,
@@ -205,8 +389,14 @@ pub fn decode_record_v2<'a>(
         .ok_or_else(|| FormatError::bad(at, "event overruns its batch"))?;
     let flags = b[0];
     let needs_prev = flags & (F_KIND_REPEAT | F_ID_NEXT) != 0;
-    if flags & !F_KNOWN != 0
-        || flags & (F_ID_AT_TIME | F_ID_NEXT) == F_ID_AT_TIME | F_ID_NEXT
+    let known = if key.version >= 3 {
+        F_KNOWN_V3
+    } else {
+        F_KNOWN
+    };
+    let id_bits = flags & F_ID_FORMS;
+    if flags & !known != 0
+        || !id_bits.is_power_of_two() && id_bits != 0
         || (needs_prev && prev.is_none())
     {
         return Err(FormatError::bad(
@@ -217,8 +407,14 @@ pub fn decode_record_v2<'a>(
     let mut pos = 1;
     let delta = get_varint(b, &mut pos, b.len(), at, "event time")?;
     let created_at_ms = committed_at_ms.wrapping_add(unzigzag(delta) as u64);
-    let event_id = event_id(b, &mut pos, at, flags, created_at_ms, prev)?;
-    let [kind_len, corr_len, key_len] = text_lens(b, &mut pos, at, flags, prev.is_some())?;
+    let event_id = if flags & F_ID_OF_SEQ != 0 {
+        id_of_seq(key.salt, seq, created_at_ms)
+            .ok_or_else(|| FormatError::bad(at, "event id of its seq out of range"))?
+    } else {
+        event_id(b, &mut pos, at, flags, created_at_ms, prev)?
+    };
+    let (coded, [kind_len, corr_len, key_len]) =
+        text_lens(b, &mut pos, at, (flags, key.version), prev.is_some())?;
     let payload_at = pos;
     let payload_len = get_varint(b, &mut pos, b.len(), at, "payload length")?;
     let texts = kind_len + corr_len + key_len;
@@ -228,9 +424,10 @@ pub fn decode_record_v2<'a>(
         .filter(|t| *t <= b.len())
         .ok_or_else(|| FormatError::bad(at + payload_at, "event overruns its batch"))?;
     let (kind, corr, key) = super::batch::texts(b, at, pos, kind_len, corr_len, pos + texts)?;
-    let kind = match prev.filter(|_| flags & F_KIND_REPEAT != 0) {
-        Some(p) => p.kind,
-        None => kind,
+    let kind = match (coded, prev.filter(|_| flags & F_KIND_REPEAT != 0)) {
+        (Some(k), _) => k,
+        (None, Some(p)) => p.kind,
+        (None, None) => kind,
     };
     Ok(Record {
         seq,
@@ -245,27 +442,32 @@ pub fn decode_record_v2<'a>(
     })
 }
 
-/// The lengths of a version-2 record's kind (0 when repeated), correlation id and key, read
-/// from `b[*pos..]` (the record at absolute `at`) and checked against their limits.
+/// The kind named by a code (version 3), and the lengths of a record's kind (0 when
+/// repeated or coded), correlation id and key, read from `b[*pos..]` (the record at absolute
+/// `at`) and checked against their limits.
 fn text_lens(
     b: &[u8],
     pos: &mut usize,
     at: usize,
-    flags: u8,
+    (flags, version): (u8, u32),
     has_prev: bool,
-) -> Result<[usize; 3], FormatError> {
+) -> Result<(Option<&'static str>, [usize; 3]), FormatError> {
+    let mut coded = None;
     let kind_len = if has_prev && flags & F_KIND_REPEAT != 0 {
         0
     } else {
         let len = *b
             .get(*pos)
             .ok_or_else(|| FormatError::bad(at + *pos, "event overruns its batch"))?;
-        if !(1..=KIND_LEN_MAX).contains(&(len as usize)) {
+        let code = usize::from(len.wrapping_sub(KIND_CODE_BASE));
+        if version >= 3 && len >= KIND_CODE_BASE && code < KIND_CODES.len() {
+            coded = Some(KIND_CODES[code]);
+        } else if !(1..=KIND_LEN_MAX).contains(&(len as usize)) {
             let detail = format!("kind length {len} out of range");
             return Err(FormatError::bad(at + *pos, detail));
         }
         *pos += 1;
-        len as usize
+        if coded.is_some() { 0 } else { len as usize }
     };
     let mut text_len = |on: bool, max: usize, what: &str| -> Result<usize, FormatError> {
         if !on {
@@ -285,7 +487,7 @@ fn text_lens(
         "correlation length",
     )?;
     let key = text_len(flags & F_KEY != 0, KEY_LEN_MAX, "key length")?;
-    Ok([kind_len, corr, key])
+    Ok((coded, [kind_len, corr, key]))
 }
 
 /// The event id of a version-2 record (after its time), advancing `pos`.

@@ -144,11 +144,14 @@ impl SegmentHeader {
         })
     }
 
-    /// The checksum seed and frame version of this segment's batches.
+    /// The checksum seed and frame version of this segment's batches, and what a
+    /// version-3 batch header counts from.
     pub fn frame_key(&self) -> FrameKey {
         FrameKey {
             salt: self.salt,
             version: self.version,
+            base_seq: self.base_seq,
+            created_at_ms: self.created_at_ms,
         }
     }
 

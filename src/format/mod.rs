@@ -12,6 +12,7 @@ pub use batch::{
     BatchHeader, BatchView, EncodedEvent, FrameKey, checksum_holds, decode_batch,
     decode_batch_each, encode_batch, find_batch_after, find_batch_after_read, peek_batch,
 };
+pub use compact::{id_of_seq, seq_of_derived_id};
 pub use header::{CounterSlot, EntriesRecord, SegmentHeader, next_header_generation, pick_slot};
 pub use index::{
     INDEX_PAGE_LEN, INDEX_VERSION, IdRun, IndexBinding, IndexHeader, IndexPage, IndexedBatch,
@@ -25,9 +26,9 @@ pub use summary::{SummaryAnchor, SummaryFold, decode_summary, encode_summary};
 /// applies to new appends); the decoders bound every length by the bytes present.
 pub const BATCH_LEN_READ_MAX: u32 = u32::MAX;
 
-/// The segment format version this build writes into new segments (§4a, the compact frame).
-/// It also reads version 1 (§4), and appends to a version-1 segment in version 1.
-pub const FORMAT_VERSION: u32 = 2;
+/// The segment format version this build writes into new segments (§4b). It also reads
+/// versions 1 (§4) and 2 (§4a), and appends to a segment of either in its own version.
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest segment format version this build reads.
 pub const FORMAT_VERSION_MIN: u32 = 1;
 /// The version in the store's `FORMAT` file: the store layout (§1), unchanged by the segment

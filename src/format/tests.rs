@@ -12,10 +12,12 @@ const T: u64 = 1_700_000_000_000;
 const V1: FrameKey = FrameKey {
     salt: SALT,
     version: 1,
+    base_seq: 1,
+    created_at_ms: T,
 };
 const V1_FOREIGN: FrameKey = FrameKey {
     salt: SALT ^ 1,
-    version: 1,
+    ..V1
 };
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -218,12 +220,12 @@ fn segment_header_matches_golden_bytes() {
 #[test]
 fn segment_header_rejects_other_versions_and_flips() {
     let mut b = golden_header().encode();
-    b[8] = 3;
+    b[8] = 4;
     // A flipped version byte fails the header checksum: corruption, not another version.
     assert_eq!(SegmentHeader::version_of(&b), None);
     assert_eq!(SegmentHeader::decode(&b).unwrap_err().offset, 508);
-    // A header of version 3 that checks is another version; 0 is none either.
-    for v in [3u8, 0] {
+    // A header of version 4 that checks is another version; 0 is none either.
+    for v in [4u8, 0] {
         b[8] = v;
         let crc = checksum(0, &b[..508]);
         b[508..512].copy_from_slice(&crc.to_le_bytes());
@@ -234,8 +236,8 @@ fn segment_header_rejects_other_versions_and_flips() {
             "{detail}"
         );
     }
-    // Versions 1 and 2 both decode, and keep their version.
-    for v in [1, 2] {
+    // Versions 1, 2 and 3 all decode, and keep their version.
+    for v in [1, 2, 3] {
         let h = SegmentHeader {
             version: v,
             ..golden_header()
@@ -245,7 +247,9 @@ fn segment_header_rejects_other_versions_and_flips() {
             h.frame_key(),
             FrameKey {
                 salt: SALT,
-                version: v
+                version: v,
+                base_seq: h.base_seq,
+                created_at_ms: h.created_at_ms,
             }
         );
     }
@@ -748,10 +752,7 @@ fn index_trees_span_pages_and_lookups_find_every_entry() {
 
 // Version 2, the compact frame (SPEC §4a).
 
-const V2: FrameKey = FrameKey {
-    salt: SALT,
-    version: 2,
-};
+const V2: FrameKey = FrameKey { version: 2, ..V1 };
 
 /// SPEC §4a's first golden vector: the event of `BATCH_HEX` in a version-2 batch.
 const BATCH_V2_HEX: &str = "
@@ -1090,10 +1091,250 @@ fn a_length_claimed_past_the_files_end_sizes_nothing_in_the_search() {
         Ok(n)
     };
     assert_eq!(find_batch_after_read(&mut read, 0, 64 << 10, V2, 1), None);
-    // Once each, but for the 15 bytes the chunks overlap by.
+    // Once each (a file shorter than a chunk is one chunk).
+    assert_eq!(reads, 64 << 10, "the bytes were read once, nothing more");
+}
+
+// Version 3 (SPEC §4b).
+
+/// A version-3 segment of salt `SALT` whose first seq is 1001, created a minute before `T`.
+const V3: FrameKey = FrameKey {
+    version: 3,
+    base_seq: 1001,
+    created_at_ms: T - 60_000,
+    ..V1
+};
+
+fn golden_v3_multi() -> [EncodedEvent<'static>; 3] {
+    let id = |seq| id_of_seq(SALT, seq, T).unwrap();
+    let plain = |created_at_ms, event_id, kind, payload| EncodedEvent {
+        created_at_ms,
+        event_id,
+        caller_id: false,
+        kind,
+        correlation_id: None,
+        key: None,
+        payload,
+    };
+    [
+        plain(T, id(1003), "step_completed", b"a"),
+        plain(T + 5, id(1004), "step_completed", b"b"),
+        EncodedEvent {
+            caller_id: true,
+            correlation_id: Some("c1"),
+            ..plain(T + 200, Ulid::from_parts(T + 100, 0xabc), "my_kind", b"")
+        },
+    ]
+}
+
+/// SPEC §4b's first golden vector: the event of `BATCH_HEX` in a version-3 batch.
+const BATCH_V3_HEX: &str = "
+52 33 26 00 c0 a9 07 00 01 13 00 00 00 00 00 00
+00 00 00 00 01 87 06 01 02 73 74 65 70 5f 31 6b
+7b 7d 06 02 77 a5";
+
+/// SPEC §4b's second golden vector: an id of its seq, a kind by its code, the kind repeated
+/// and the next id, a literal kind with a caller id and a correlation id, fenced.
+const BATCH_V3_MULTI_HEX: &str = "
+52 33 35 02 ca a9 07 01 03 40 09 87 01 61 28 00
+01 62 05 86 03 01 8b cf e5 68 64 00 00 00 00 00
+00 00 00 0a bc 07 02 00 6d 79 5f 6b 69 6e 64 63
+31 9d e5 aa a5";
+
+#[test]
+fn v3_batch_matches_golden_bytes_and_decodes() {
+    let mut out = Vec::new();
+    encode_batch(&mut out, V3, 1001, false, T, &[golden_event()]);
+    assert_eq!(hex(&out), hex(&unhex(BATCH_V3_HEX)));
+    let bytes = Bytes::from(out);
+    let b = decode_batch(&bytes, 0, V3, 1001, 1 << 20).expect("golden v3 batch decodes");
     assert_eq!(
-        reads,
-        (64 << 10) + 15,
-        "the bytes were read once, nothing more"
+        b.header,
+        BatchHeader {
+            len: 38,
+            first_seq: 1001,
+            count: 1,
+            fenced: false,
+            committed_at_ms: T
+        }
     );
+    let v1 = decode_batch(&Bytes::from(unhex(BATCH_HEX)), 0, V1, 1, 1 << 20).unwrap();
+    let renumbered: Vec<crate::Event> = v1
+        .events
+        .into_iter()
+        .map(|e| crate::Event { seq: 1001, ..e })
+        .collect();
+    assert_eq!(b.events, renumbered, "the same event in either frame");
+    assert_eq!(peek_batch(&bytes, V3), Some((38, 1001, 1)));
+    assert_eq!(V3.batch_len(&bytes), Some(38));
+}
+
+#[test]
+fn v3_batch_of_three_matches_golden_bytes_and_decodes() {
+    let mut out = Vec::new();
+    encode_batch(&mut out, V3, 1003, true, T + 5, &golden_v3_multi());
+    assert_eq!(hex(&out), hex(&unhex(BATCH_V3_MULTI_HEX)));
+    let bytes = Bytes::from(out);
+    let b = decode_batch(&bytes, 0, V3, 1003, 1 << 20).unwrap();
+    assert_eq!(
+        b.header,
+        BatchHeader {
+            len: 53,
+            first_seq: 1003,
+            count: 3,
+            fenced: true,
+            committed_at_ms: T + 5
+        }
+    );
+    let want = golden_v3_multi();
+    for (i, (got, want)) in b.events.iter().zip(&want).enumerate() {
+        assert_eq!(got.seq, 1003 + i as u64);
+        assert_eq!(got.event_id, want.event_id);
+        assert_eq!(got.created_at_ms, want.created_at_ms);
+        assert_eq!(&*got.kind, want.kind);
+        assert_eq!(got.correlation_id.as_deref(), want.correlation_id);
+        assert_eq!(&got.payload[..], want.payload);
+    }
+    assert_eq!(b.caller_ids, [false, false, true]);
+    // The id of seq 1003: the timestamp, then the salt, then the seq.
+    assert_eq!(
+        want[0].event_id.0,
+        (u128::from(T) << 80) | (u128::from(SALT) << 48) | 1003
+    );
+    assert!(V3.derives_id(1003, T, want[0].event_id));
+    assert!(V3.derives_id(1004, T + 5, want[1].event_id) == false);
+    assert_eq!(seq_of_derived_id(SALT, want[1].event_id), Some(1004));
+    assert_eq!(seq_of_derived_id(SALT ^ 1, want[1].event_id), None);
+    assert!(
+        !V2.derives_id(1003, T, want[0].event_id),
+        "only version 3 derives"
+    );
+}
+
+#[test]
+fn v3_records_take_codes_and_ids_of_seqs_only_in_version_3() {
+    // The same bytes under a version-2 key: another magic, nothing decodes.
+    let golden = Bytes::from(unhex(BATCH_V3_MULTI_HEX));
+    let e = decode_batch(&golden, 0, V2, 1003, 1 << 20).unwrap_err();
+    assert!(e.detail.contains("magic"), "{e:?}");
+    // Every kind with a code takes one byte; another kind its text.
+    for (i, kind) in super::compact::KIND_CODES.iter().enumerate() {
+        let e = EncodedEvent {
+            kind,
+            ..golden_v3_multi()[0]
+        };
+        let mut out = Vec::new();
+        encode_batch(&mut out, V3, 1003, false, T, &[e]);
+        // Magic 2, len 1, seq_delta 1, time_delta 3, flags, count; the record's flags and time.
+        assert_eq!(out[11], 0x80 + i as u8, "{kind}");
+        let b = decode_batch(&Bytes::from(out), 0, V3, 1003, 1 << 20).unwrap();
+        assert_eq!(&*b.events[0].kind, *kind);
+    }
+    // A code past the table, 0 and 65..=127 are errors at the kind's byte.
+    let mut one = Vec::new();
+    encode_batch(&mut one, V3, 1003, false, T, &[golden_v3_multi()[0]]);
+    for bad in [0x92u8, 0xff, 0x00, 65, 127] {
+        let mut b = one.clone();
+        b[11] = bad;
+        let n = b.len();
+        let crc = checksum(SALT, &b[..n - 4]);
+        b[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        let e = decode_batch(&Bytes::from(b), 0, V3, 1003, 1 << 20).unwrap_err();
+        assert_eq!(e.offset, 11, "{bad:#x}: {e:?}");
+    }
+    // Bit 6 with bit 4 or 5, and bit 7, are errors at the flags.
+    for flags in [0x50u8, 0x60, 0xc0] {
+        let mut b = one.clone();
+        b[9] = flags;
+        let n = b.len();
+        let crc = checksum(SALT, &b[..n - 4]);
+        b[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        let e = decode_batch(&Bytes::from(b), 0, V3, 1003, 1 << 20).unwrap_err();
+        assert_eq!(e.offset, 9, "{flags:#x}: {e:?}");
+    }
+}
+
+#[test]
+fn v3_batch_rejects_zeros_foreign_salt_density_and_every_cut() {
+    let golden = Bytes::from(unhex(BATCH_V3_MULTI_HEX));
+    let zeros = Bytes::from(vec![0u8; 64]);
+    let e = decode_batch(&zeros, 0, V3, 1003, 1 << 20).unwrap_err();
+    assert!(!e.incomplete && e.detail.contains("magic"), "{e:?}");
+    let foreign = FrameKey {
+        salt: SALT ^ 1,
+        ..V3
+    };
+    let e = decode_batch(&golden, 0, foreign, 1003, 1 << 20).unwrap_err();
+    assert!(e.detail.contains("checksum"), "{e:?}");
+    // Density: the batch of seq 1003 where 1002 is due, at `seq_delta` (offset 3).
+    let e = decode_batch(&golden, 0, V3, 1002, 1 << 20).unwrap_err();
+    assert_eq!(e.offset, 3, "{e:?}");
+    assert!(e.detail.contains("density"), "{e:?}");
+    // Another base seq moves the batch: the same bytes are seq 1004 in a segment from 1002.
+    let moved = FrameKey {
+        base_seq: 1002,
+        ..V3
+    };
+    assert_eq!(
+        decode_batch(&golden, 0, moved, 1004, 1 << 20)
+            .unwrap()
+            .header
+            .first_seq,
+        1004
+    );
+    // Every cut is incomplete, never a wrong batch.
+    for cut in 0..golden.len() {
+        let e = decode_batch(&golden.slice(..cut), 0, V3, 1003, 1 << 20).unwrap_err();
+        assert!(e.incomplete, "cut at {cut}: {e:?}");
+    }
+    // A length over the caller's maximum, at `len` (offset 2).
+    let e = decode_batch(&golden, 0, V3, 1003, 52).unwrap_err();
+    assert_eq!(e.offset, 2, "{e:?}");
+}
+
+#[test]
+fn v3_lengths_take_their_shortest_varint_at_every_width_edge() {
+    // Payloads that put `len` on each side of 128 and 16,384.
+    for payload_len in (100..140).chain(16_300..16_400) {
+        let payload = vec![7u8; payload_len];
+        let e = EncodedEvent {
+            payload: &payload,
+            ..golden_v3_multi()[0]
+        };
+        let mut out = Vec::new();
+        out.extend_from_slice(b"before");
+        encode_batch(&mut out, V3, 1003, false, T, &[e]);
+        let bytes = Bytes::from(out);
+        let b = decode_batch(&bytes, 6, V3, 1003, u32::MAX).unwrap();
+        assert_eq!(b.header.len as usize, bytes.len() - 6, "{payload_len}");
+        assert_eq!(b.events[0].payload.len(), payload_len);
+        assert_eq!(
+            find_batch_after(&bytes, 0, V3, 1003),
+            Some((6, 1003)),
+            "{payload_len}"
+        );
+    }
+}
+
+#[test]
+fn v3_search_finds_a_batch_shorter_than_its_head_at_the_files_end() {
+    // A 15-byte batch (committed when its segment was created: a 1-byte time) right at the
+    // end of the bytes searched: the last chunk takes every position.
+    let key = FrameKey {
+        created_at_ms: T,
+        ..V3
+    };
+    let mut out = vec![0xaau8; 40];
+    let e = EncodedEvent {
+        payload: b"",
+        correlation_id: None,
+        ..golden_v3_multi()[0]
+    };
+    encode_batch(&mut out, key, 1003, false, T, &[e]);
+    assert_eq!(out.len() - 40, 15, "shorter than the search's head (17)");
+    let bytes = Bytes::from(out);
+    assert_eq!(find_batch_after(&bytes, 0, key, 1003), Some((40, 1003)));
+    assert_eq!(find_batch_after(&bytes, 0, key, 1004), None);
+    let b = decode_batch(&bytes, 40, key, 1003, u32::MAX).unwrap();
+    assert_eq!(b.events[0].event_id, id_of_seq(SALT, 1003, T).unwrap());
 }

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::event::{NewEvent, Seq};
 use crate::format::{
     BATCH_HEADER_LEN, BATCH_LEN_READ_MAX, BATCH_TRAILER_LEN, CounterSlot, EncodedEvent, FrameKey,
-    HEADER_LEN, encode_batch, next_header_generation,
+    HEADER_LEN, encode_batch, id_of_seq, next_header_generation,
 };
 use crate::group::{self, Append, AppendKind, Bounds, Outcome, Plan, Written};
 use crate::io::Fs;
@@ -172,7 +172,7 @@ impl Run {
         // up again (the next close writes the index anew).
         let now = now_ms();
         let mut looked_again = false;
-        let (plan, ids) = loop {
+        let plan = loop {
             let st = self.state.read();
             let known = match st.known(self.run_str(), group) {
                 Ok(found) => found,
@@ -188,9 +188,7 @@ impl Run {
                 }
                 Err(e) => return fail_all(e),
             };
-            let plan = group::plan(self.run_str(), st.last_seq, &known, group);
-            let ids = mint_ids(&plan.accepted, st.last_event_id, now);
-            break (plan, ids);
+            break group::plan(self.run_str(), st.last_seq, &known, group);
         };
         // A group of rejected or deduplicated appends rolls no segment, creates no file and
         // writes no byte (rule 2).
@@ -200,7 +198,7 @@ impl Run {
                 events: 0,
             };
         }
-        let written = self.write_decided(&mut w, group, &plan, &ids, now);
+        let written = self.write_decided(&mut w, group, &plan, now);
         drop(guard);
         if written.is_ok() {
             self.notify_grown();
@@ -215,7 +213,6 @@ impl Run {
         w: &mut Writer,
         group: &[&Append],
         plan: &Plan<'_>,
-        ids: &[Ulid],
         now: u64,
     ) -> Result<()> {
         if self.needs_new_segment() {
@@ -231,18 +228,22 @@ impl Run {
             };
             (st.last_segment()?, at, st.last_event_id)
         };
+        // Minted once the segment they go to is known: in a version-3 segment an id can be
+        // the one its seq gives (SPEC §4b), which the frame does not store.
+        let key = seg.header.frame_key();
+        let ids = mint_ids(&plan.accepted, last_id, now, key, plan.first_seq);
         let mut buf = std::mem::take(&mut w.buf);
         buf.clear();
         let frames = Frames {
             group,
             plan,
-            ids,
+            ids: &ids,
             last_id,
             now,
             events_max: self.config.batch_events_max,
             len_bytes_max: self.config.batch_len_bytes_max as usize,
         };
-        let enc = frames.encode(seg.header.frame_key(), at.counter.committed_len, &mut buf);
+        let enc = frames.encode(key, at.counter.committed_len, &mut buf);
         // Once per handle: the kernel's lock table names the live holder (lock.rs); the
         // file's pid is a fallback, not worth a write on every commit.
         if !w.holder_recorded {
@@ -672,15 +673,35 @@ pub(crate) fn checkpoint_due(header_generation: u64, generation: u64) -> bool {
     d >= CHECKPOINT_INTERVAL && d % 2 == 1
 }
 
-/// The ids of the accepted events, in seq order: the caller's, or minted (monotonic ULIDs
-/// after `last_id`, the run's newest: a minted id sorts after every earlier one).
-fn mint_ids(accepted: &[&NewEvent], mut last_id: Ulid, now: u64) -> Vec<Ulid> {
+/// The ids of the accepted events (the first at `first_seq`), in seq order: the caller's, or
+/// minted (monotonic ULIDs after `last_id`, the run's newest: a minted id sorts after every
+/// earlier one). A minted id's timestamp is `now`; in a segment of version 3 (`key`) its
+/// random part is the segment's salt and the event's seq ([`id_of_seq`], stored as nothing)
+/// when that sorts after `last_id`, else random (or `last_id` + 1) as in earlier versions.
+fn mint_ids(
+    accepted: &[&NewEvent],
+    mut last_id: Ulid,
+    now: u64,
+    key: FrameKey,
+    first_seq: Seq,
+) -> Vec<Ulid> {
+    // An id of that shape is predictable: one a caller supplies later in the group is not
+    // minted again (earlier ones sort below the next minted id anyway).
+    let callers: std::collections::HashSet<Ulid> =
+        accepted.iter().filter_map(|e| e.event_id).collect();
     accepted
         .iter()
-        .map(|e| {
+        .zip(first_seq..)
+        .map(|(e, seq)| {
             let id = e.event_id.unwrap_or_else(|| {
-                let fresh = Ulid::from_parts(now, rand::random::<u128>());
-                fresh.max(last_id.increment().unwrap_or(fresh))
+                let of_seq = (key.version >= 3)
+                    .then(|| id_of_seq(key.salt, seq, now))
+                    .flatten()
+                    .filter(|id| *id > last_id && !callers.contains(id));
+                of_seq.unwrap_or_else(|| {
+                    let fresh = Ulid::from_parts(now, rand::random::<u128>());
+                    fresh.max(last_id.increment().unwrap_or(fresh))
+                })
             });
             last_id = last_id.max(id);
             id
@@ -748,7 +769,15 @@ impl Frames<'_, '_> {
                 count: events.len() as u32,
                 offset: base + buf.len() as u64,
                 keys: Vec::new(),
-                ids: ids.iter().copied().zip(seqs.clone()).collect(),
+                // Ids the segment derives from their seqs are in no map (a lookup reads
+                // the event their shape names).
+                ids: (ids.iter().copied().zip(seqs.clone()))
+                    .zip(events)
+                    .filter(|((id, seq), e)| {
+                        !key.derives_id(*seq, e.created_at_ms.unwrap_or(self.now), *id)
+                    })
+                    .map(|(pair, _)| pair)
+                    .collect(),
                 max_id,
             };
             for (e, seq) in events.iter().zip(seqs) {
@@ -782,5 +811,58 @@ fn encoded(e: &NewEvent, id: Ulid, now: u64) -> EncodedEvent<'_> {
         correlation_id: e.correlation_id.as_deref(),
         key: e.key.as_deref(),
         payload: &e.payload,
+    }
+}
+
+#[cfg(test)]
+mod mint_tests {
+    use super::*;
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    fn key(version: u32) -> FrameKey {
+        FrameKey {
+            salt: 0x0102_0305,
+            version,
+            base_seq: 1,
+            created_at_ms: NOW - 1000,
+        }
+    }
+
+    /// In a version-3 segment a minted id is the id of its seq; in version 2 it is random.
+    #[test]
+    fn a_minted_id_is_the_id_of_its_seq_only_in_version_3() {
+        let e = NewEvent::new("k", "p");
+        let ids = mint_ids(&[&e, &e], Ulid::nil(), NOW, key(3), 7);
+        assert_eq!(ids, [7, 8].map(|s| id_of_seq(0x0102_0305, s, NOW).unwrap()));
+        let ids = mint_ids(&[&e, &e], Ulid::nil(), NOW, key(2), 7);
+        assert!(
+            ids.iter()
+                .all(|id| id_of_seq(0x0102_0305, 7, NOW) != Some(*id))
+        );
+        assert!(ids[0] < ids[1]);
+    }
+
+    /// An id of that shape is predictable: a caller who supplies the one the next minted event
+    /// would get, later in the same group, does not make two events share it.
+    #[test]
+    fn an_id_a_caller_supplies_later_in_the_group_is_not_minted_again() {
+        let predicted = id_of_seq(0x0102_0305, 7, NOW).unwrap();
+        let minted = NewEvent::new("k", "p");
+        let callers = NewEvent::new("k", "q").event_id(predicted);
+        let ids = mint_ids(&[&minted, &callers], Ulid::nil(), NOW, key(3), 7);
+        assert_eq!(ids[1], predicted);
+        assert_ne!(ids[0], predicted);
+        assert!(ids[0].timestamp_ms() == NOW);
+    }
+
+    /// A derived id that would not sort after the run's newest (a smaller salt within the
+    /// same millisecond) gives way to the newest + 1.
+    #[test]
+    fn a_minted_id_sorts_after_the_newest_whatever_the_salt() {
+        let newest = Ulid::from_parts(NOW, (u128::MAX >> 48) - 5);
+        let e = NewEvent::new("k", "p");
+        let ids = mint_ids(&[&e], newest, NOW, key(3), 7);
+        assert!(ids[0] > newest);
     }
 }

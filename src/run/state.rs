@@ -18,8 +18,9 @@ use ulid::Ulid;
 use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::format::{
-    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, INDEX_VERSION,
+    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, FrameKey, HEADER_LEN, INDEX_VERSION,
     IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each, encode_index,
+    seq_of_derived_id,
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{PageCache, SegmentIndex};
@@ -67,6 +68,8 @@ pub(crate) struct SegState {
     pub(crate) number: u32,
     /// The seed of its checksums: a file opened again must have it, as must its base seq.
     salt: u32,
+    /// Its format version (SPEC §2).
+    version: u32,
     /// The first seq it may hold.
     pub(crate) base_seq: Seq,
     /// When it was created (its counter's time before anything is applied).
@@ -89,6 +92,7 @@ impl SegState {
         SegState {
             number: h.segment_index,
             salt: h.salt,
+            version: h.version,
             base_seq: h.base_seq,
             created_at_ms: h.created_at_ms,
             counter: empty_slot(h.base_seq, h.created_at_ms),
@@ -96,6 +100,16 @@ impl SegState {
             file_len: 0,
             index: OnceLock::new(),
             seg: Some(seg),
+        }
+    }
+
+    /// What its batches are decoded with.
+    pub(crate) fn frame_key(&self) -> FrameKey {
+        FrameKey {
+            salt: self.salt,
+            version: self.version,
+            base_seq: self.base_seq,
+            created_at_ms: self.created_at_ms,
         }
     }
 
@@ -387,11 +401,13 @@ impl RunState {
             .filter(|_| dedupe)
             .filter_map(|e| e.key.as_deref().map(|k| (k, e.seq)))
             .collect();
-        // Every id, minted or caller-supplied: a caller may present a minted id again.
+        // Every id, minted or caller-supplied (a caller may present a minted id again), but
+        // those the segment derives from their seqs: a lookup reads their events.
+        let key = self.segments[segment].frame_key();
         let ids = view
             .events
             .iter()
-            .filter(|_| dedupe)
+            .filter(|e| dedupe && !key.derives_id(e.seq, e.created_at_ms, e.event_id))
             .map(|e| (e.event_id, e.seq))
             .collect();
         let max_id = view
@@ -749,9 +765,11 @@ impl RunState {
                     if let Some(k) = e.key {
                         keys.push((map.hash(k), e.seq));
                     }
-                    // Every id, minted or caller-supplied: a caller may present a minted id
-                    // again.
-                    ids.push((e.event_id, e.seq));
+                    // Every id, minted or caller-supplied (a caller may present a minted id
+                    // again), but those the segment derives from their seqs.
+                    if !key.derives_id(e.seq, e.created_at_ms, e.event_id) {
+                        ids.push((e.event_id, e.seq));
+                    }
                 }
             })?;
         for (h, seq) in keys {
@@ -919,23 +937,18 @@ impl RunState {
             seg.read_exact(&mut buf, start)
                 .map_err(|e| Error::io("reading", &seg.path, e))?;
             let view = bytes::Bytes::from(buf);
+            let key = seg.header.frame_key();
             for b in part {
                 let at = (b.offset - start) as usize;
                 let all = 0..=u64::MAX;
-                decode_batch_each(
-                    &view,
-                    at,
-                    seg.header.frame_key(),
-                    b.first_seq,
-                    BATCH_LEN_READ_MAX,
-                    all,
-                    |e| {
-                        if let Some(k) = e.key {
-                            keys.insert(k, e.seq);
-                        }
+                decode_batch_each(&view, at, key, b.first_seq, BATCH_LEN_READ_MAX, all, |e| {
+                    if let Some(k) = e.key {
+                        keys.insert(k, e.seq);
+                    }
+                    if !key.derives_id(e.seq, e.created_at_ms, e.event_id) {
                         ids.entry(e.event_id).or_insert(e.seq);
-                    },
-                )
+                    }
+                })
                 .map_err(|e| {
                     let e = FormatError {
                         offset: start + e.offset,
@@ -988,6 +1001,11 @@ impl RunState {
         }
         ids.sort_unstable();
         ids.dedup();
+        for id in &ids {
+            if let Some(seq) = self.seq_of_derived(run, *id)? {
+                found.by_id.insert(*id, seq);
+            }
+        }
         let open = self.open_index.as_ref().map(|o| Ok(Some(o.index.clone())));
         for index in (0..self.indexed).map(|pos| self.index_at(pos)).chain(open) {
             let Some(index) = index? else { continue };
@@ -1026,8 +1044,38 @@ impl RunState {
 
     /// The key of the event at `seq` of an unindexed segment, read from its batch.
     fn key_at(&self, run: &str, seq: Seq) -> Result<Option<String>> {
-        let i = self.batches.partition_point(|b| b.last_seq() < seq);
-        let Some(loc) = self.batches.get(i).filter(|b| b.first_seq <= seq) else {
+        Ok(self
+            .event_at(run, seq)?
+            .and_then(|e| e.key.map(|k| k.to_string())))
+    }
+
+    /// The seq of the event whose id is `id`, when a segment of the run derives ids of that
+    /// shape from their seqs (SPEC §4b: its salt in the id) and the event at the seq it
+    /// names has that id; such ids are in no map or index.
+    fn seq_of_derived(&self, run: &str, id: Ulid) -> Result<Option<Seq>> {
+        for s in &self.segments {
+            let Some(seq) = seq_of_derived_id(s.salt, id) else {
+                continue;
+            };
+            if seq < s.base_seq || seq > self.last_seq {
+                continue;
+            }
+            if self.event_at(run, seq)?.is_some_and(|e| e.event_id == id) {
+                return Ok(Some(seq));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The event at `seq`, read (its batch, with every check) from wherever the run holds it.
+    fn event_at(&self, run: &str, seq: Seq) -> Result<Option<crate::event::Event>> {
+        let Some(loc) = seq
+            .checked_sub(1)
+            .map(|after| self.batches_after(after, 1))
+            .transpose()?
+            .and_then(|locs| locs.into_iter().next())
+            .filter(|b| b.first_seq <= seq)
+        else {
             return Ok(None);
         };
         let seg = &self.segment(loc.segment)?;
@@ -1047,10 +1095,7 @@ impl RunState {
             };
             format_to_corrupt(run, seg, e)
         })?;
-        Ok(b.events
-            .iter()
-            .find(|e| e.seq == seq)
-            .and_then(|e| e.key.as_deref().map(str::to_string)))
+        Ok(b.events.into_iter().find(|e| e.seq == seq))
     }
 
     /// The indexed segments (verify checks their indexes page by page).
@@ -1146,20 +1191,18 @@ impl RunState {
         seg.read_exact(&mut buf, start).ok()?;
         let view = bytes::Bytes::from(buf);
         let mut ids: Vec<(Ulid, Seq)> = Vec::new();
+        let mut max_id = Ulid::nil();
         let mut owned: Vec<(String, Seq)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let key = seg.header.frame_key();
         for b in &batches {
             let at = usize::try_from(b.offset - start).ok()?;
-            let v = decode_batch(
-                &view,
-                at,
-                seg.header.frame_key(),
-                b.first_seq,
-                BATCH_LEN_READ_MAX,
-            )
-            .ok()?;
+            let v = decode_batch(&view, at, key, b.first_seq, BATCH_LEN_READ_MAX).ok()?;
             for e in &v.events {
-                ids.push((e.event_id, e.seq));
+                max_id = max_id.max(e.event_id);
+                if !key.derives_id(e.seq, e.created_at_ms, e.event_id) {
+                    ids.push((e.event_id, e.seq));
+                }
                 if let Some(k) = e.key.as_deref()
                     && seen.insert(k.to_string())
                 {
@@ -1168,7 +1211,6 @@ impl RunState {
             }
         }
         let mut keys: Vec<(&str, Seq)> = owned.iter().map(|(k, q)| (k.as_str(), *q)).collect();
-        let max_id = ids.iter().map(|(i, _)| *i).max().unwrap_or_default();
         // An open segment's index is bound to the bytes of the last batch it covers too: the
         // one that ends at the counter's length, where `view` ends.
         let last_batch_crc = match s.counter.sealed {
@@ -1405,10 +1447,14 @@ fn batch_is_indexed(
     let all = 0..=u64::MAX;
     let key = seg.header.frame_key();
     let checked = decode_batch_each(&view, 0, key, b.first_seq, BATCH_LEN_READ_MAX, all, |e| {
+        // An id the segment derives from its seq is in no index (SPEC §9): its event's
+        // checksum holds it.
+        let end =
+            (!key.derives_id(e.seq, e.created_at_ms, e.event_id)).then_some((e.event_id, e.seq));
         if ends.len() < 2 {
-            ends.push((e.event_id, e.seq));
+            ends.push(end);
         } else {
-            ends[1] = (e.event_id, e.seq);
+            ends[1] = end;
         }
     });
     let Ok((header, _)) = checked else {
@@ -1419,5 +1465,6 @@ fn batch_is_indexed(
         && batch_crc_before(&view, header.len as usize) == Some(bound.last_batch_crc)
         && ends
             .iter()
+            .flatten()
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
 }

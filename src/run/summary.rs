@@ -9,8 +9,8 @@ use super::Run;
 use crate::error::Result;
 use crate::event::Seq;
 use crate::format::{
-    BATCH_HEADER_LEN, BATCH_TRAILER_LEN, SummaryAnchor, SummaryFold, checksum, decode_summary,
-    encode_summary, peek_batch, u32_at,
+    BATCH_TRAILER_LEN, SummaryAnchor, SummaryFold, checksum, decode_summary, encode_summary,
+    peek_batch, u32_at,
 };
 use crate::io::{Fs, OpenMode, read_exact_at};
 use crate::segment::{Access, Segment};
@@ -74,7 +74,10 @@ fn anchor_holds(
     let holds = || -> Option<bool> {
         let batch = seg.read_batch(run, anchor.offset, end).ok()?;
         let (batch_len, first_seq, count) = peek_batch(&batch, seg.header.frame_key())?;
-        if batch_len < BATCH_HEADER_LEN + 4
+        // Any version's smallest batch is longer than its checksum; `read_batch` read
+        // the whole batch its length names.
+        if batch_len <= BATCH_TRAILER_LEN
+            || batch_len > batch.len()
             || first_seq != anchor.first_seq
             || anchor.first_seq.checked_add(count)? != fold.last_seq + 1
         {

@@ -142,8 +142,8 @@ impl runlog::io::Fs for OpenHookFs {
     }
 }
 
-/// The offsets of the version-2 batches of the segment file at `seg`, from its first batch
-/// (past the 4 KiB header), walked by their length fields.
+/// The offsets of the batches of the segment file at `seg` (of version 2 or 3, as its header
+/// says), from its first batch (past the 4 KiB header), walked by their length fields.
 pub fn batch_offsets(seg: &Path) -> Vec<u64> {
     batch_offsets_in(&std::fs::read(seg).unwrap())
 }
@@ -152,11 +152,132 @@ pub fn batch_offsets(seg: &Path) -> Vec<u64> {
 pub fn batch_offsets_in(b: &[u8]) -> Vec<u64> {
     let mut at = 4096usize;
     let mut out = Vec::new();
-    while at + 8 <= b.len() && &b[at..at + 4] == b"RLB2" {
+    while let Some(len) = batch_len_at(b, at) {
         out.push(at as u64);
-        at += u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+        at += len;
     }
     out
+}
+
+/// The magic a batch of the segment whose bytes are `b` starts with (by its header's version).
+pub fn batch_magic(b: &[u8]) -> &'static [u8] {
+    match u32::from_le_bytes(b[8..12].try_into().unwrap()) {
+        2 => b"RLB2",
+        3 => b"R3",
+        v => panic!("a test segment of version {v}"),
+    }
+}
+
+/// The header fields of the batch at `at` of the segment whose bytes are `b`, read by the
+/// layouts of format/SPEC.md §4a (version 2) and §4b (version 3), independently of the crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchHead {
+    pub len: usize,
+    pub first_seq: u64,
+    pub fenced: bool,
+    pub count: u64,
+    /// Offset of the first record, from the batch's start.
+    pub records_at: usize,
+}
+
+/// [`BatchHead`] of the batch at `at` (a batch must start there).
+pub fn batch_head(b: &[u8], at: usize) -> BatchHead {
+    let varint = |pos: &mut usize| {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let byte = b[*pos];
+            *pos += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return v;
+            }
+            shift += 7;
+        }
+    };
+    let u64_at = |p: usize| u64::from_le_bytes(b[p..p + 8].try_into().unwrap());
+    let len = batch_len_at(b, at).expect("a batch starts there");
+    if batch_magic(b).len() == 4 {
+        let mut pos = at + 25;
+        let count = varint(&mut pos);
+        return BatchHead {
+            len,
+            first_seq: u64_at(at + 8),
+            fenced: b[at + 24] == 1,
+            count,
+            records_at: pos - at,
+        };
+    }
+    let mut pos = at + 2;
+    varint(&mut pos);
+    let first_seq = u64_at(24) + varint(&mut pos);
+    varint(&mut pos);
+    let fenced = b[pos] == 1;
+    pos += 1;
+    let count = varint(&mut pos);
+    BatchHead {
+        len,
+        first_seq,
+        fenced,
+        count,
+        records_at: pos - at,
+    }
+}
+
+/// Where the length field of the batch at `at` is (version 2: a u32 at 4; version 3: the
+/// varint after the 2-byte magic).
+pub fn batch_len_field(b: &[u8], at: usize) -> std::ops::Range<usize> {
+    if batch_magic(b).len() == 4 {
+        return at + 4..at + 8;
+    }
+    let width = b[at + 2..].iter().position(|&x| x & 0x80 == 0).unwrap() + 1;
+    at + 2..at + 2 + width
+}
+
+/// The length field of the batch at `at` of the segment whose bytes are `b` (version 2: a
+/// u32 at 4; version 3: a varint after the 2-byte magic), when a batch starts there.
+pub fn batch_len_at(b: &[u8], at: usize) -> Option<usize> {
+    let magic = batch_magic(b);
+    if !b.get(at..)?.starts_with(magic) {
+        return None;
+    }
+    if magic.len() == 4 {
+        return Some(u32::from_le_bytes(b.get(at + 4..at + 8)?.try_into().unwrap()) as usize);
+    }
+    let (mut len, mut shift) = (0usize, 0);
+    for &byte in b.get(at + 2..at + 7)? {
+        len |= usize::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(len);
+        }
+        shift += 7;
+    }
+    None
+}
+
+/// Writes `len` into the length field of the batch at `at` in its segment's frame (version
+/// 3: a 5-byte varint, over the field and the header bytes after it).
+pub fn set_batch_len(b: &mut [u8], at: usize, len: u32) {
+    if batch_magic(b).len() == 4 {
+        b[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
+        return;
+    }
+    let mut v = len;
+    for i in 0..5 {
+        b[at + 2 + i] = (v as u8 & 0x7f) | if i < 4 { 0x80 } else { 0 };
+        v >>= 7;
+    }
+}
+
+/// The batch of the segment whose bytes are `b` that holds byte `at`.
+pub fn batch_holding(b: &[u8], at: usize) -> usize {
+    let offsets = batch_offsets_in(b);
+    offsets[offsets.partition_point(|&o| o as usize <= at) - 1] as usize
+}
+
+/// The byte in the middle of the batch at `at` of the segment whose bytes are `b`: inside
+/// its records whatever the frame's sizes.
+pub fn middle_of_batch(b: &[u8], at: usize) -> usize {
+    at + batch_len_at(b, at).expect("a batch starts there") / 2
 }
 
 /// Flips the bits of `mask` in the byte at `at` of the file at `path`, in place (bit rot).

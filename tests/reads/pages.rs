@@ -58,7 +58,7 @@ fn a_page_fails_on_a_corrupt_event_of_its_batch_that_it_would_not_return() {
     let image = std::fs::read(&path).unwrap();
     // The first batch starts after the 4096-byte header; flip the last payload byte of its
     // event 5 (just before the batch's 4-byte checksum).
-    let first_len = u32::from_le_bytes(image[4100..4104].try_into().unwrap()) as usize;
+    let first_len = crate::common::batch_len_at(&image, 4096).unwrap();
     let at = 4096 + first_len - 4 - 1;
     assert_eq!(image[at], b'5');
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();

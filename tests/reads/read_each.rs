@@ -16,7 +16,7 @@ fn ev(i: u64) -> NewEvent {
 fn setup(n: u64) -> (tempfile::TempDir, Store, RunId) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
-        segment_len_bytes_max: 4096 + 300,
+        segment_len_bytes_max: 4096 + 60,
         preallocate_from_bytes: 0,
         ..Config::default()
     };

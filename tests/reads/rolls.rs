@@ -16,7 +16,7 @@ use runlog::{Config, NewEvent, RunId, Store};
 
 fn cfg() -> Config {
     Config {
-        segment_len_bytes_max: 4096 + 1500,
+        segment_len_bytes_max: 4096 + 400,
         preallocate_from_bytes: 0,
         ..Config::default()
     }

@@ -186,16 +186,17 @@ fn tail_prints_an_aligned_table_with_the_events_header() {
 fn events_on_a_damaged_run_prints_the_intact_events_then_exits_5() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = tmp.path().join("store");
-    let pad = format!("{{\"pad\":\"{}\"}}", "x".repeat(190));
-    for kind in ["run_created", "run_started", "step_created", "step_started"] {
-        append(&store, kind, "s", &pad);
+    let pad = |c: &str| format!("{{\"pad\":\"{}\"}}", c.repeat(190));
+    let kinds = ["run_created", "run_started", "step_created", "step_started"];
+    for (kind, c) in kinds.into_iter().zip(["w", "x", "y", "z"]) {
+        append(&store, kind, "s", &pad(c));
     }
     // A byte inside the payload of the third batch: two intact events before it, one after.
     let segment = store.join("runs/r1/seg-00000001.log");
     let bytes = std::fs::read(&segment).expect("read segment");
     let third = bytes
         .windows(12)
-        .position(|w| w == b"step_created")
+        .position(|w| w == b"\"pad\":\"yyyyy")
         .expect("the third event");
     let file = OpenOptions::new().write(true).open(&segment).expect("open");
     file.write_all_at(b"X", (third + 40) as u64).expect("flip");

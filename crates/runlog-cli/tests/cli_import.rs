@@ -265,12 +265,18 @@ fn verify_is_clean_after_import_and_names_segment_and_offset_of_a_flipped_byte()
     let run = THIRTEEN_TERMINALS_RUN;
     let segment = store.join("runs").join(run).join("seg-00000001.log");
     let mut bytes = fs::read(&segment).expect("read segment");
-    // format/SPEC.md §4: the first batch starts at 4096; its `len` is at +4, its crc at len-4.
+    // format/SPEC.md §4b: the first batch starts at 4096 with the magic `R3`, then its `len`
+    // as a varint; its crc is at len-4.
     let batch_at = 4096usize;
-    let len_field: [u8; 4] = bytes[batch_at + 4..batch_at + 8]
-        .try_into()
-        .expect("4 bytes");
-    let batch_len = u32::from_le_bytes(len_field) as usize;
+    assert_eq!(&bytes[batch_at..batch_at + 2], b"R3");
+    let (mut batch_len, mut shift) = (0usize, 0);
+    for &b in &bytes[batch_at + 2..batch_at + 7] {
+        batch_len |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
     assert!(batch_at + batch_len <= bytes.len());
     bytes[batch_at + batch_len / 2] ^= 0x40;
     fs::write(&segment, &bytes).expect("write segment");

@@ -39,8 +39,9 @@ fn store(tmp: &Path) -> PathBuf {
     store
 }
 
-/// Cuts run `cut`'s segment 40 bytes before the payload of event `event` (inside the batch
-/// of that event, so events `1..event` stay whole); returns the new length.
+/// Cuts run `cut`'s segment 4 bytes before the payload of event `event` (inside the batch
+/// of that event, before its payload in every frame version, so events `1..event` stay
+/// whole); returns the new length.
 fn cut_before_event(store: &Path, event: u32) -> u64 {
     let path = store.join("runs").join("cut").join(SEGMENT);
     let bytes = std::fs::read(&path).unwrap();
@@ -49,7 +50,7 @@ fn cut_before_event(store: &Path, event: u32) -> u64 {
         .windows(needle.len())
         .position(|w| w == needle.as_bytes())
         .expect("the payload is in the segment");
-    let len = (at - 40) as u64;
+    let len = (at - 4) as u64;
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     file.set_len(len).unwrap();
     len
