@@ -1,4 +1,4 @@
-//! A segment index of version 3 (format/SPEC.md §9) keeps the event ids as runs of
+//! A segment index of version 3 or later (format/SPEC.md §9) keeps the event ids as runs of
 //! consecutive ids at consecutive seqs, so the ids a batch mints in one millisecond cost one
 //! entry, not one each. Every id is still found at its own seq: a caller presenting any
 //! stored id again (minted or its own, first, inside or last of a run) gets a duplicate at
@@ -70,7 +70,7 @@ fn every_stored_id_presented_again_is_a_duplicate_at_its_seq_from_the_indexes() 
         "sealed segments and the open one's: {headers:?}"
     );
     for (version, entries, covered) in &headers {
-        assert_eq!(*version, 3);
+        assert_eq!(*version, 4);
         assert!(
             u64::from(*entries) * 3 < *covered,
             "runs, not one entry per id: {headers:?}"

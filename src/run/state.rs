@@ -16,13 +16,14 @@ use std::sync::{Arc, OnceLock};
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
-use crate::event::Seq;
+use crate::event::{EventRef, Seq};
 use crate::format::{
-    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, HEADER_LEN, INDEX_VERSION,
-    IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each, encode_index,
+    BATCH_LEN_READ_MAX, BatchHeader, BatchView, CounterSlot, FormatError, HEADER_LEN,
+    INDEX_VERSION, IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each,
+    encode_index,
 };
 use crate::group::{Append, KnownMaps};
-use crate::index::{PageCache, SegmentIndex};
+use crate::index::{IndexedSpan, PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile, Recent};
 use crate::segment::{Access, CommitSlots, Counter, Segment, open_index_of, segment_name};
 
@@ -33,7 +34,10 @@ const REOPENED_MAX: usize = 4;
 /// more: the maps grow as the batches are read).
 const EVENTS_RESERVE_MAX: usize = 1 << 20;
 
-/// Where one committed batch lives.
+/// Where one span of committed batches lives: the consecutive whole batches from `offset`
+/// holding seqs `first_seq ..= last_seq()` (SPEC §9). One batch when applied from a commit or
+/// a scan; an entry of an index's batch tree when served or adopted from an index (a span of
+/// several batches from index version 4).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BatchLoc {
     pub(crate) first_seq: Seq,
@@ -47,6 +51,15 @@ impl BatchLoc {
     pub(crate) fn last_seq(&self) -> Seq {
         self.first_seq + u64::from(self.count) - 1
     }
+}
+
+/// A span located for a read ([`RunState::batches_after`]): where it starts, and where it
+/// ends (the offset of the span after it in its segment, or the length its segment is
+/// applied to), which its last batch must end exactly at ([`each_batch_of_span`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpanLoc {
+    pub(crate) loc: BatchLoc,
+    pub(crate) end: u64,
 }
 
 /// A segment and the counter we have applied from it.
@@ -589,11 +602,11 @@ impl RunState {
             last_event_id: self.last_event_id,
             batches: self.batches.len(),
         };
-        self.batches.extend(found.iter().map(|b| BatchLoc {
-            first_seq: b.first_seq,
-            count: b.count,
+        self.batches.extend(found.iter().map(|s| BatchLoc {
+            first_seq: s.span.first_seq,
+            count: s.span.count,
             segment: pos,
-            offset: b.offset,
+            offset: s.span.offset,
         }));
         self.last_seq = bound.last_seq;
         self.last_event_id = self.last_event_id.max(index.max_event_id());
@@ -825,13 +838,15 @@ impl RunState {
         Ok(())
     }
 
-    /// The batches holding seqs above `after`, in seq order, enough for `events` events (or
-    /// all there are): from the indexes of indexed segments (a root-to-leaf path, then the
-    /// following leaves), then from the in-memory list.
+    /// The spans of batches holding seqs above `after`, in seq order, enough for `events`
+    /// events (or all there are), each with where it ends: from the indexes of indexed
+    /// segments (a root-to-leaf path, then the following leaves), then from the in-memory
+    /// list (a span ends where the next one of its segment starts, the last at the length
+    /// its segment is applied to).
     ///
     /// # Errors
     /// [`Error::Corrupt`] when an index page on the way is damaged; [`Error::Io`].
-    pub(crate) fn batches_after(&self, after: Seq, events: usize) -> Result<Vec<BatchLoc>> {
+    pub(crate) fn batches_after(&self, after: Seq, events: usize) -> Result<Vec<SpanLoc>> {
         let mut out = Vec::new();
         let mut got = 0usize;
         let indexed = &self.segments[..self.indexed];
@@ -846,20 +861,27 @@ impl RunState {
             };
             found.clear();
             got += index.batches_after(after, events - got, &mut found)?;
-            out.extend(found.iter().map(|b| BatchLoc {
-                first_seq: b.first_seq,
-                count: b.count,
-                segment: pos,
-                offset: b.offset,
+            out.extend(found.iter().map(|s| SpanLoc {
+                loc: BatchLoc {
+                    first_seq: s.span.first_seq,
+                    count: s.span.count,
+                    segment: pos,
+                    offset: s.span.offset,
+                },
+                end: s.end,
             }));
         }
         let start = self.batches.partition_point(|b| b.last_seq() <= after);
-        for b in self.batches.get(start..).unwrap_or_default() {
-            if got >= events {
-                break;
-            }
+        let mut rest = self.batches.get(start..).unwrap_or_default().iter();
+        let mut next = rest.next();
+        while let Some(b) = next.filter(|_| got < events) {
             got += (b.last_seq() - b.first_seq.max(after + 1) + 1) as usize;
-            out.push(*b);
+            next = rest.next();
+            let end = match next {
+                Some(n) if n.segment == b.segment => n.offset,
+                _ => self.segments[b.segment].counter.committed_len,
+            };
+            out.push(SpanLoc { loc: *b, end });
         }
         Ok(out)
     }
@@ -1126,38 +1148,30 @@ impl RunState {
         let _ = self.write_index_of(fs, pos);
     }
 
-    /// Builds segment `pos`'s index from its batches (read again, with every check: the live
-    /// key map holds hashes, not keys), writes it and opens it.
+    /// Builds segment `pos`'s index from its batches (read again, one after another from the
+    /// segment's start to its counter's length, with every check: the live key map holds
+    /// hashes, not keys, and an adopted open segment's index gives spans, not batches),
+    /// writes it and opens it.
     fn write_index_of(&self, fs: &dyn Fs, pos: usize) -> Option<SegmentIndex> {
         let s = &self.segments[pos];
         let seg = self.segment(pos).ok()?;
-        let batches: Vec<IndexedBatch> = self
-            .batches
-            .iter()
-            .filter(|b| b.segment == pos)
-            .map(|b| IndexedBatch {
-                first_seq: b.first_seq,
-                offset: b.offset,
-                count: b.count,
-            })
-            .collect();
         let start = HEADER_LEN;
         let mut buf = vec![0u8; s.counter.committed_len.saturating_sub(start) as usize];
         seg.read_exact(&mut buf, start).ok()?;
         let view = bytes::Bytes::from(buf);
+        let mut batches: Vec<IndexedBatch> = Vec::new();
         let mut ids: Vec<(Ulid, Seq)> = Vec::new();
         let mut owned: Vec<(String, Seq)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for b in &batches {
-            let at = usize::try_from(b.offset - start).ok()?;
-            let v = decode_batch(
-                &view,
-                at,
-                seg.header.frame_key(),
-                b.first_seq,
-                BATCH_LEN_READ_MAX,
-            )
-            .ok()?;
+        let (mut at, mut first_seq) = (0usize, s.base_seq);
+        while at < view.len() {
+            let key = seg.header.frame_key();
+            let v = decode_batch(&view, at, key, first_seq, BATCH_LEN_READ_MAX).ok()?;
+            batches.push(IndexedBatch {
+                first_seq,
+                offset: start + at as u64,
+                count: v.header.count,
+            });
             for e in &v.events {
                 ids.push((e.event_id, e.seq));
                 if let Some(k) = e.key.as_deref()
@@ -1166,6 +1180,11 @@ impl RunState {
                     owned.push((k.to_string(), e.seq));
                 }
             }
+            at += v.header.len as usize;
+            first_seq += u64::from(v.header.count);
+        }
+        if first_seq != s.counter.last_seq + 1 {
+            return None;
         }
         let mut keys: Vec<(&str, Seq)> = owned.iter().map(|(k, q)| (k.as_str(), *q)).collect();
         let max_id = ids.iter().map(|(i, _)| *i).max().unwrap_or_default();
@@ -1347,20 +1366,21 @@ impl std::hash::Hasher for Prehashed {
     }
 }
 
-/// The open segment's index of `seg` (SPEC §9) and the batches it covers, when one fits what
+/// The open segment's index of `seg` (SPEC §9) and the spans it covers, when one fits what
 /// `disk` (the segment's counter) claims: bound to a prefix of it, its batch entries tiling
 /// that prefix densely from the base seq, and bound to these very bytes, not only to their
-/// shape: the last batch it covers is read and checked, ends at the bound length, has the
-/// checksum the index was bound to, and its first and last events' ids are in the index at
-/// their seqs (bytes cut and written again to the same length differ in their commit time,
-/// so in their checksum, even where the caller gave the same ids).
+/// shape: the last span it covers is read and checked batch by batch (every check of a
+/// read) to its last batch, which ends at the bound length, has the checksum the index was
+/// bound to, and has its first and last events' ids in the index at their seqs (bytes cut and
+/// written again to the same length differ in their commit time, so in their checksum, even
+/// where the caller gave the same ids).
 pub(crate) fn open_segment_index(
     fs: &dyn Fs,
     run: &str,
     seg: &Segment,
     disk: &CounterSlot,
     cache: &Arc<PageCache>,
-) -> Option<(SegmentIndex, Vec<IndexedBatch>)> {
+) -> Option<(SegmentIndex, Vec<IndexedSpan>)> {
     let index = seg.open_index_bound(
         fs,
         |b| {
@@ -1375,7 +1395,8 @@ pub(crate) fn open_segment_index(
     let mut found = Vec::new();
     index.batches_after(base - 1, usize::MAX, &mut found).ok()?;
     let (mut seq, mut offset) = (base, HEADER_LEN);
-    for b in &found {
+    for s in &found {
+        let b = s.span;
         if b.first_seq != seq || b.offset < offset || b.offset >= bound.committed_len {
             return None;
         }
@@ -1386,38 +1407,137 @@ pub(crate) fn open_segment_index(
         return None;
     }
     let last = *found.last()?;
-    batch_is_indexed(run, seg, &last, &bound, &index).then_some((index, found))
+    last_span_is_indexed(run, seg, &last, &bound, &index).then_some((index, found))
 }
 
-/// Whether the batch `b` of `seg` checks (every check of a read), ends at `bound`'s length,
-/// has `bound`'s checksum, and `index` holds its first and last events' ids at their seqs.
-fn batch_is_indexed(
+/// Whether the batches of `last` (the last span of `index`) all check (every check of a read,
+/// [`read_span`]), and its last batch ends at `bound`'s length, has `bound`'s checksum, and
+/// `index` holds its first and last events' ids at their seqs.
+fn last_span_is_indexed(
     run: &str,
     seg: &Segment,
-    b: &IndexedBatch,
+    last: &IndexedSpan,
     bound: &IndexBinding,
     index: &SegmentIndex,
 ) -> bool {
-    let Ok(view) = seg.read_batch(run, b.offset, bound.committed_len) else {
-        return false;
+    let span = SpanLoc {
+        loc: BatchLoc {
+            first_seq: last.span.first_seq,
+            count: last.span.count,
+            segment: 0,
+            offset: last.span.offset,
+        },
+        end: last.end,
     };
-    let mut ends = Vec::with_capacity(2);
-    let all = 0..=u64::MAX;
-    let key = seg.header.frame_key();
-    let checked = decode_batch_each(&view, 0, key, b.first_seq, BATCH_LEN_READ_MAX, all, |e| {
+    let mut ends: Vec<(Ulid, Seq)> = Vec::with_capacity(2);
+    let read = read_span(run, seg, &span, |e, first_of_batch| {
+        if first_of_batch {
+            ends.clear();
+        }
         if ends.len() < 2 {
             ends.push((e.event_id, e.seq));
         } else {
             ends[1] = (e.event_id, e.seq);
         }
     });
-    let Ok((header, _)) = checked else {
+    let Ok((at, header, view)) = read else {
         return false;
     };
-    b.offset + u64::from(header.len) == bound.committed_len
-        && header.count == b.count
+    at + u64::from(header.len) == bound.committed_len
         && batch_crc_before(&view, header.len as usize) == Some(bound.last_batch_crc)
         && ends
             .iter()
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
+}
+
+/// Walks the batches of `span` of `seg` one after another from its start (SPEC §9):
+/// `batch(offset, first_seq)` reads the batch at `offset`, which must begin at `first_seq`,
+/// with every check of a read, and returns its header, or `None` to stop there (a read whose
+/// page is full). What makes the entry a span is checked here: the batches hold exactly its
+/// count of events, seqs continuing from one batch to the next (the decoder checks each
+/// batch's first seq), and the last ends exactly at its end.
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the segment and the offset where the span breaks; `batch`'s.
+pub(crate) fn each_batch_of_span(
+    run: &str,
+    seg: &Segment,
+    span: &SpanLoc,
+    mut batch: impl FnMut(u64, Seq) -> Result<Option<BatchHeader>>,
+) -> Result<()> {
+    let loc = &span.loc;
+    let (mut at, mut first_seq) = (loc.offset, loc.first_seq);
+    let end_seq = loc.first_seq.saturating_add(u64::from(loc.count));
+    while first_seq < end_seq {
+        if at >= span.end {
+            let detail = format!(
+                "span of seqs {}..={} ends at {} after seq {}",
+                loc.first_seq,
+                end_seq - 1,
+                span.end,
+                first_seq - 1
+            );
+            return Err(Error::corrupt(run, &seg.name, at, detail));
+        }
+        let Some(h) = batch(at, first_seq)? else {
+            return Ok(());
+        };
+        first_seq = h.first_seq.saturating_add(u64::from(h.count));
+        if first_seq > end_seq {
+            let detail = format!(
+                "batch holds seqs {}..={}, past its span's last seq {} (its index entry holds {} events)",
+                h.first_seq,
+                first_seq - 1,
+                end_seq - 1,
+                loc.count
+            );
+            return Err(Error::corrupt(run, &seg.name, at, detail));
+        }
+        at += u64::from(h.len);
+    }
+    if at != span.end {
+        let detail = format!(
+            "span of seqs {}..={} ends at {at}, the next one starts at {}",
+            loc.first_seq,
+            end_seq - 1,
+            span.end
+        );
+        return Err(Error::corrupt(run, &seg.name, loc.offset, detail));
+    }
+    Ok(())
+}
+
+/// Reads every batch of `span` of `seg` by positioned reads, one batch at a time, with every
+/// check of a read and of [`each_batch_of_span`], handing each event to `f` (with whether it
+/// is the first of its batch). Returns the last batch: its offset, header and bytes.
+///
+/// # Errors
+/// As [`each_batch_of_span`]; [`Error::Io`].
+pub(crate) fn read_span(
+    run: &str,
+    seg: &Segment,
+    span: &SpanLoc,
+    mut f: impl FnMut(EventRef<'_>, bool),
+) -> Result<(u64, BatchHeader, bytes::Bytes)> {
+    let key = seg.header.frame_key();
+    let mut last = None;
+    each_batch_of_span(run, seg, span, |at, first_seq| {
+        let view = seg.read_batch(run, at, span.end)?;
+        let mut first = true;
+        let all = 0..=u64::MAX;
+        let (header, _) =
+            decode_batch_each(&view, 0, key, first_seq, BATCH_LEN_READ_MAX, all, |e| {
+                f(e, std::mem::take(&mut first));
+            })
+            .map_err(|e| {
+                let e = FormatError {
+                    offset: at + e.offset,
+                    ..e
+                };
+                format_to_corrupt(run, seg, e)
+            })?;
+        last = Some((at, header, view));
+        Ok(Some(header))
+    })?;
+    last.ok_or_else(|| Error::corrupt(run, &seg.name, span.loc.offset, "span holds no batch"))
 }
