@@ -382,7 +382,9 @@ impl Run {
         let run = self.run_str();
         let mut expect = seqs.expect;
         each_batch_of_span(run, seg, span, |at, first_seq| {
-            if first_seq > seqs.last {
+            if expect > seqs.last {
+                // The page is full (a batch starting past it with a gap before it is found by
+                // the read that reaches it).
                 return Ok(None);
             }
             let batch = BatchAt {
