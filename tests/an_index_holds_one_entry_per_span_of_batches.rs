@@ -63,6 +63,8 @@ fn build(root: &Path, kind: Kind) {
 
 /// One entry of a batch tree, or one span expected: (first seq, offset, events).
 type Span = (u64, u64, u32);
+/// One batch of a segment file: (first seq, offset, length).
+type Batch = (u64, u64, u64);
 
 /// What a test reads of an index file (SPEC §9's page 0, and the batch tree's leaves).
 #[derive(Debug)]
@@ -123,7 +125,7 @@ fn read_index(path: &Path) -> Index {
 
 /// The batches of a segment file from its header to `end`: (first seq, offset, length),
 /// read from their frames (SPEC §4/§4a: the length at +4, the first seq at +8).
-fn batches_of(path: &Path, end: u64) -> Vec<(u64, u64, u64)> {
+fn batches_of(path: &Path, end: u64) -> Vec<Batch> {
     let b = std::fs::read(path).unwrap();
     let mut out = Vec::new();
     let mut at = 4096u64;
@@ -138,7 +140,7 @@ fn batches_of(path: &Path, end: u64) -> Vec<(u64, u64, u64)> {
 
 /// The spans SPEC §9 gives these one-event batches, the last ending at `end`: written out
 /// here, apart from the writer's code.
-fn spans_of(batches: &[(u64, u64, u64)], end: u64) -> Vec<Span> {
+fn spans_of(batches: &[Batch], end: u64) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     let mut open = false;
     for (i, &(seq, offset, _)) in batches.iter().enumerate() {
@@ -153,7 +155,7 @@ fn spans_of(batches: &[(u64, u64, u64)], end: u64) -> Vec<Span> {
 }
 
 /// The run's indexes, by file name, each with the segment's batches it covers.
-fn indexes(root: &Path) -> Vec<(String, Index, Vec<(u64, u64, u64)>)> {
+fn indexes(root: &Path) -> Vec<(String, Index, Vec<Batch>)> {
     let mut names: Vec<String> = std::fs::read_dir(run_dir(root))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -293,7 +295,7 @@ fn check_bit_flip(kind: Kind) {
     let span = index.entries[1];
     let next = index.entries[2];
     let last = span.0 + u64::from(span.2) - 1;
-    let inside: Vec<&(u64, u64, u64)> = batches
+    let inside: Vec<&Batch> = batches
         .iter()
         .filter(|b| b.0 >= span.0 && b.0 <= last)
         .collect();
