@@ -133,8 +133,8 @@ fn an_id_just_below_or_past_a_run_is_new() {
 
 /// Old or forged data holding one id twice (a later batch's caller id rewritten to an
 /// earlier batch's, its checksum made good): a caller presenting that id is told its first
-/// seq, by a writer's in-memory map before the segment is indexed and by the version-3 index
-/// after (which once answered the last).
+/// seq, by a writer's in-memory map before the segment is indexed and by its index after
+/// (version 3's first form answered the last).
 #[test]
 fn a_repeated_id_in_old_data_is_found_at_its_first_seq_before_and_after_indexing() {
     let dir = tempfile::tempdir().unwrap();

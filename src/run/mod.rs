@@ -420,7 +420,7 @@ impl Run {
                     return Err(Error::corrupt(run, &seg.name, at, detail));
                 }
             }
-            Ok(Some(header))
+            Ok(Some((header.len, header.count)))
         })?;
         Ok(expect)
     }

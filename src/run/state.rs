@@ -20,7 +20,7 @@ use crate::event::{EventRef, Seq};
 use crate::format::{
     BATCH_LEN_READ_MAX, BatchHeader, BatchView, CounterSlot, FormatError, HEADER_LEN,
     INDEX_VERSION, IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each,
-    encode_index,
+    encode_index, peek_batch,
 };
 use crate::group::{Append, KnownMaps};
 use crate::index::{IndexedSpan, PageCache, SegmentIndex};
@@ -29,6 +29,9 @@ use crate::segment::{Access, CommitSlots, Counter, Segment, open_index_of, segme
 
 /// Most parked segments a view keeps opened again ([`RunState::segment`]).
 const REOPENED_MAX: usize = 4;
+
+/// Bytes of a batch's frame that hold its length, first seq and count (`peek_batch`).
+const BATCH_HEAD_PEEK: u64 = 32;
 
 /// Most entries reserved in the dedupe maps ahead of a settle (a counter is not trusted for
 /// more: the maps grow as the batches are read).
@@ -1410,9 +1413,9 @@ pub(crate) fn open_segment_index(
     last_span_is_indexed(run, seg, &last, &bound, &index).then_some((index, found))
 }
 
-/// Whether the batches of `last` (the last span of `index`) all check (every check of a read,
-/// [`read_span`]), and its last batch ends at `bound`'s length, has `bound`'s checksum, and
-/// `index` holds its first and last events' ids at their seqs.
+/// Whether the last batch of `last` (the last span of `index`, walked to that batch by
+/// [`last_batch_of_span`]) checks (every check of a read), ends at `bound`'s length, has
+/// `bound`'s checksum, and `index` holds its first and last events' ids at their seqs.
 fn last_span_is_indexed(
     run: &str,
     seg: &Segment,
@@ -1424,16 +1427,14 @@ fn last_span_is_indexed(
         loc: BatchLoc {
             first_seq: last.span.first_seq,
             count: last.span.count,
+            // Not used: the walk is of `seg`.
             segment: 0,
             offset: last.span.offset,
         },
         end: last.end,
     };
     let mut ends: Vec<(Ulid, Seq)> = Vec::with_capacity(2);
-    let read = read_span(run, seg, &span, |e, first_of_batch| {
-        if first_of_batch {
-            ends.clear();
-        }
+    let read = last_batch_of_span(run, seg, &span, |e| {
         if ends.len() < 2 {
             ends.push((e.event_id, e.seq));
         } else {
@@ -1451,11 +1452,11 @@ fn last_span_is_indexed(
 }
 
 /// Walks the batches of `span` of `seg` one after another from its start (SPEC §9):
-/// `batch(offset, first_seq)` reads the batch at `offset`, which must begin at `first_seq`,
-/// with every check of a read, and returns its header, or `None` to stop there (a read whose
-/// page is full). What makes the entry a span is checked here: the batches hold exactly its
-/// count of events, seqs continuing from one batch to the next (the decoder checks each
-/// batch's first seq), and the last ends exactly at its end.
+/// `batch(offset, first_seq)` reads the batch at `offset`, checks that it begins at
+/// `first_seq` (a read: with every check of §4), and returns its length and its events, or
+/// `None` to stop there (a read whose page is full). What makes the entry a span is checked
+/// here: the batches hold exactly its count of events, each continuing the seqs of the one
+/// before, and the last ends exactly at its end.
 ///
 /// # Errors
 /// [`Error::Corrupt`] naming the segment and the offset where the span breaks; `batch`'s.
@@ -1463,7 +1464,7 @@ pub(crate) fn each_batch_of_span(
     run: &str,
     seg: &Segment,
     span: &SpanLoc,
-    mut batch: impl FnMut(u64, Seq) -> Result<Option<BatchHeader>>,
+    mut batch: impl FnMut(u64, Seq) -> Result<Option<(u32, u32)>>,
 ) -> Result<()> {
     let loc = &span.loc;
     let (mut at, mut first_seq) = (loc.offset, loc.first_seq);
@@ -1479,21 +1480,22 @@ pub(crate) fn each_batch_of_span(
             );
             return Err(Error::corrupt(run, &seg.name, at, detail));
         }
-        let Some(h) = batch(at, first_seq)? else {
+        let Some((len, count)) = batch(at, first_seq)? else {
             return Ok(());
         };
-        first_seq = h.first_seq.saturating_add(u64::from(h.count));
+        let batch_first = first_seq;
+        first_seq = first_seq.saturating_add(u64::from(count));
         if first_seq > end_seq {
             let detail = format!(
-                "batch holds seqs {}..={}, past its span's last seq {} (its index entry holds {} events)",
-                h.first_seq,
+                "batch holds seqs {batch_first}..={}, past its span's last seq {} (its index \
+                 entry holds {} events)",
                 first_seq - 1,
                 end_seq - 1,
                 loc.count
             );
             return Err(Error::corrupt(run, &seg.name, at, detail));
         }
-        at += u64::from(h.len);
+        at += u64::from(len);
     }
     if at != span.end {
         let detail = format!(
@@ -1507,37 +1509,55 @@ pub(crate) fn each_batch_of_span(
     Ok(())
 }
 
-/// Reads every batch of `span` of `seg` by positioned reads, one batch at a time, with every
-/// check of a read and of [`each_batch_of_span`], handing each event to `f` (with whether it
-/// is the first of its batch). Returns the last batch: its offset, header and bytes.
+/// Finds the last batch of `span` of `seg` and reads it whole, with every check of a read,
+/// handing its events to `f`; returns its offset, header and bytes. The batches before it are
+/// walked by their frames' length, first seq and count (positioned reads of their first
+/// bytes, and [`each_batch_of_span`]'s checks of the span), not decoded: what they hold is
+/// checked by the reads that reach them, as for any indexed batch (SPEC §9). A frame whose
+/// fields are damaged leads the walk astray, which fails it: the span's events, its end or
+/// its last batch's checks.
 ///
 /// # Errors
-/// As [`each_batch_of_span`]; [`Error::Io`].
-pub(crate) fn read_span(
+/// As [`each_batch_of_span`]; [`Error::Corrupt`] for a frame that is not one; [`Error::Io`].
+pub(crate) fn last_batch_of_span(
     run: &str,
     seg: &Segment,
     span: &SpanLoc,
-    mut f: impl FnMut(EventRef<'_>, bool),
+    mut f: impl FnMut(EventRef<'_>),
 ) -> Result<(u64, BatchHeader, bytes::Bytes)> {
     let key = seg.header.frame_key();
     let mut last = None;
     each_batch_of_span(run, seg, span, |at, first_seq| {
+        let len = seg.batch_len_at(run, at, span.end)?;
+        if at + len < span.end {
+            let mut head = vec![0u8; len.min(BATCH_HEAD_PEEK) as usize];
+            seg.read_exact(&mut head, at)
+                .map_err(|e| Error::io("reading", &seg.path, e))?;
+            return match peek_batch(&head, key) {
+                Some((l, s, count)) if l as u64 == len && s == first_seq => {
+                    let count = u32::try_from(count).unwrap_or(u32::MAX);
+                    Ok(Some((len as u32, count)))
+                }
+                _ => {
+                    let detail = format!("no batch starting at seq {first_seq} in its span");
+                    Err(Error::corrupt(run, &seg.name, at, detail))
+                }
+            };
+        }
         let view = seg.read_batch(run, at, span.end)?;
-        let mut first = true;
         let all = 0..=u64::MAX;
         let (header, _) =
-            decode_batch_each(&view, 0, key, first_seq, BATCH_LEN_READ_MAX, all, |e| {
-                f(e, std::mem::take(&mut first));
-            })
-            .map_err(|e| {
-                let e = FormatError {
-                    offset: at + e.offset,
-                    ..e
-                };
-                format_to_corrupt(run, seg, e)
-            })?;
+            decode_batch_each(&view, 0, key, first_seq, BATCH_LEN_READ_MAX, all, &mut f).map_err(
+                |e| {
+                    let e = FormatError {
+                        offset: at + e.offset,
+                        ..e
+                    };
+                    format_to_corrupt(run, seg, e)
+                },
+            )?;
         last = Some((at, header, view));
-        Ok(Some(header))
+        Ok(Some((header.len, header.count)))
     })?;
     last.ok_or_else(|| Error::corrupt(run, &seg.name, span.loc.offset, "span holds no batch"))
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::Run;
-use super::state::read_span;
+use super::state::last_batch_of_span;
 use crate::error::Result;
 use crate::event::Seq;
 use crate::format::{
@@ -150,8 +150,8 @@ impl Run {
     }
 
     /// Where the batch ending at `seq` lives, and its stored checksum: the last batch of the
-    /// span holding `seq` (one batch unless an index served it, SPEC §9), found by reading
-    /// that span with every check of a read.
+    /// span holding `seq` (one batch unless an index served it, SPEC §9), walked to and read
+    /// with every check of a read.
     fn anchor_of(&self, seq: Seq) -> Option<SummaryAnchor> {
         let st = self.state.read();
         let span = *st.batches_after(seq.checked_sub(1)?, 1).ok()?.first()?;
@@ -160,7 +160,8 @@ impl Run {
         }
         let s = &st.segments[span.loc.segment];
         let seg = st.segment(span.loc.segment).ok()?;
-        let (offset, header, batch) = read_span(self.run_str(), &seg, &span, |_, _| {}).ok()?;
+        let (offset, header, batch) =
+            last_batch_of_span(self.run_str(), &seg, &span, |_| {}).ok()?;
         let crc = u32_at(&batch, header.len as usize - BATCH_TRAILER_LEN);
         Some(SummaryAnchor {
             segment: s.number,
