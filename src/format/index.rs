@@ -16,7 +16,7 @@ use super::{FormatError, u16_at, u32_at, u64_at};
 /// Magic of a segment index (`"RLIX"` little-endian).
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLIX");
 /// The index version this build writes: version 3 with one batch-tree entry per span of
-/// consecutive whole batches of at least [`SPAN_LEN_BYTES_MIN`] bytes (the last span may be
+/// consecutive whole batches of at least `SPAN_LEN_BYTES_MIN` bytes (the last span may be
 /// shorter) instead of one per batch (SPEC §9). Version 3 is version 2 with the id tree's
 /// entries as runs of consecutive ids at consecutive seqs.
 pub const INDEX_VERSION: u32 = 4;
@@ -439,7 +439,7 @@ fn bad_entry(at: usize) -> FormatError {
 
 /// Encodes an index of `version` ([`INDEX_VERSION`] for a writer; verify encodes an index's
 /// own version to compare it). `batches` are the segment's batches, one each, in seq order,
-/// the last ending at `binding.committed_len`: the batch tree holds [`batch_spans`] of them.
+/// the last ending at `binding.committed_len`: the batch tree holds `batch_spans` of them.
 /// `ids` and `keys` need not be sorted.
 pub fn encode_index(
     version: u32,
