@@ -157,7 +157,7 @@ impl SegmentIndex {
         self.header.page_count
     }
 
-    /// The index's version (SPEC §9: 2 or 3).
+    /// The index's version (SPEC §9: 2, 3 or 4).
     pub(crate) fn version(&self) -> u32 {
         self.header.version
     }
@@ -306,38 +306,55 @@ impl SegmentIndex {
         self.seq_of(Section::Keys, key.as_bytes())
     }
 
-    /// Pushes onto `out` the batches holding seqs above `after`, in seq order, until they
-    /// hold `events` events past `after` or the segment ends; returns the events pushed.
+    /// Pushes onto `out` the spans of batches (entries of the batch tree, SPEC §9; a
+    /// version-3 entry is a span of one batch) holding seqs above `after`, in seq order, each
+    /// with where it ends (the next entry's offset, or the index's committed length for the
+    /// last), until they hold `events` events past `after` or the segment ends; returns the
+    /// events pushed. What lies within a span is checked by whoever reads it.
     ///
     /// # Errors
-    /// As [`Self::seq_of_id`].
+    /// As [`Self::seq_of_id`], and [`Error::Corrupt`] naming the page of an entry of no events
+    /// or of seqs past `u64::MAX`.
     pub(crate) fn batches_after(
         &self,
         after: u64,
         events: usize,
-        out: &mut Vec<IndexedBatch>,
+        out: &mut Vec<IndexedSpan>,
     ) -> Result<usize> {
         let tree = self.header.tree(Section::Batches);
         let target = after.saturating_add(1).to_be_bytes();
         let (mut no, mut page) = self.leaf(Section::Batches, &target)?;
         let mut start = page.last_at_or_below(&target).unwrap_or(0);
         let mut got = 0usize;
+        // The last span taken, until the entry after it says where it ends.
+        let mut taken: Option<IndexedBatch> = None;
         loop {
             for i in start..page.entry_count() {
                 let (k, v) = page.entry(i);
-                let Some(b) = IndexedBatch::from_entry(k, v).filter(|b| b.count > 0) else {
+                let entry = IndexedBatch::from_entry(k, v).and_then(|b| {
+                    let last = b
+                        .first_seq
+                        .checked_add(u64::from(b.count.checked_sub(1)?))?;
+                    Some((b, last))
+                });
+                let Some((b, last)) = entry else {
                     let e = FormatError::bad(0, "index batch entry malformed");
                     return Err(self.corrupt(no, e));
                 };
-                let last = b.first_seq + u64::from(b.count) - 1;
+                if let Some(span) = taken.take() {
+                    out.push(IndexedSpan {
+                        span,
+                        end: b.offset,
+                    });
+                    if got >= events {
+                        return Ok(got);
+                    }
+                }
                 if last <= after {
                     continue;
                 }
                 got += (last - b.first_seq.max(after + 1) + 1) as usize;
-                out.push(b);
-                if got >= events {
-                    return Ok(got);
-                }
+                taken = Some(b);
             }
             no += 1;
             if no >= tree.leaf_first + tree.leaf_count {
@@ -346,8 +363,22 @@ impl SegmentIndex {
             page = self.page(no, Section::Batches.value_len(self.header.version))?;
             start = 0;
         }
+        if let Some(span) = taken {
+            let end = self.header.binding.committed_len;
+            out.push(IndexedSpan { span, end });
+        }
         Ok(got)
     }
+}
+
+/// An entry of an index's batch tree as a read takes it: a span of consecutive whole
+/// batches, and where it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IndexedSpan {
+    /// Where it starts, its first seq and its events.
+    pub(crate) span: IndexedBatch,
+    /// The offset where the next entry's span starts, or the index's committed length.
+    pub(crate) end: u64,
 }
 
 #[cfg(test)]

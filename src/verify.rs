@@ -207,7 +207,9 @@ fn verify_segment(
     Ok(slot.sealed)
 }
 
-/// What a sealed segment's index must hold, gathered while its batches are checked.
+/// What a sealed segment's index must hold, gathered while its batches are checked: its
+/// batches one each (`encode_index` makes of them the entries of the index's version: spans
+/// from version 4, SPEC §9, through the one function every writer uses).
 #[derive(Default)]
 struct IndexContent {
     batches: Vec<IndexedBatch>,

@@ -1,4 +1,4 @@
-//! A segment index of version 3 (format/SPEC.md §9) keeps the event ids as runs of
+//! A segment index of version 3 or later (format/SPEC.md §9) keeps the event ids as runs of
 //! consecutive ids at consecutive seqs, so the ids a batch mints in one millisecond cost one
 //! entry, not one each. Every id is still found at its own seq: a caller presenting any
 //! stored id again (minted or its own, first, inside or last of a run) gets a duplicate at
@@ -72,7 +72,7 @@ fn every_stored_id_presented_again_is_a_duplicate_at_its_seq_from_the_indexes() 
         "sealed segments and the open one's: {headers:?}"
     );
     for (version, entries, covered) in &headers {
-        assert_eq!(*version, 3);
+        assert_eq!(*version, 4);
         assert!(
             u64::from(*entries) * 3 < *covered,
             "runs, not one entry per id: {headers:?}"
@@ -135,8 +135,8 @@ fn an_id_just_below_or_past_a_run_is_new() {
 
 /// Old or forged data holding one id twice (a later batch's caller id rewritten to an
 /// earlier batch's, its checksum made good): a caller presenting that id is told its first
-/// seq, by a writer's in-memory map before the segment is indexed and by the version-3 index
-/// after (which once answered the last).
+/// seq, by a writer's in-memory map before the segment is indexed and by its index after
+/// (version 3's first form answered the last).
 #[test]
 fn a_repeated_id_in_old_data_is_found_at_its_first_seq_before_and_after_indexing() {
     let dir = tempfile::tempdir().unwrap();

@@ -223,7 +223,7 @@ fn an_index_of_the_old_layout_is_ignored_read_from_the_segment_and_rebuilt_by_a_
     let store = Store::open(dir.path(), small()).unwrap();
     check_everything(&store, &run, &ids);
     assert!(
-        names.iter().all(|n| version(n) == 3),
+        names.iter().all(|n| version(n) == 4),
         "a writer rebuilt them, in the version it writes"
     );
     let fresh = Store::open(dir.path(), small()).unwrap();

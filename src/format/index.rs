@@ -1,5 +1,5 @@
-//! The segment index (format/SPEC.md §9), version 3 (version 2 still read): written when a
-//! segment is sealed, so that opening a run decodes only its last segment. The file is a sequence of 4096-byte pages,
+//! The segment index (format/SPEC.md §9), version 4 (versions 2 and 3 still read): written
+//! when a segment is sealed, so that opening a run decodes only its last segment. The file is a sequence of 4096-byte pages,
 //! each with its own checksum, so a reader reads (by positioned reads) and checks only the
 //! pages a lookup touches: page 0 (the header) at open, then a root-to-leaf path of a static
 //! B-tree per section (batches, event ids, keys). An index is an accelerator, never a source
@@ -15,13 +15,24 @@ use super::{FormatError, u16_at, u32_at, u64_at};
 
 /// Magic of a segment index (`"RLIX"` little-endian).
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLIX");
-/// The index version this build writes: version 2 with the id tree's entries as runs of
-/// consecutive ids at consecutive seqs (SPEC §9).
-pub const INDEX_VERSION: u32 = 3;
+/// The index version this build writes: version 3 with one batch-tree entry per span of
+/// consecutive whole batches of at least `SPAN_LEN_BYTES_MIN` bytes (the last span may be
+/// shorter) instead of one per batch (SPEC §9). Version 3 is version 2 with the id tree's
+/// entries as runs of consecutive ids at consecutive seqs.
+pub const INDEX_VERSION: u32 = 4;
 /// The oldest index version this build reads (version 1, one checksum over the whole file, is
-/// not read: such an index is ignored and rebuilt like a missing one). A version-2 index is
-/// read as it is and stays until its segment is indexed again.
+/// not read: such an index is ignored and rebuilt like a missing one). A version-2 or -3
+/// index is read as it is and stays until its segment is indexed again.
 pub const INDEX_VERSION_READ_MIN: u32 = 2;
+/// The first index version whose batch entries are spans of several batches
+/// ([`batch_spans`]); an entry of an older one holds one batch, which readers take as a span
+/// of one.
+pub const INDEX_VERSION_SPANS: u32 = 4;
+/// Bytes at which a writer closes a span of batches (SPEC §9): a span ends after the first
+/// batch that takes it to at least this many bytes, so it exceeds them by less than one
+/// batch. A read of one seq decodes the span holding it from its start: this bounds that
+/// work (about a page of batches) while a span of small batches costs one entry, not dozens.
+pub const SPAN_LEN_BYTES_MIN: u64 = 4096;
 /// Length of one index page.
 pub const INDEX_PAGE_LEN: usize = 4096;
 /// Bytes of a page before its checksum.
@@ -48,19 +59,54 @@ pub struct IndexBinding {
     pub last_batch_crc: u32,
 }
 
-/// One batch of an indexed segment.
+/// One batch of an indexed segment, or (an entry of the batch tree) one span of consecutive
+/// whole batches: those from `offset` holding seqs `first_seq ..= first_seq + count - 1`,
+/// ending where the next entry's span starts (or at the index's `committed_len` for the
+/// last). A version-3 entry is a span of one batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexedBatch {
-    /// First seq of the batch.
+    /// First seq of the batch (of the span's first batch).
     pub first_seq: u64,
-    /// Byte offset of the batch in the segment.
+    /// Byte offset of the batch (of the span's first batch) in the segment.
     pub offset: u64,
-    /// Events in the batch.
+    /// Events in the batch (in all the span's batches).
     pub count: u32,
 }
 
+/// The batch-tree entries of an index of `version` over `batches`, one per batch of the
+/// segment in seq order (each starting where the one before ends; the last ending at `end`,
+/// the index's committed length): one per batch before [`INDEX_VERSION_SPANS`]; from it, one
+/// per span (SPEC §9). A span starts at the first batch, and at the batch after one that
+/// took its span's bytes (from its start to that batch's end) to at least
+/// [`SPAN_LEN_BYTES_MIN`], or whose events with the next batch's would not fit its `u32`
+/// count. Every writer of an index, and `verify` rebuilding the index a segment gives, goes
+/// through this one function (by [`encode_index`]), so they cannot disagree.
+pub fn batch_spans(batches: &[IndexedBatch], end: u64, version: u32) -> Vec<IndexedBatch> {
+    if version < INDEX_VERSION_SPANS {
+        return batches.to_vec();
+    }
+    let mut spans: Vec<IndexedBatch> = Vec::new();
+    let mut open = false;
+    for (i, b) in batches.iter().enumerate() {
+        let joined = match spans.last_mut() {
+            Some(span) if open => span.count.checked_add(b.count).map(|count| {
+                span.count = count;
+                span.offset
+            }),
+            _ => None,
+        };
+        let start = joined.unwrap_or_else(|| {
+            spans.push(*b);
+            b.offset
+        });
+        let batch_end = batches.get(i + 1).map_or(end, |next| next.offset);
+        open = batch_end.saturating_sub(start) < SPAN_LEN_BYTES_MIN;
+    }
+    spans
+}
+
 impl IndexedBatch {
-    /// The batch as a tree entry: key `first_seq` big-endian, value offset and count.
+    /// The batch (span) as a tree entry: key `first_seq` big-endian, value offset and count.
     fn value(&self) -> [u8; 12] {
         let mut v = [0u8; 12];
         v[..8].copy_from_slice(&self.offset.to_le_bytes());
@@ -68,7 +114,7 @@ impl IndexedBatch {
         v
     }
 
-    /// The batch of a batch-tree entry.
+    /// The batch (span) of a batch-tree entry.
     pub fn from_entry(key: &[u8], value: &[u8]) -> Option<IndexedBatch> {
         Some(IndexedBatch {
             first_seq: u64::from_be_bytes(key.try_into().ok()?),
@@ -100,7 +146,8 @@ pub struct IndexTree {
 /// Which section of an index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
-    /// Batches: key first seq (big-endian u64), value offset u64 + count u32.
+    /// Batches: key first seq (big-endian u64), value offset u64 + count u32; from version 4
+    /// an entry is a span of consecutive whole batches.
     Batches,
     /// Event ids: key the id (16 bytes big-endian), value seq u64; from version 3 the key is
     /// the first id of a run of ids, and the value adds the run's length as a u32.
@@ -203,7 +250,7 @@ impl IdRun {
 /// Page 0 of an index: the binding, the segment's largest event id, and the three trees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexHeader {
-    /// The index's version: 2 (still read) or [`INDEX_VERSION`].
+    /// The index's version: 2 or 3 (still read) or [`INDEX_VERSION`].
     pub version: u32,
     /// What the index is bound to.
     pub binding: IndexBinding,
@@ -391,7 +438,9 @@ fn bad_entry(at: usize) -> FormatError {
 }
 
 /// Encodes an index of `version` ([`INDEX_VERSION`] for a writer; verify encodes an index's
-/// own version to compare it). `ids` and `keys` need not be sorted.
+/// own version to compare it). `batches` are the segment's batches, one each, in seq order,
+/// the last ending at `binding.committed_len`: the batch tree holds `batch_spans` of them.
+/// `ids` and `keys` need not be sorted.
 pub fn encode_index(
     version: u32,
     binding: &IndexBinding,
@@ -403,10 +452,11 @@ pub fn encode_index(
     ids.sort_unstable();
     keys.sort_unstable();
     let mut pages: Vec<Vec<u8>> = vec![Vec::new()];
-    let batch_entries: Vec<(Vec<u8>, Vec<u8>)> = batches
-        .iter()
-        .map(|b| (b.first_seq.to_be_bytes().to_vec(), b.value().to_vec()))
-        .collect();
+    let batch_entries: Vec<(Vec<u8>, Vec<u8>)> =
+        batch_spans(batches, binding.committed_len, version)
+            .iter()
+            .map(|b| (b.first_seq.to_be_bytes().to_vec(), b.value().to_vec()))
+            .collect();
     let id_entries: Vec<(Vec<u8>, Vec<u8>)> = IdRun::runs(ids, version)
         .iter()
         .map(|r| (r.first.to_bytes().to_vec(), r.value(version)))

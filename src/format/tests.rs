@@ -665,6 +665,91 @@ fn index_v3_golden_vector_holds_runs_of_consecutive_ids() {
     assert_eq!(run_of(Ulid::from_parts(T + 100, 0xabd)), None);
 }
 
+/// Five one-event batches of 1500 bytes from offset 4096, the last ending at 11596.
+fn five_batches() -> Vec<IndexedBatch> {
+    (0..5u64)
+        .map(|i| IndexedBatch {
+            first_seq: i + 1,
+            offset: 4096 + i * 1500,
+            count: 1,
+        })
+        .collect()
+}
+
+#[test]
+fn batch_spans_close_a_span_at_the_batch_that_takes_it_to_4096_bytes() {
+    use super::index::{INDEX_VERSION_SPANS, SPAN_LEN_BYTES_MIN, batch_spans};
+    assert_eq!(
+        (INDEX_VERSION, INDEX_VERSION_SPANS, SPAN_LEN_BYTES_MIN),
+        (4, 4, 4096)
+    );
+    let span = |first_seq, offset, count| IndexedBatch {
+        first_seq,
+        offset,
+        count,
+    };
+    let batches = five_batches();
+    // 1500, 3000 bytes: open; 4500: closed by the third batch. The last two end the index.
+    assert_eq!(
+        batch_spans(&batches, 11596, 4),
+        [span(1, 4096, 3), span(4, 8596, 2)]
+    );
+    // Version 3: one entry per batch.
+    assert_eq!(batch_spans(&batches, 11596, 3), batches);
+    // A span that reaches exactly 4096 bytes is closed; a batch of 4096 bytes or more is a
+    // span of its own; the span after it starts at the next batch.
+    let mixed = [
+        span(1, 4096, 2),
+        span(3, 4096 + 96, 1),
+        span(4, 8192, 5),
+        span(9, 8192 + 5000, 1),
+        span(10, 8192 + 5100, 1),
+    ];
+    assert_eq!(
+        batch_spans(&mixed, 8192 + 5200, 4),
+        [span(1, 4096, 3), span(4, 8192, 5), span(9, 13192, 2)]
+    );
+    // Events that would take a span's count past u32::MAX start a span.
+    let full = [
+        span(1, 4096, u32::MAX - 1),
+        span(u64::from(u32::MAX), 4196, 2),
+    ];
+    assert_eq!(batch_spans(&full, 4296, 4), full);
+    assert!(batch_spans(&[], 4096, 4).is_empty());
+}
+
+/// SPEC §7's index of version 4: the batch leaf of [`five_batches`], two spans.
+const INDEX_V4_BATCH_LEAF_HEX: &str = "
+02 00
+08 00 00 00 00 00 00 00 00 01 00 10 00 00 00 00 00 00 03 00 00 00
+08 00 00 00 00 00 00 00 00 04 94 21 00 00 00 00 00 00 02 00 00 00";
+
+#[test]
+fn index_v4_golden_vector_holds_one_batch_entry_per_span() {
+    let binding = IndexBinding {
+        salt: SALT,
+        segment_index: 1,
+        base_seq: 1,
+        last_seq: 5,
+        committed_len: 11596,
+        last_batch_crc: 0,
+    };
+    let b = encode_index(4, &binding, Ulid::nil(), &five_batches(), &mut [], &mut []);
+    let page = |n: usize| &b[n * INDEX_PAGE_LEN..(n + 1) * INDEX_PAGE_LEN];
+    let h = IndexHeader::parse(check_page(page(0), SALT, 0).unwrap(), &binding).unwrap();
+    assert_eq!((h.version, h.tree(Section::Batches).entries), (4, 2));
+    let want = unhex(INDEX_V4_BATCH_LEAF_HEX);
+    assert_eq!(&page(1)[..want.len()], &want[..]);
+    assert!(page(1)[want.len()..4092].iter().all(|&x| x == 0));
+    // The same batches in version 3: five entries.
+    let v3 = encode_index(3, &binding, Ulid::nil(), &five_batches(), &mut [], &mut []);
+    let h3 = IndexHeader::parse(
+        check_page(&v3[..INDEX_PAGE_LEN], SALT, 0).unwrap(),
+        &binding,
+    );
+    assert_eq!(h3.unwrap().tree(Section::Batches).entries, 5);
+}
+
 #[test]
 fn id_runs_join_only_ids_and_seqs_that_both_step_by_one() {
     let id = |r: u128| Ulid::from_parts(T, r);

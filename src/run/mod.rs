@@ -26,7 +26,7 @@ use crate::types::{Config, ReadPage, RunInfo};
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
 pub(crate) use state::open_segment_index;
-use state::{BatchLoc, RunState, format_to_corrupt};
+use state::{RunState, SpanLoc, each_batch_of_span, format_to_corrupt};
 pub(crate) use summary::{SUMMARY_FILE, check_summary, load_summary, read_summary};
 
 /// Everything shared by the readers and the writer of one run in this process.
@@ -347,11 +347,11 @@ impl Run {
         };
         for part in &plan.segments {
             // One view (one length check, rule 7) per segment, not per batch.
-            let locs = plan.batches.get(part.batches.clone()).unwrap_or_default();
-            let from = locs.first().map_or(part.committed_len, |l| l.offset);
+            let spans = plan.batches.get(part.batches.clone()).unwrap_or_default();
+            let from = spans.first().map_or(part.committed_len, |s| s.loc.offset);
             let view = part.seg.view(self.run_str(), from, part.committed_len)?;
-            for loc in locs {
-                next.expect = self.read_batch(&part.seg, &view, loc, &next, sink)?;
+            for span in spans {
+                next.expect = self.read_span(&part.seg, &view, span, &next, sink)?;
             }
         }
         let cursor = next.expect - 1;
@@ -366,60 +366,66 @@ impl Run {
         Ok((cursor, cursor < plan.last_seq))
     }
 
-    /// Has `sink` decode the batch at `loc` and keep its events in `seqs`, and checks that
-    /// they continue the page densely. Returns the next seq expected.
-    fn read_batch(
+    /// Has `sink` decode the batches of `span` one after another from its start
+    /// ([`each_batch_of_span`]: a span of an index of version 4 holds several, SPEC §9) and
+    /// keep their events in `seqs`, and checks that they continue the page densely; batches
+    /// wholly at or below the page's cursor are checked and skipped, and once the page is full
+    /// the rest of the span is not read. Returns the next seq expected.
+    fn read_span(
         &self,
         seg: &Segment,
         view: &View,
-        loc: &BatchLoc,
+        span: &SpanLoc,
         seqs: &Seqs,
         sink: &mut dyn ReadSink,
     ) -> Result<Seq> {
-        let batch = BatchAt {
-            file: &view.bytes,
-            offset: (loc.offset - view.base) as usize,
-            key: seg.header.frame_key(),
-            first_seq: loc.first_seq,
-            len_max: BATCH_LEN_READ_MAX,
-        };
-        let (header, last_kept) = sink.batch(&batch, seqs.expect..=seqs.last).map_err(|e| {
-            let e = crate::format::FormatError {
-                offset: view.base + e.offset,
-                ..e
+        let run = self.run_str();
+        let mut expect = seqs.expect;
+        each_batch_of_span(run, seg, span, |at, first_seq| {
+            if expect > seqs.last {
+                // The page is full (a batch starting past it with a gap before it is found by
+                // the read that reaches it).
+                return Ok(None);
+            }
+            let batch = BatchAt {
+                file: &view.bytes,
+                offset: (at - view.base) as usize,
+                key: seg.header.frame_key(),
+                first_seq,
+                len_max: BATCH_LEN_READ_MAX,
             };
-            format_to_corrupt(self.run_str(), seg, e)
+            let (header, last_kept) = sink.batch(&batch, expect..=seqs.last).map_err(|e| {
+                let e = crate::format::FormatError {
+                    offset: view.base + e.offset,
+                    ..e
+                };
+                format_to_corrupt(run, seg, e)
+            })?;
+            // The decoder checked that the batch's seqs are consecutive from its first seq;
+            // what is left is that the first one kept continues the page (no gap or overlap
+            // between batches), as every kept event did before.
+            let batch_last = header.first_seq + u64::from(header.count) - 1;
+            match last_kept {
+                Some(last) => {
+                    let first_kept = header.first_seq.max(seqs.after + 1);
+                    check_density(run, seg, at, expect, first_kept)?;
+                    expect = last.saturating_add(1);
+                }
+                None if batch_last <= seqs.after => {}
+                None => {
+                    let detail = format!(
+                        "density: batch holds seqs {}..={batch_last}, none kept from {expect}",
+                        header.first_seq,
+                    );
+                    return Err(Error::corrupt(run, &seg.name, at, detail));
+                }
+            }
+            Ok(Some((header.len, header.count)))
         })?;
-        if header.count != loc.count {
-            let detail = format!(
-                "batch holds {} events, index says {}",
-                header.count, loc.count
-            );
-            return Err(Error::corrupt(
-                self.run_str(),
-                &seg.name,
-                loc.offset,
-                detail,
-            ));
-        }
-        // The decoder checked that the batch's seqs are consecutive from its first seq;
-        // what is left is that the first one kept continues the page (no gap or overlap
-        // between batches), as every kept event did before.
-        let first_kept = header.first_seq.max(seqs.after + 1);
-        check_density(self.run_str(), seg, loc.offset, seqs.expect, first_kept)?;
-        let last = last_kept.ok_or_else(|| {
-            let detail = format!(
-                "density: batch holds seqs {}..={}, none kept from {}",
-                header.first_seq,
-                loc.last_seq(),
-                seqs.expect
-            );
-            Error::corrupt(self.run_str(), &seg.name, loc.offset, detail)
-        })?;
-        Ok(last.saturating_add(1))
+        Ok(expect)
     }
 
-    /// The batches holding seqs `after+1 ..`, enough for `limit` events, grouped by segment
+    /// The spans of batches holding seqs `after+1 ..`, enough for `limit` events, grouped by segment
     /// with each segment's committed length captured under the read lock (rule 7). `None`
     /// when the page needs the last segment and it is unscanned (settle, then plan again).
     fn plan_read(&self, after: Seq, limit: usize) -> Result<Option<ReadPlan>> {
@@ -431,25 +437,26 @@ impl Run {
             last_seq: st.known_last_seq(),
             damage: st.damage.clone(),
         };
-        for loc in st.batches_after(after, limit)? {
+        for span in st.batches_after(after, limit)? {
             if plan.events >= limit {
                 break;
             }
-            let from = loc.first_seq.max(after + 1);
-            plan.events += (loc.last_seq() - from + 1) as usize;
-            plan.batches.push(loc);
+            let from = span.loc.first_seq.max(after + 1);
+            plan.events += (span.loc.last_seq() - from + 1) as usize;
+            plan.batches.push(span);
         }
         if st.unscanned.is_some() && plan.events < limit {
             return Ok(None);
         }
-        for (i, loc) in plan.batches.iter().enumerate() {
+        for (i, span) in plan.batches.iter().enumerate() {
+            let pos = span.loc.segment;
             match plan.segments.last_mut() {
-                Some(part) if part.index == loc.segment => part.batches.end = i + 1,
+                Some(part) if part.index == pos => part.batches.end = i + 1,
                 _ => {
-                    let s = &st.segments[loc.segment];
+                    let s = &st.segments[pos];
                     plan.segments.push(SegmentPart {
-                        index: loc.segment,
-                        seg: st.segment(loc.segment)?,
+                        index: pos,
+                        seg: st.segment(pos)?,
                         committed_len: s.counter.committed_len,
                         batches: i..i + 1,
                     });
@@ -551,8 +558,8 @@ impl Run {
 
 /// What one read decodes, captured under the state read lock.
 struct ReadPlan {
-    /// The batches to decode, in seq order.
-    batches: Vec<BatchLoc>,
+    /// The spans of batches to decode, in seq order.
+    batches: Vec<SpanLoc>,
     /// Where the readable log ends early, if it does.
     damage: Option<state::Damage>,
     /// The segments holding `batches`, in order, each with its share of them.
@@ -564,16 +571,15 @@ struct ReadPlan {
 }
 
 impl ReadPlan {
-    /// About the bytes of the planned batches: each segment's span from its first batch to
-    /// its last, and the last batch as long as the average of the others.
+    /// About the bytes of the planned batches: in each segment, from its first span's start
+    /// to its last span's end.
     fn bytes_hint(&self) -> usize {
         let spans = self.segments.iter().map(|part| {
-            let locs = self.batches.get(part.batches.clone()).unwrap_or_default();
-            let (Some(first), Some(last)) = (locs.first(), locs.last()) else {
+            let spans = self.batches.get(part.batches.clone()).unwrap_or_default();
+            let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
                 return 0;
             };
-            let span = last.offset - first.offset;
-            span + span / (locs.len() as u64 - 1).max(1)
+            last.end.saturating_sub(first.loc.offset)
         });
         usize::try_from(spans.sum::<u64>()).unwrap_or(usize::MAX)
     }

@@ -16,25 +16,32 @@ use std::sync::{Arc, OnceLock};
 use ulid::Ulid;
 
 use crate::error::{Error, Result};
-use crate::event::Seq;
+use crate::event::{EventRef, Seq};
 use crate::format::{
-    BATCH_LEN_READ_MAX, BatchView, CounterSlot, FormatError, FrameKey, HEADER_LEN, INDEX_VERSION,
-    IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each, encode_index,
-    seq_of_derived_id,
+    BATCH_LEN_READ_MAX, BatchHeader, BatchView, CounterSlot, FormatError, FrameKey, HEADER_LEN,
+    INDEX_VERSION, IndexBinding, IndexedBatch, batch_crc_before, decode_batch, decode_batch_each,
+    encode_index, peek_batch, seq_of_derived_id,
 };
 use crate::group::{Append, KnownMaps};
-use crate::index::{PageCache, SegmentIndex};
+use crate::index::{IndexedSpan, PageCache, SegmentIndex};
 use crate::io::{Fs, FsFile, Recent};
 use crate::segment::{Access, CommitSlots, Counter, Segment, open_index_of, segment_name};
 
 /// Most parked segments a view keeps opened again ([`RunState::segment`]).
 const REOPENED_MAX: usize = 4;
 
+/// Bytes of a batch's frame that hold its length, first seq and count (`peek_batch`): 32 in
+/// versions 1 and 2, at most 33 in version 3 (SPEC §4b).
+const BATCH_HEAD_PEEK: u64 = 40;
+
 /// Most entries reserved in the dedupe maps ahead of a settle (a counter is not trusted for
 /// more: the maps grow as the batches are read).
 const EVENTS_RESERVE_MAX: usize = 1 << 20;
 
-/// Where one committed batch lives.
+/// Where one span of committed batches lives: the consecutive whole batches from `offset`
+/// holding seqs `first_seq ..= last_seq()` (SPEC §9). One batch when applied from a commit or
+/// a scan; an entry of an index's batch tree when served or adopted from an index (a span of
+/// several batches from index version 4).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BatchLoc {
     pub(crate) first_seq: Seq,
@@ -48,6 +55,15 @@ impl BatchLoc {
     pub(crate) fn last_seq(&self) -> Seq {
         self.first_seq + u64::from(self.count) - 1
     }
+}
+
+/// A span located for a read ([`RunState::batches_after`]): where it starts, and where it
+/// ends (the offset of the span after it in its segment, or the length its segment is
+/// applied to), which its last batch must end exactly at ([`each_batch_of_span`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpanLoc {
+    pub(crate) loc: BatchLoc,
+    pub(crate) end: u64,
 }
 
 /// A segment and the counter we have applied from it.
@@ -605,11 +621,11 @@ impl RunState {
             last_event_id: self.last_event_id,
             batches: self.batches.len(),
         };
-        self.batches.extend(found.iter().map(|b| BatchLoc {
-            first_seq: b.first_seq,
-            count: b.count,
+        self.batches.extend(found.iter().map(|s| BatchLoc {
+            first_seq: s.span.first_seq,
+            count: s.span.count,
             segment: pos,
-            offset: b.offset,
+            offset: s.span.offset,
         }));
         self.last_seq = bound.last_seq;
         self.last_event_id = self.last_event_id.max(index.max_event_id());
@@ -843,13 +859,15 @@ impl RunState {
         Ok(())
     }
 
-    /// The batches holding seqs above `after`, in seq order, enough for `events` events (or
-    /// all there are): from the indexes of indexed segments (a root-to-leaf path, then the
-    /// following leaves), then from the in-memory list.
+    /// The spans of batches holding seqs above `after`, in seq order, enough for `events`
+    /// events (or all there are), each with where it ends: from the indexes of indexed
+    /// segments (a root-to-leaf path, then the following leaves), then from the in-memory
+    /// list (a span ends where the next one of its segment starts, the last at the length
+    /// its segment is applied to).
     ///
     /// # Errors
     /// [`Error::Corrupt`] when an index page on the way is damaged; [`Error::Io`].
-    pub(crate) fn batches_after(&self, after: Seq, events: usize) -> Result<Vec<BatchLoc>> {
+    pub(crate) fn batches_after(&self, after: Seq, events: usize) -> Result<Vec<SpanLoc>> {
         let mut out = Vec::new();
         let mut got = 0usize;
         let indexed = &self.segments[..self.indexed];
@@ -864,20 +882,27 @@ impl RunState {
             };
             found.clear();
             got += index.batches_after(after, events - got, &mut found)?;
-            out.extend(found.iter().map(|b| BatchLoc {
-                first_seq: b.first_seq,
-                count: b.count,
-                segment: pos,
-                offset: b.offset,
+            out.extend(found.iter().map(|s| SpanLoc {
+                loc: BatchLoc {
+                    first_seq: s.span.first_seq,
+                    count: s.span.count,
+                    segment: pos,
+                    offset: s.span.offset,
+                },
+                end: s.end,
             }));
         }
         let start = self.batches.partition_point(|b| b.last_seq() <= after);
-        for b in self.batches.get(start..).unwrap_or_default() {
-            if got >= events {
-                break;
-            }
+        let mut rest = self.batches.get(start..).unwrap_or_default().iter();
+        let mut next = rest.next();
+        while let Some(b) = next.filter(|_| got < events) {
             got += (b.last_seq() - b.first_seq.max(after + 1) + 1) as usize;
-            out.push(*b);
+            next = rest.next();
+            let end = match next {
+                Some(n) if n.segment == b.segment => n.offset,
+                _ => self.segments[b.segment].counter.committed_len,
+            };
+            out.push(SpanLoc { loc: *b, end });
         }
         Ok(out)
     }
@@ -1067,35 +1092,35 @@ impl RunState {
         Ok(None)
     }
 
-    /// The event at `seq`, read (its batch, with every check) from wherever the run holds it.
+    /// The event at `seq`, read (its batch, with every check; the batches before it in its
+    /// span walked as a read walks them) from wherever the run holds it.
     fn event_at(&self, run: &str, seq: Seq) -> Result<Option<crate::event::Event>> {
-        let Some(loc) = seq
+        let Some(span) = seq
             .checked_sub(1)
             .map(|after| self.batches_after(after, 1))
             .transpose()?
-            .and_then(|locs| locs.into_iter().next())
-            .filter(|b| b.first_seq <= seq)
+            .and_then(|spans| spans.into_iter().next())
+            .filter(|s| s.loc.first_seq <= seq)
         else {
             return Ok(None);
         };
-        let seg = &self.segment(loc.segment)?;
-        let committed = self.segments[loc.segment].counter.committed_len;
-        let view = seg.read_batch(run, loc.offset, committed)?;
-        let b = decode_batch(
-            &view,
-            0,
-            seg.header.frame_key(),
-            loc.first_seq,
-            BATCH_LEN_READ_MAX,
-        )
-        .map_err(|e| {
-            let e = FormatError {
-                offset: loc.offset + e.offset,
-                ..e
-            };
-            format_to_corrupt(run, seg, e)
+        let seg = &self.segment(span.loc.segment)?;
+        let key = seg.header.frame_key();
+        let mut found = None;
+        each_batch_of_span(run, seg, &span, |at, first_seq| {
+            let view = seg.read_batch(run, at, span.end)?;
+            let b = decode_batch(&view, 0, key, first_seq, BATCH_LEN_READ_MAX).map_err(|e| {
+                let e = FormatError {
+                    offset: at + e.offset,
+                    ..e
+                };
+                format_to_corrupt(run, seg, e)
+            })?;
+            let next = Some((b.header.len, b.header.count));
+            found = b.events.into_iter().find(|e| e.seq == seq);
+            Ok(if found.is_some() { None } else { next })
         })?;
-        Ok(b.events.into_iter().find(|e| e.seq == seq))
+        Ok(found)
     }
 
     /// The indexed segments (verify checks their indexes page by page).
@@ -1171,33 +1196,31 @@ impl RunState {
         let _ = self.write_index_of(fs, pos);
     }
 
-    /// Builds segment `pos`'s index from its batches (read again, with every check: the live
-    /// key map holds hashes, not keys), writes it and opens it.
+    /// Builds segment `pos`'s index from its batches (read again, one after another from the
+    /// segment's start to its counter's length, with every check: the live key map holds
+    /// hashes, not keys, and an adopted open segment's index gives spans, not batches),
+    /// writes it and opens it.
     fn write_index_of(&self, fs: &dyn Fs, pos: usize) -> Option<SegmentIndex> {
         let s = &self.segments[pos];
         let seg = self.segment(pos).ok()?;
-        let batches: Vec<IndexedBatch> = self
-            .batches
-            .iter()
-            .filter(|b| b.segment == pos)
-            .map(|b| IndexedBatch {
-                first_seq: b.first_seq,
-                offset: b.offset,
-                count: b.count,
-            })
-            .collect();
         let start = HEADER_LEN;
         let mut buf = vec![0u8; s.counter.committed_len.saturating_sub(start) as usize];
         seg.read_exact(&mut buf, start).ok()?;
         let view = bytes::Bytes::from(buf);
+        let mut batches: Vec<IndexedBatch> = Vec::new();
         let mut ids: Vec<(Ulid, Seq)> = Vec::new();
         let mut max_id = Ulid::nil();
         let mut owned: Vec<(String, Seq)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let (mut at, mut first_seq) = (0usize, s.base_seq);
         let key = seg.header.frame_key();
-        for b in &batches {
-            let at = usize::try_from(b.offset - start).ok()?;
-            let v = decode_batch(&view, at, key, b.first_seq, BATCH_LEN_READ_MAX).ok()?;
+        while at < view.len() {
+            let v = decode_batch(&view, at, key, first_seq, BATCH_LEN_READ_MAX).ok()?;
+            batches.push(IndexedBatch {
+                first_seq,
+                offset: start + at as u64,
+                count: v.header.count,
+            });
             for e in &v.events {
                 max_id = max_id.max(e.event_id);
                 if !key.derives_id(e.seq, e.created_at_ms, e.event_id) {
@@ -1209,6 +1232,11 @@ impl RunState {
                     owned.push((k.to_string(), e.seq));
                 }
             }
+            at += v.header.len as usize;
+            first_seq += u64::from(v.header.count);
+        }
+        if first_seq != s.counter.last_seq + 1 {
+            return None;
         }
         let mut keys: Vec<(&str, Seq)> = owned.iter().map(|(k, q)| (k.as_str(), *q)).collect();
         // An open segment's index is bound to the bytes of the last batch it covers too: the
@@ -1389,20 +1417,21 @@ impl std::hash::Hasher for Prehashed {
     }
 }
 
-/// The open segment's index of `seg` (SPEC §9) and the batches it covers, when one fits what
+/// The open segment's index of `seg` (SPEC §9) and the spans it covers, when one fits what
 /// `disk` (the segment's counter) claims: bound to a prefix of it, its batch entries tiling
 /// that prefix densely from the base seq, and bound to these very bytes, not only to their
-/// shape: the last batch it covers is read and checked, ends at the bound length, has the
-/// checksum the index was bound to, and its first and last events' ids are in the index at
-/// their seqs (bytes cut and written again to the same length differ in their commit time,
-/// so in their checksum, even where the caller gave the same ids).
+/// shape: the last span it covers is read and checked batch by batch (every check of a
+/// read) to its last batch, which ends at the bound length, has the checksum the index was
+/// bound to, and has its first and last events' ids in the index at their seqs (bytes cut and
+/// written again to the same length differ in their commit time, so in their checksum, even
+/// where the caller gave the same ids).
 pub(crate) fn open_segment_index(
     fs: &dyn Fs,
     run: &str,
     seg: &Segment,
     disk: &CounterSlot,
     cache: &Arc<PageCache>,
-) -> Option<(SegmentIndex, Vec<IndexedBatch>)> {
+) -> Option<(SegmentIndex, Vec<IndexedSpan>)> {
     let index = seg.open_index_bound(
         fs,
         |b| {
@@ -1417,7 +1446,8 @@ pub(crate) fn open_segment_index(
     let mut found = Vec::new();
     index.batches_after(base - 1, usize::MAX, &mut found).ok()?;
     let (mut seq, mut offset) = (base, HEADER_LEN);
-    for b in &found {
+    for s in &found {
+        let b = s.span;
         if b.first_seq != seq || b.offset < offset || b.offset >= bound.committed_len {
             return None;
         }
@@ -1428,27 +1458,34 @@ pub(crate) fn open_segment_index(
         return None;
     }
     let last = *found.last()?;
-    batch_is_indexed(run, seg, &last, &bound, &index).then_some((index, found))
+    last_span_is_indexed(run, seg, &last, &bound, &index).then_some((index, found))
 }
 
-/// Whether the batch `b` of `seg` checks (every check of a read), ends at `bound`'s length,
-/// has `bound`'s checksum, and `index` holds its first and last events' ids at their seqs.
-fn batch_is_indexed(
+/// Whether the last batch of `last` (the last span of `index`, walked to that batch by
+/// [`last_batch_of_span`]) checks (every check of a read), ends at `bound`'s length, has
+/// `bound`'s checksum, and `index` holds its first and last events' ids at their seqs.
+fn last_span_is_indexed(
     run: &str,
     seg: &Segment,
-    b: &IndexedBatch,
+    last: &IndexedSpan,
     bound: &IndexBinding,
     index: &SegmentIndex,
 ) -> bool {
-    let Ok(view) = seg.read_batch(run, b.offset, bound.committed_len) else {
-        return false;
+    let span = SpanLoc {
+        loc: BatchLoc {
+            first_seq: last.span.first_seq,
+            count: last.span.count,
+            // Not used: the walk is of `seg`.
+            segment: 0,
+            offset: last.span.offset,
+        },
+        end: last.end,
     };
-    let mut ends = Vec::with_capacity(2);
-    let all = 0..=u64::MAX;
+    // An id the segment derives from its seq is in no index (SPEC §9): its event's checksum
+    // holds it.
     let key = seg.header.frame_key();
-    let checked = decode_batch_each(&view, 0, key, b.first_seq, BATCH_LEN_READ_MAX, all, |e| {
-        // An id the segment derives from its seq is in no index (SPEC §9): its event's
-        // checksum holds it.
+    let mut ends: Vec<Option<(Ulid, Seq)>> = Vec::with_capacity(2);
+    let read = last_batch_of_span(run, seg, &span, |e| {
         let end =
             (!key.derives_id(e.seq, e.created_at_ms, e.event_id)).then_some((e.event_id, e.seq));
         if ends.len() < 2 {
@@ -1457,14 +1494,124 @@ fn batch_is_indexed(
             ends[1] = end;
         }
     });
-    let Ok((header, _)) = checked else {
+    let Ok((at, header, view)) = read else {
         return false;
     };
-    b.offset + u64::from(header.len) == bound.committed_len
-        && header.count == b.count
+    at + u64::from(header.len) == bound.committed_len
         && batch_crc_before(&view, header.len as usize) == Some(bound.last_batch_crc)
         && ends
             .iter()
             .flatten()
             .all(|(id, seq)| index.seq_of_id(*id).ok().flatten() == Some(*seq))
+}
+
+/// Walks the batches of `span` of `seg` one after another from its start (SPEC §9):
+/// `batch(offset, first_seq)` reads the batch at `offset`, checks that it begins at
+/// `first_seq` (a read: with every check of §4), and returns its length and its events, or
+/// `None` to stop there (a read whose page is full). What makes the entry a span is checked
+/// here: the batches hold exactly its count of events, each continuing the seqs of the one
+/// before, and the last ends exactly at its end.
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the segment and the offset where the span breaks; `batch`'s.
+pub(crate) fn each_batch_of_span(
+    run: &str,
+    seg: &Segment,
+    span: &SpanLoc,
+    mut batch: impl FnMut(u64, Seq) -> Result<Option<(u32, u32)>>,
+) -> Result<()> {
+    let loc = &span.loc;
+    let (mut at, mut first_seq) = (loc.offset, loc.first_seq);
+    let end_seq = loc.first_seq.saturating_add(u64::from(loc.count));
+    while first_seq < end_seq {
+        if at >= span.end {
+            let detail = format!(
+                "span of seqs {}..={} ends at {} after seq {}",
+                loc.first_seq,
+                end_seq - 1,
+                span.end,
+                first_seq - 1
+            );
+            return Err(Error::corrupt(run, &seg.name, at, detail));
+        }
+        let Some((len, count)) = batch(at, first_seq)? else {
+            return Ok(());
+        };
+        let batch_first = first_seq;
+        first_seq = first_seq.saturating_add(u64::from(count));
+        if first_seq > end_seq {
+            let detail = format!(
+                "batch holds seqs {batch_first}..={}, past its span's last seq {} (its index \
+                 entry holds {} events)",
+                first_seq - 1,
+                end_seq - 1,
+                loc.count
+            );
+            return Err(Error::corrupt(run, &seg.name, at, detail));
+        }
+        at += u64::from(len);
+    }
+    if at != span.end {
+        let detail = format!(
+            "span of seqs {}..={} ends at {at}, the next one starts at {}",
+            loc.first_seq,
+            end_seq - 1,
+            span.end
+        );
+        return Err(Error::corrupt(run, &seg.name, loc.offset, detail));
+    }
+    Ok(())
+}
+
+/// Finds the last batch of `span` of `seg` and reads it whole, with every check of a read,
+/// handing its events to `f`; returns its offset, header and bytes. The batches before it are
+/// walked by their frames' length, first seq and count (positioned reads of their first
+/// bytes, and [`each_batch_of_span`]'s checks of the span), not decoded: what they hold is
+/// checked by the reads that reach them, as for any indexed batch (SPEC §9). A frame whose
+/// fields are damaged leads the walk astray, which fails it: the span's events, its end or
+/// its last batch's checks.
+///
+/// # Errors
+/// As [`each_batch_of_span`]; [`Error::Corrupt`] for a frame that is not one; [`Error::Io`].
+pub(crate) fn last_batch_of_span(
+    run: &str,
+    seg: &Segment,
+    span: &SpanLoc,
+    mut f: impl FnMut(EventRef<'_>),
+) -> Result<(u64, BatchHeader, bytes::Bytes)> {
+    let key = seg.header.frame_key();
+    let mut last = None;
+    each_batch_of_span(run, seg, span, |at, first_seq| {
+        let len = seg.batch_len_at(run, at, span.end)?;
+        if at + len < span.end {
+            let mut head = vec![0u8; len.min(BATCH_HEAD_PEEK) as usize];
+            seg.read_exact(&mut head, at)
+                .map_err(|e| Error::io("reading", &seg.path, e))?;
+            return match peek_batch(&head, key) {
+                Some((l, s, count)) if l as u64 == len && s == first_seq => {
+                    let count = u32::try_from(count).unwrap_or(u32::MAX);
+                    Ok(Some((len as u32, count)))
+                }
+                _ => {
+                    let detail = format!("no batch starting at seq {first_seq} in its span");
+                    Err(Error::corrupt(run, &seg.name, at, detail))
+                }
+            };
+        }
+        let view = seg.read_batch(run, at, span.end)?;
+        let all = 0..=u64::MAX;
+        let (header, _) =
+            decode_batch_each(&view, 0, key, first_seq, BATCH_LEN_READ_MAX, all, &mut f).map_err(
+                |e| {
+                    let e = FormatError {
+                        offset: at + e.offset,
+                        ..e
+                    };
+                    format_to_corrupt(run, seg, e)
+                },
+            )?;
+        last = Some((at, header, view));
+        Ok(Some((header.len, header.count)))
+    })?;
+    last.ok_or_else(|| Error::corrupt(run, &seg.name, span.loc.offset, "span holds no batch"))
 }

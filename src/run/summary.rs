@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::Run;
+use super::state::last_batch_of_span;
 use crate::error::Result;
 use crate::event::Seq;
 use crate::format::{
@@ -151,27 +152,24 @@ impl Run {
         }
     }
 
-    /// Where the batch ending at `seq` lives, and its stored checksum.
+    /// Where the batch ending at `seq` lives, and its stored checksum: the last batch of the
+    /// span holding `seq` (one batch unless an index served it, SPEC §9), walked to and read
+    /// with every check of a read.
     fn anchor_of(&self, seq: Seq) -> Option<SummaryAnchor> {
         let st = self.state.read();
-        let loc = *st.batches_after(seq.checked_sub(1)?, 1).ok()?.first()?;
-        if loc.last_seq() != seq {
+        let span = *st.batches_after(seq.checked_sub(1)?, 1).ok()?.first()?;
+        if span.loc.last_seq() != seq {
             return None;
         }
-        let s = &st.segments[loc.segment];
-        let seg = st.segment(loc.segment).ok()?;
-        // Two positioned reads (the batch's length, its stored checksum), not a map of the
-        // segment: a closing view maps nothing.
-        let end = s.counter.committed_len;
-        let len = seg.batch_len_at(self.run_str(), loc.offset, end).ok()?;
-        let mut trailer = [0u8; BATCH_TRAILER_LEN];
-        seg.read_exact(&mut trailer, loc.offset + len - BATCH_TRAILER_LEN as u64)
-            .ok()?;
-        let crc = u32_at(&trailer, 0);
+        let s = &st.segments[span.loc.segment];
+        let seg = st.segment(span.loc.segment).ok()?;
+        let (offset, header, batch) =
+            last_batch_of_span(self.run_str(), &seg, &span, |_| {}).ok()?;
+        let crc = u32_at(&batch, header.len as usize - BATCH_TRAILER_LEN);
         Some(SummaryAnchor {
             segment: s.number,
-            offset: loc.offset,
-            first_seq: loc.first_seq,
+            offset,
+            first_seq: header.first_seq,
             crc,
         })
     }
