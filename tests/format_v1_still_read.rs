@@ -5,7 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::fixture;
+
+use std::path::Path;
 
 use runlog::{Config, NewEvent, RunId, Store};
 use ulid::Ulid;
@@ -15,16 +17,14 @@ const NEWEST: u32 = 3;
 /// Events in the fixture: 3 sealed segments of 8 KiB and an active one, all version 1.
 const FIXTURE_EVENTS: u64 = 120;
 const T0: u64 = 1_700_000_000_000;
+const FIXTURE: &str = "format-v1";
+const RUN: &str = "v1run";
 
 fn small() -> Config {
     Config {
         segment_len_bytes_max: 8 << 10,
         ..Config::default()
     }
-}
-
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1")
 }
 
 /// Event `i` (0-based) of the fixture and of the appends after it: every field a function
@@ -59,82 +59,26 @@ fn write_v1_fixture() {
     if std::env::var_os("RUNLOG_WRITE_V1_FIXTURE").is_none() {
         return;
     }
-    let dir = fixture_dir();
+    let dir = fixture::dir(FIXTURE);
     let _ = std::fs::remove_dir_all(&dir);
     let store = Store::open(&dir, small()).unwrap();
-    let run = RunId::new("v1run").unwrap();
+    let run = RunId::new(RUN).unwrap();
     store.create_run(&run).unwrap();
     // Facts one by one and in threes, then a fenced decision of two, then facts again.
-    let mut i = 0;
-    while i < FIXTURE_EVENTS {
-        if i == 60 {
-            store
-                .append_decisions(&run, i, vec![event(i), event(i + 1)])
-                .unwrap();
-            i += 2;
-        } else if i % 10 < 3 {
-            store.append_facts(&run, vec![event(i)]).unwrap();
-            i += 1;
-        } else {
-            let n = 3
-                .min(FIXTURE_EVENTS - i)
-                .min(if i < 60 { 60 - i } else { 3 });
-            store
-                .append_facts(&run, (i..i + n).map(event).collect())
-                .unwrap();
-            i += n;
-        }
-    }
-    assert_eq!(store.last_seq(&run).unwrap(), FIXTURE_EVENTS);
+    fixture::fill(&store, &run, FIXTURE_EVENTS, (3, 3, 60), event);
 }
 
-/// The fixture copied into a temp dir (the committed files are never opened for writing).
-fn fixture_copy() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    common::copy_tree(&fixture_dir(), tmp.path());
-    tmp
-}
-
-/// The format version in the header of segment `n` of the run (bytes 8..12, SPEC §2).
 fn segment_version(dir: &Path, n: u32) -> u32 {
-    let path = dir.join(format!("runs/v1run/seg-{n:08}.log"));
-    let b = std::fs::read(&path).unwrap();
-    u32::from_le_bytes(b[8..12].try_into().unwrap())
-}
-
-fn segment_count(dir: &Path) -> u32 {
-    std::fs::read_dir(dir.join("runs/v1run"))
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name();
-            name.to_string_lossy().ends_with(".log")
-        })
-        .count() as u32
+    fixture::segment_version(dir, RUN, n)
 }
 
 /// Reads the whole run and checks every field of every event against `event(i)`.
 fn assert_run_is(store: &Store, events: u64) {
-    let run = RunId::new("v1run").unwrap();
+    let run = RunId::new(RUN).unwrap();
     let page = store.read(&run, 0, usize::MAX).unwrap();
     assert_eq!(page.events.len() as u64, events);
     for (i, got) in page.events.iter().enumerate() {
-        let i = i as u64;
-        let want = event(i);
-        assert_eq!(got.seq, i + 1);
-        assert_eq!(
-            Some(got.event_id),
-            want.event_id,
-            "event id of seq {}",
-            i + 1
-        );
-        assert_eq!(Some(got.created_at_ms), want.created_at_ms);
-        assert_eq!(got.kind, want.kind);
-        assert_eq!(
-            got.correlation_id.as_deref(),
-            want.correlation_id.as_deref()
-        );
-        assert_eq!(got.key.as_deref(), want.key.as_deref());
-        assert_eq!(got.payload, want.payload);
+        fixture::assert_event(got, i as u64, &event(i as u64), None);
     }
     let report = store.verify_run(&run).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
@@ -143,7 +87,7 @@ fn assert_run_is(store: &Store, events: u64) {
 
 #[test]
 fn a_version_1_store_reads_verifies_and_keeps_its_events() {
-    let tmp = fixture_copy();
+    let tmp = fixture::copy(FIXTURE);
     for n in 1..=4 {
         assert_eq!(segment_version(tmp.path(), n), 1, "fixture segment {n}");
     }
@@ -151,7 +95,7 @@ fn a_version_1_store_reads_verifies_and_keeps_its_events() {
     assert_run_is(&store, FIXTURE_EVENTS);
     let store = Store::open(tmp.path(), small()).unwrap();
     assert_run_is(&store, FIXTURE_EVENTS);
-    let run = RunId::new("v1run").unwrap();
+    let run = RunId::new(RUN).unwrap();
     let page = store.read(&run, 60, 2).unwrap();
     assert_eq!(
         page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
@@ -161,8 +105,8 @@ fn a_version_1_store_reads_verifies_and_keeps_its_events() {
 
 #[test]
 fn appends_to_a_version_1_run_fill_its_segment_in_version_1_then_roll_to_the_newest_version() {
-    let tmp = fixture_copy();
-    let run = RunId::new("v1run").unwrap();
+    let tmp = fixture::copy(FIXTURE);
+    let run = RunId::new(RUN).unwrap();
     let total = FIXTURE_EVENTS + 150;
     {
         let store = Store::open(tmp.path(), small()).unwrap();
@@ -185,7 +129,7 @@ fn appends_to_a_version_1_run_fill_its_segment_in_version_1_then_roll_to_the_new
             .unwrap();
         assert_run_is(&store, total + 1);
     }
-    let segments = segment_count(tmp.path());
+    let segments = fixture::segment_count(tmp.path(), RUN);
     assert!(segments >= 6, "150 appends roll past segment 5: {segments}");
     assert_eq!(
         segment_version(tmp.path(), 4),

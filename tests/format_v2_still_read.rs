@@ -6,15 +6,18 @@
 
 mod common;
 
+use common::fixture;
+
 use std::path::{Path, PathBuf};
 
-use runlog::{Config, Event, NewEvent, RunId, Store};
+use runlog::{Config, NewEvent, RunId, Store};
 use ulid::Ulid;
 
 /// Events in the fixture: sealed segments of 8 KiB with their indexes and an active one.
 const FIXTURE_EVENTS: u64 = 150;
 const T0: u64 = 1_700_000_000_000;
 const RUN: &str = "v2run";
+const FIXTURE: &str = "format-v2";
 
 fn small() -> Config {
     Config {
@@ -23,12 +26,8 @@ fn small() -> Config {
     }
 }
 
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v2")
-}
-
 fn minted_ids_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v2.ids")
+    fixture::dir("format-v2.ids")
 }
 
 /// Event `i` (0-based): every field a function of `i`, but the id of one event in five,
@@ -66,42 +65,16 @@ fn write_v2_fixture() {
     if std::env::var_os("RUNLOG_WRITE_V2_FIXTURE").is_none() {
         return;
     }
-    let dir = fixture_dir();
+    let dir = fixture::dir(FIXTURE);
     let _ = std::fs::remove_dir_all(&dir);
     let store = Store::open(&dir, small()).unwrap();
     let run = RunId::new(RUN).unwrap();
     store.create_run(&run).unwrap();
     // Facts one by one and in fours, a fenced decision of two, facts again.
-    let mut i = 0;
-    while i < FIXTURE_EVENTS {
-        if i == 70 {
-            store
-                .append_decisions(&run, i, vec![event(i), event(i + 1)])
-                .unwrap();
-            i += 2;
-        } else if i % 10 < 4 {
-            store.append_facts(&run, vec![event(i)]).unwrap();
-            i += 1;
-        } else {
-            let n = 4
-                .min(FIXTURE_EVENTS - i)
-                .min(if i < 70 { 70 - i } else { 4 });
-            store
-                .append_facts(&run, (i..i + n).map(event).collect())
-                .unwrap();
-            i += n;
-        }
-    }
+    fixture::fill(&store, &run, FIXTURE_EVENTS, (4, 4, 70), event);
     let page = store.read(&run, 0, usize::MAX).unwrap();
     let ids: Vec<String> = page.events.iter().map(|e| e.event_id.to_string()).collect();
     std::fs::write(minted_ids_file(), ids.join("\n") + "\n").unwrap();
-}
-
-/// The fixture copied into a temp dir (the committed files are never opened for writing).
-fn fixture_copy() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    common::copy_tree(&fixture_dir(), tmp.path());
-    tmp
 }
 
 /// The ids the version-2 build gave the fixture's events, by seq − 1.
@@ -110,37 +83,12 @@ fn fixture_ids() -> Vec<Ulid> {
     text.lines().map(|l| l.parse().unwrap()).collect()
 }
 
-/// The format version in the header of segment `n` of the run (bytes 8..12, SPEC §2).
 fn segment_version(dir: &Path, n: u32) -> u32 {
-    let path = dir.join(format!("runs/{RUN}/seg-{n:08}.log"));
-    let b = std::fs::read(&path).unwrap();
-    u32::from_le_bytes(b[8..12].try_into().unwrap())
+    fixture::segment_version(dir, RUN, n)
 }
 
 fn segment_count(dir: &Path) -> u32 {
-    std::fs::read_dir(dir.join(format!("runs/{RUN}")))
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name();
-            name.to_string_lossy().ends_with(".log")
-        })
-        .count() as u32
-}
-
-fn assert_event(got: &Event, i: u64, id: Option<Ulid>) {
-    let want = event(i);
-    assert_eq!(got.seq, i + 1);
-    if let Some(id) = id.or(want.event_id) {
-        assert_eq!(got.event_id, id, "event id of seq {}", i + 1);
-    }
-    assert_eq!(Some(got.created_at_ms), want.created_at_ms);
-    assert_eq!(got.kind, want.kind);
-    assert_eq!(
-        got.correlation_id.as_deref(),
-        want.correlation_id.as_deref()
-    );
-    assert_eq!(got.key.as_deref(), want.key.as_deref());
-    assert_eq!(got.payload, want.payload);
+    fixture::segment_count(dir, RUN)
 }
 
 /// Reads the whole run, checks every field of every event (the fixture's minted ids against
@@ -152,7 +100,7 @@ fn assert_run_is(store: &Store, events: u64) -> Vec<Ulid> {
     let page = store.read(&run, 0, usize::MAX).unwrap();
     assert_eq!(page.events.len() as u64, events);
     for (i, got) in page.events.iter().enumerate() {
-        assert_event(got, i as u64, ids.get(i).copied());
+        fixture::assert_event(got, i as u64, &event(i as u64), ids.get(i).copied());
     }
     let report = store.verify_run(&run).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
@@ -165,7 +113,7 @@ fn assert_run_is(store: &Store, events: u64) -> Vec<Ulid> {
 
 #[test]
 fn a_version_2_store_reads_verifies_and_keeps_its_events_and_minted_ids() {
-    let tmp = fixture_copy();
+    let tmp = fixture::copy(FIXTURE);
     let segments = segment_count(tmp.path());
     assert!(segments >= 3, "the fixture seals segments: {segments}");
     for n in 1..=segments {
@@ -185,7 +133,7 @@ fn a_version_2_store_reads_verifies_and_keeps_its_events_and_minted_ids() {
 
 #[test]
 fn appends_to_a_version_2_run_deduplicate_against_it_and_keep_every_id() {
-    let tmp = fixture_copy();
+    let tmp = fixture::copy(FIXTURE);
     let run = RunId::new(RUN).unwrap();
     let ids = fixture_ids();
     let total = FIXTURE_EVENTS + 150;

@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
+pub mod fixture;
+
 /// Copies the directory tree `from` into `to` (created), files byte for byte.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
