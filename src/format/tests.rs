@@ -1287,7 +1287,7 @@ fn v3_batch_of_three_matches_golden_bytes_and_decodes() {
         (u128::from(T) << 80) | (u128::from(SALT) << 48) | 1003
     );
     assert!(V3.derives_id(1003, T, want[0].event_id));
-    assert!(V3.derives_id(1004, T + 5, want[1].event_id) == false);
+    assert!(!V3.derives_id(1004, T + 5, want[1].event_id));
     assert_eq!(seq_of_derived_id(SALT, want[1].event_id), Some(1004));
     assert_eq!(seq_of_derived_id(SALT ^ 1, want[1].event_id), None);
     assert!(
