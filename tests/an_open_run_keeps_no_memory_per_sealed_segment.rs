@@ -122,7 +122,6 @@ fn the_heap_of_an_open_run_does_not_grow_with_its_sealed_segments() {
 fn a_parked_segment_serves_reads_and_key_lookups_and_one_replaced_is_refused() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let twin = tempfile::tempdir().unwrap();
     let (run, other) = (RunId::new("run").unwrap(), RunId::new("other").unwrap());
     let counts = {
         let store = Store::open(dir.path(), config()).unwrap();
@@ -130,11 +129,18 @@ fn a_parked_segment_serves_reads_and_key_lookups_and_one_replaced_is_refused() {
         fill(&store, &run, 6)
     };
     // The same run made in another store: the same events at the same seqs, in segments of
-    // the same names and base seqs, each with a salt of its own.
-    assert_eq!(
-        fill(&Store::open(twin.path(), config()).unwrap(), &run, 6),
-        counts
-    );
+    // the same names and base seqs, each with a salt of its own. (A batch's header counts its
+    // commit time from its segment's creation, SPEC §4b, so a batch may take a byte more in
+    // one store than in the other and move a roll: made again until the rolls agree.)
+    let twin = (0..8)
+        .map(|_| {
+            let twin = tempfile::tempdir().unwrap();
+            let got = fill(&Store::open(twin.path(), config()).unwrap(), &run, 6);
+            (twin, got)
+        })
+        .find(|(_, got)| *got == counts)
+        .map(|(twin, _)| twin)
+        .expect("a twin whose segments roll where the run's do");
     let store = Store::open(dir.path(), config()).unwrap();
     let last = store.last_seq(&run).unwrap();
     assert_eq!(last, counts.len() as u64 * PER_BATCH);

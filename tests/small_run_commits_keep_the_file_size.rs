@@ -37,21 +37,30 @@ fn commits_that_fit_in_the_last_block_leave_the_segment_size_and_blocks_alone() 
     b.create_run(&run).unwrap();
 
     let mut sizes = Vec::new();
+    let mut same_blocks = 0;
     for i in 0..60 {
         append(&a, &run, i);
         append(&b, &run, i);
         let za = std::fs::metadata(segment(&zeroed, "small")).unwrap();
         let zb = std::fs::metadata(segment(&exact, "small")).unwrap();
-        let committed = 4096 + a.run_info(&run).unwrap().committed_bytes;
+        // Each store's own length: a batch's header counts its commit time from its segment's
+        // creation (SPEC §4b), so the two stores' batches may differ by a byte.
+        let committed_a = 4096 + a.run_info(&run).unwrap().committed_bytes;
+        let committed_b = 4096 + b.run_info(&run).unwrap().committed_bytes;
         // Without preallocation the file is exactly the header and the batches.
-        assert_eq!(zb.len(), committed, "commit {i}");
+        assert_eq!(zb.len(), committed_b, "commit {i}");
         // With it, the file ends at the end of the block the last commit ends in.
-        assert_eq!(za.len(), committed.next_multiple_of(BLOCK), "commit {i}");
-        // The zeros take no space of their own: both files hold the same blocks.
-        assert_eq!(za.blocks(), zb.blocks(), "commit {i}");
+        assert_eq!(za.len(), committed_a.next_multiple_of(BLOCK), "commit {i}");
+        // The zeros take no space of their own: both files hold the same blocks (where
+        // both end in the same block).
+        if committed_a.div_ceil(BLOCK) == committed_b.div_ceil(BLOCK) {
+            assert_eq!(za.blocks(), zb.blocks(), "commit {i}");
+            same_blocks += 1;
+        }
         sizes.push(za.len());
     }
-    // ~130 bytes per commit: ~30 commits per block, each size change at a block's first.
+    assert!(same_blocks >= 50, "{same_blocks} of 60 commits compared");
+    // ~90 bytes per commit: ~45 commits per block, each size change at a block's first.
     let changes = sizes.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(
         (1..=4).contains(&changes),
