@@ -576,7 +576,7 @@ impl HeldRun {
                 Err(e) if e.is_environment() => return Err(e),
                 Err(e) => return Ok(Err(format!("its segment {index} is unreadable: {e}"))),
             };
-            let counter = match seg.read_counter(run.as_str(), Some(lock_file.as_ref())) {
+            let counter = match seg.read_counter(fs, run.as_str(), Some(lock_file.as_ref())) {
                 Ok(c) => c,
                 Err(e) if e.is_environment() => return Err(e),
                 Err(e) => return Ok(Err(format!("its segment {index} is unreadable: {e}"))),

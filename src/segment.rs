@@ -326,7 +326,11 @@ impl Segment {
     ///
     /// # Errors
     /// [`Error::Corrupt`] when neither slot is valid or a slot contradicts the header.
-    fn read_header_slots(&self, run: &str) -> Result<(CounterSlot, Option<CounterSlot>)> {
+    fn read_header_slots(
+        &self,
+        fs: &dyn Fs,
+        run: &str,
+    ) -> Result<(CounterSlot, Option<CounterSlot>)> {
         let mut buf = [0u8; 2 * 512];
         read_exact_at(self.file().as_ref(), &mut buf, SLOT_OFFSETS[0])
             .map_err(|e| self.read_error(run, e, SLOT_OFFSETS[0]))?;
@@ -334,6 +338,33 @@ impl Segment {
         let a = CounterSlot::decode(&buf[..SLOT_LEN], salt, 0);
         let b = CounterSlot::decode(&buf[512..512 + SLOT_LEN], salt, 1);
         let sealed = pick_slot(a.filter(|s| s.sealed), b.filter(|s| s.sealed));
+        if sealed.is_none() {
+            // Both slots are written when the segment is made and only ever overwritten: one
+            // that does not check is torn or damaged. Torn by a crash, it cannot have been
+            // the seal (a roll syncs the seal before it makes the next segment); so when the
+            // next segment exists, the seal is what was lost, and the chain past this
+            // segment would be silently cut short (SPEC §3, §5 step 3).
+            let bad = [(a, 0usize), (b, 512)]
+                .into_iter()
+                .find(|(slot, at)| slot.is_none() && buf[*at..*at + SLOT_LEN] != [0; SLOT_LEN]);
+            if let Some((_, at)) = bad {
+                let next = segment_name(self.header.segment_index + 1);
+                let dir = self.path.parent().unwrap_or(Path::new("."));
+                if fs.open(&dir.join(&next), OpenMode::Read).is_ok() {
+                    let detail = format!(
+                        "counter slot damaged and {next} exists: this segment's sealing \
+                         counter is lost (its events and the later segments are on disk; \
+                         nothing past this segment is read)"
+                    );
+                    return Err(Error::corrupt(
+                        run,
+                        &self.name,
+                        SLOT_OFFSETS[0] + at as u64,
+                        detail,
+                    ));
+                }
+            }
+        }
         let slot = pick_slot(a, b).ok_or_else(|| {
             Error::corrupt(run, &self.name, SLOT_OFFSETS[0], "no valid counter slot")
         })?;
@@ -358,9 +389,16 @@ impl Segment {
     /// segment fail their salted checksum there and are ignored.
     ///
     /// # Errors
-    /// As [`Self::read_header_slots`] for the header; [`Error::Io`] when the lock file cannot be read.
-    pub(crate) fn read_counter(&self, run: &str, lock: Option<&dyn FsFile>) -> Result<Counter> {
-        let (header, sealed) = self.read_header_slots(run)?;
+    /// As [`Self::read_header_slots`] for the header (also [`Error::Corrupt`] naming a damaged
+    /// header slot when no slot says sealed and the next segment exists: the seal was lost);
+    /// [`Error::Io`] when the lock file cannot be read.
+    pub(crate) fn read_counter(
+        &self,
+        fs: &dyn Fs,
+        run: &str,
+        lock: Option<&dyn FsFile>,
+    ) -> Result<Counter> {
+        let (header, sealed) = self.read_header_slots(fs, run)?;
         let lock = match (sealed, lock) {
             (Some(seal), _) => {
                 return Ok(Counter {

@@ -642,7 +642,7 @@ impl Store {
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
         let lock = lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;
         loop {
-            let slot = seg.read_counter(run.as_str(), lock.as_deref())?.newest;
+            let slot = seg.read_counter(fs, run.as_str(), lock.as_deref())?.newest;
             let file_len = seg.len()?;
             if slot.committed_len > file_len {
                 let detail = format!(

@@ -125,7 +125,7 @@ fn verify_segment(
         report.problem(&seg.name, 24, detail);
         return Ok(false);
     }
-    let slot = seg.read_counter(run.as_str(), ctx.lock)?.newest;
+    let slot = seg.read_counter(ctx.fs, run.as_str(), ctx.lock)?.newest;
     let file_len = seg.len()?;
     // A file cut shorter than its counter (by an outside hand) is checked as far as it goes,
     // as a read follows it: the events before the cut count, then the cut is the problem.
@@ -203,8 +203,37 @@ fn verify_segment(
             ..slot
         };
         verify_index(seg, &prefix, o.last_batch_crc, ctx.fs, content, report);
+    } else if index_present(seg, ctx.fs) {
+        // Readers ignore an open segment's index that does not fit its batches (or whose
+        // checked pages do not hold): as for a sealed segment's, a note (SPEC §9).
+        note_ignored_index(
+            seg,
+            report,
+            "open segment's index ignored (it does not fit the segment's batches, or its \
+             header or last batch's entries are damaged): the segment is read instead and the \
+             next writer that closes the run writes it again",
+        );
     }
     Ok(slot.sealed)
+}
+
+/// Whether the segment's index file is there.
+fn index_present(seg: &Segment, fs: &dyn Fs) -> bool {
+    let dir = seg.path.parent().unwrap_or(Path::new("."));
+    fs.open(
+        &dir.join(index_name(seg.header.segment_index)),
+        OpenMode::Read,
+    )
+    .is_ok()
+}
+
+/// A note that the segment's index is ignored, and why.
+fn note_ignored_index(seg: &Segment, report: &mut VerifyReport, detail: &str) {
+    report.notes.push(Problem {
+        segment: index_name(seg.header.segment_index),
+        offset: 0,
+        detail: detail.to_string(),
+    });
 }
 
 /// What a sealed segment's index must hold, gathered while its batches are checked: its
@@ -257,18 +286,17 @@ fn verify_index(
     report: &mut VerifyReport,
 ) {
     let name = index_name(seg.header.segment_index);
-    let dir = seg.path.parent().unwrap_or(Path::new("."));
-    if fs.open(&dir.join(&name), OpenMode::Read).is_err() {
+    if !index_present(seg, fs) {
         return;
     }
     let cache = std::sync::Arc::new(PageCache::default());
     let Some(index) = seg.open_index(fs, slot, last_batch_crc, &cache) else {
-        let detail = "index ignored (another version, seal or file, or its header is damaged):                       the segment is decoded instead and the next writer rebuilds it";
-        report.notes.push(Problem {
-            segment: name,
-            offset: 0,
-            detail: detail.to_string(),
-        });
+        note_ignored_index(
+            seg,
+            report,
+            "index ignored (another version, seal or file, or its header is damaged): the \
+             segment is decoded instead and the next writer rebuilds it",
+        );
         return;
     };
     let max_id = content.max_id;
@@ -388,7 +416,7 @@ fn note_tail(
 fn settled_tail(seg: &Segment, start: u64, last_seq: Seq, ctx: &SegmentCheck<'_>) -> Option<Tail> {
     ctx.fs.sleep(SETTLE);
     let same = seg
-        .read_counter(ctx.run.as_str(), ctx.lock)
+        .read_counter(ctx.fs, ctx.run.as_str(), ctx.lock)
         .is_ok_and(|c| c.newest.committed_len == start && !c.newest.sealed);
     same.then(|| scan_tail(seg, start, last_seq, ctx.len_max))
 }

@@ -700,13 +700,24 @@ fn mint_ids(
                     .filter(|id| *id > last_id && !callers.contains(id));
                 of_seq.unwrap_or_else(|| {
                     let fresh = Ulid::from_parts(now, rand::random::<u128>());
-                    fresh.max(last_id.increment().unwrap_or(fresh))
+                    fresh.max(next_after(last_id))
                 })
             });
             last_id = last_id.max(id);
             id
         })
         .collect()
+}
+
+/// The smallest id above `id`: `id` + 1, or, when its random part is all ones (a caller may
+/// supply such an id), the first id of the next millisecond. Only the largest id there is has
+/// none above it (it is returned as is: ids are unique per run, never all ones in both parts
+/// from the store).
+fn next_after(id: Ulid) -> Ulid {
+    id.increment().unwrap_or_else(|_| {
+        let next_ms = id.timestamp_ms().saturating_add(1).min((1 << 48) - 1);
+        Ulid::from_parts(next_ms, 0).max(id)
+    })
 }
 
 /// A decided group's frames. Consecutive accepted appends of one class (facts, or decisions)
@@ -854,6 +865,22 @@ mod mint_tests {
         assert_eq!(ids[1], predicted);
         assert_ne!(ids[0], predicted);
         assert!(ids[0].timestamp_ms() == NOW);
+    }
+
+    /// After a caller's id whose random part is all ones (no id + 1 in its millisecond), a
+    /// minted id still sorts after it (found by a breaker: a random id below it was minted).
+    #[test]
+    fn a_minted_id_sorts_after_a_caller_id_with_no_successor_in_its_millisecond() {
+        let callers = Ulid::from_parts(NOW + 60_000, u128::MAX >> 48);
+        let e = NewEvent::new("k", "p");
+        for version in [2, 3] {
+            let ids = mint_ids(&[&e, &e], callers, NOW, key(version), 7);
+            assert!(
+                ids[0] > callers && ids[1] > ids[0],
+                "version {version}: {ids:?}"
+            );
+            assert_eq!(ids[0].timestamp_ms(), NOW + 60_001);
+        }
     }
 
     /// A derived id that would not sort after the run's newest (a smaller salt within the

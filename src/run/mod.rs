@@ -161,7 +161,7 @@ impl Run {
             let known = st.known_counter();
             let disk = st
                 .last_segment()?
-                .read_counter(self.run_str(), lock)?
+                .read_counter(self.fs.as_ref(), self.run_str(), lock)?
                 .newest;
             if !state::disk_is_ahead(&known, &disk)
                 && !known.sealed

@@ -360,7 +360,7 @@ impl Run {
         let cut_at = st.last().counter.committed_len;
         let n = self.keep_tail(&seg, cut_at, saved)?;
         let on_disk = seg
-            .read_counter(self.run_str(), Some(lock_file.as_ref()))?
+            .read_counter(self.fs.as_ref(), self.run_str(), Some(lock_file.as_ref()))?
             .newest;
         // Announced before anything is cut, as a seal or a cut marker is (SPEC §5): a writer
         // of another process whose last commit left the commit slots as they are would skip

@@ -467,7 +467,7 @@ impl RunState {
             let Counter {
                 newest: disk,
                 header_generation,
-            } = self.last_segment()?.read_counter(run, lock)?;
+            } = self.last_segment()?.read_counter(fs, run, lock)?;
             if cut_under(&self.known_counter(), &disk) {
                 // What this view applied of the segment may be cut away, or hold other
                 // batches now: the view is read again from the files, from segment 1. A
