@@ -570,7 +570,7 @@ impl HeldRun {
         let guard = lock::acquire(run.as_str(), &lock_file, &lock_path, timeout)?;
         let mut segments = Vec::new();
         for index in 1.. {
-            let seg = match Segment::open(fs, dir, run.as_str(), index, Access::Write) {
+            let seg = match Segment::open_after_seal(fs, dir, run.as_str(), index, Access::Write) {
                 Ok(Some(seg)) => seg,
                 Ok(None) => break,
                 Err(e) if e.is_environment() => return Err(e),

@@ -263,6 +263,47 @@ impl Segment {
     /// bad header or one that names another run or position, [`Error::Io`] (e.g. `EACCES` for
     /// [`Access::Write`] on a file this user may only read); [`Error::RunIdCaseConflict`] when
     /// the header names `run` in another case (a case-insensitive file system, SPEC §1).
+    /// The segment after a sealed one ([`Self::open`] of `index`). Its absence is a state a
+    /// crash leaves (a roll syncs the seal, then makes the next segment), but only while no
+    /// later segment exists: a missing segment with later ones in the directory is a hole in
+    /// the chain, `Corrupt` naming it, never the run's end (the later segments hold
+    /// acknowledged events). The directory is listed only in that rare state.
+    ///
+    /// # Errors
+    /// As [`Self::open`]; [`Error::Corrupt`] for a hole.
+    pub(crate) fn open_after_seal(
+        fs: &dyn Fs,
+        dir: &Path,
+        run: &str,
+        index: u32,
+        access: Access,
+    ) -> Result<Option<Segment>> {
+        if let Some(seg) = Segment::open(fs, dir, run, index, access)? {
+            return Ok(Some(seg));
+        }
+        let later = fs
+            .read_dir(dir)
+            .map_err(|e| Error::io("listing", dir, e))?
+            .into_iter()
+            .filter_map(|name| {
+                let n = name.strip_prefix("seg-")?.strip_suffix(".log")?;
+                n.parse::<u32>().ok().filter(|n| *n > index)
+            })
+            .min();
+        match later {
+            None => Ok(None),
+            Some(n) => Err(Error::corrupt(
+                run,
+                &segment_name(index),
+                0,
+                format!(
+                    "segment missing after a sealed one while {} exists: a hole in the chain",
+                    segment_name(n)
+                ),
+            )),
+        }
+    }
+
     pub(crate) fn open(
         fs: &dyn Fs,
         dir: &Path,

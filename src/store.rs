@@ -654,7 +654,7 @@ impl Store {
             committed_bytes = committed_bytes.saturating_add(slot.committed_len - HEADER_LEN);
             let next = if slot.sealed {
                 let index = seg.header.segment_index + 1;
-                Segment::open(fs, &dir, run.as_str(), index, Access::Read)?
+                Segment::open_after_seal(fs, &dir, run.as_str(), index, Access::Read)?
             } else {
                 None
             };

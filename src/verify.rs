@@ -68,7 +68,7 @@ pub(crate) fn verify_run(
     // The lock file's commit slots hold the newest counter of the last segment (SPEC §3).
     let lock = crate::lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;
     for index in 1.. {
-        let seg = match Segment::open(fs, dir, run.as_str(), index, Access::Read) {
+        let seg = match Segment::open_after_seal(fs, dir, run.as_str(), index, Access::Read) {
             Ok(Some(seg)) => seg,
             Ok(None) if index == 1 => {
                 report.problem(&crate::segment::segment_name(1), 0, "first segment missing");

@@ -113,3 +113,42 @@ fn a_flip_in_either_header_slot_of_a_sealed_segment_leaves_the_whole_run_or_corr
     // about half of the flips land in the seal.
     assert!((30..=60).contains(&loud), "{loud} of 88 flips were loud");
 }
+
+/// The same class from the other side: a segment missing between a sealed one and a later one
+/// (removed by an outside hand) is a hole, not the run's end. A sealed last segment with no
+/// successor stays what a crash between a seal and the next segment's creation leaves.
+#[test]
+fn a_segment_missing_before_a_later_one_is_a_hole_every_reader_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = build(dir.path());
+    std::fs::remove_file(dir.path().join("runs/r/seg-00000002.log")).unwrap();
+    let run = RunId::new("r").unwrap();
+    let hole = |e: Error| match e {
+        Error::Corrupt {
+            segment, detail, ..
+        } => {
+            assert_eq!(segment, "seg-00000002.log", "{detail}");
+            assert!(detail.contains("seg-00000003.log"), "{detail}");
+        }
+        other => panic!("{other}"),
+    };
+    let ro = Store::open_read_only(dir.path(), config()).unwrap();
+    hole(ro.last_seq(&run).unwrap_err());
+    hole(ro.read(&run, 0, usize::MAX).unwrap_err());
+    hole(ro.run_info(&run).unwrap_err());
+    let report = ro.verify_run(&run).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.segment == "seg-00000002.log"),
+        "{report:?}"
+    );
+    drop(ro);
+    let w = Store::open(dir.path(), config()).unwrap();
+    hole(
+        w.append_facts(&run, vec![NewEvent::new("after", "x")])
+            .unwrap_err(),
+    );
+    assert!(n > 0);
+}

@@ -834,7 +834,7 @@ impl RunState {
     /// Opens the segment after a sealed one, if it exists; checks the chain.
     fn open_next(&mut self, fs: &dyn Fs, run: &str) -> Result<bool> {
         let index = self.last().number + 1;
-        let Some(next) = Segment::open(fs, &self.dir, run, index, self.access)? else {
+        let Some(next) = Segment::open_after_seal(fs, &self.dir, run, index, self.access)? else {
             return Ok(false);
         };
         self.push_segment(fs, run, Arc::new(next))?;
