@@ -294,7 +294,7 @@ impl Segment {
             None => Ok(None),
             Some(n) => Err(Error::corrupt(
                 run,
-                &segment_name(index),
+                segment_name(index),
                 0,
                 format!(
                     "segment missing after a sealed one while {} exists: a hole in the chain",
