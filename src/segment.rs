@@ -254,15 +254,6 @@ impl Segment {
         })
     }
 
-    /// Opens segment `index` of `run` in `dir`; `Ok(None)` when the file does not exist.
-    /// `access` decides the open mode: [`Access::Read`] opens the file read-only (every write
-    /// method then fails), for readers that never write.
-    ///
-    /// # Errors
-    /// [`Error::UnsupportedVersion`] for a foreign format version, [`Error::Corrupt`] for a
-    /// bad header or one that names another run or position, [`Error::Io`] (e.g. `EACCES` for
-    /// [`Access::Write`] on a file this user may only read); [`Error::RunIdCaseConflict`] when
-    /// the header names `run` in another case (a case-insensitive file system, SPEC §1).
     /// The segment after a sealed one ([`Self::open`] of `index`). Its absence is a state a
     /// crash leaves (a roll syncs the seal, then makes the next segment), but only while no
     /// later segment exists: a missing segment with later ones in the directory is a hole in
@@ -304,6 +295,15 @@ impl Segment {
         }
     }
 
+    /// Opens segment `index` of `run` in `dir`; `Ok(None)` when the file does not exist.
+    /// `access` decides the open mode: [`Access::Read`] opens the file read-only (every write
+    /// method then fails), for readers that never write.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedVersion`] for a foreign format version, [`Error::Corrupt`] for a
+    /// bad header or one that names another run or position, [`Error::Io`] (e.g. `EACCES` for
+    /// [`Access::Write`] on a file this user may only read); [`Error::RunIdCaseConflict`] when
+    /// the header names `run` in another case (a case-insensitive file system, SPEC §1).
     pub(crate) fn open(
         fs: &dyn Fs,
         dir: &Path,
