@@ -158,13 +158,7 @@ fn spans_of(batches: &[Batch], end: u64) -> Vec<Span> {
 
 /// The run's indexes, by file name, each with the segment's batches it covers.
 fn indexes(root: &Path) -> Vec<(String, Index, Vec<Batch>)> {
-    let mut names: Vec<String> = std::fs::read_dir(run_dir(root))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".idx"))
-        .collect();
-    names.sort();
-    names
+    common::names_ending(&run_dir(root), ".idx")
         .into_iter()
         .map(|name| {
             let index = read_index(&run_dir(root).join(&name));

@@ -3,6 +3,8 @@
 //! behave exactly as without it. An index is never a source of truth: missing, stale or
 //! damaged, it is ignored (and rewritten by a writer).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use runlog::{Config, Error, NewEvent, RunId, Store};
@@ -20,13 +22,7 @@ fn run_dir(dir: &Path) -> PathBuf {
 }
 
 fn indexes(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(run_dir(dir))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".idx"))
-        .collect();
-    names.sort();
-    names
+    common::names_ending(&run_dir(dir), ".idx")
 }
 
 /// 300 keyed facts with caller ids over several 8 KiB segments.

@@ -66,13 +66,7 @@ pub fn segment_version(dir: &Path, run: &str, n: u32) -> u32 {
 
 /// The segment files of `run`.
 pub fn segment_count(dir: &Path, run: &str) -> u32 {
-    std::fs::read_dir(dir.join(format!("runs/{run}")))
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name();
-            name.to_string_lossy().ends_with(".log")
-        })
-        .count() as u32
+    super::names_ending(&dir.join(format!("runs/{run}")), ".log").len() as u32
 }
 
 /// Every field of `got` (event `i`, 0-based) against `want`, its id against `id` when the

@@ -9,6 +9,17 @@ use std::process::Command;
 
 pub mod fixture;
 
+/// The names of the files in `dir` that end with `suffix` (`.log`, `.idx`), sorted.
+pub fn names_ending(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    names.sort();
+    names
+}
+
 /// Copies the directory tree `from` into `to` (created), files byte for byte.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
