@@ -303,7 +303,7 @@ impl Run {
     /// The read path shared by [`Self::read`] and [`Self::read_each`]: refreshes, plans the
     /// batches, and has `sink` decode each one (checksum and in-batch density checked by the
     /// decoder, rule 5) while this checks that the batches continue each other densely.
-    fn scan(&self, after: Seq, limit: usize, sink: &mut dyn ReadSink) -> Result<(Seq, bool)> {
+    fn scan(&self, after: Seq, limit: usize, sink: &mut impl ReadSink) -> Result<(Seq, bool)> {
         let res = self.scan_view(after, limit, sink);
         self.or_deleted(res)
     }
@@ -326,7 +326,7 @@ impl Run {
     }
 
     /// [`Self::scan`] of this view.
-    fn scan_view(&self, after: Seq, limit: usize, sink: &mut dyn ReadSink) -> Result<(Seq, bool)> {
+    fn scan_view(&self, after: Seq, limit: usize, sink: &mut impl ReadSink) -> Result<(Seq, bool)> {
         self.refresh_lazy()?;
         if after == Seq::MAX {
             // Nothing can follow the largest seq (and `after + 1` would overflow).
@@ -377,7 +377,7 @@ impl Run {
         view: &View,
         span: &SpanLoc,
         seqs: &Seqs,
-        sink: &mut dyn ReadSink,
+        sink: &mut impl ReadSink,
     ) -> Result<Seq> {
         let run = self.run_str();
         let mut expect = seqs.expect;
