@@ -90,7 +90,7 @@ pub use backend::{CollectorLock, RunLog};
 pub use backup::{BackupReport, RunBackup, RunBackupResult};
 pub use error::{Error, Result};
 pub use event::{Event, EventRef, NewEvent, RunId, Seq};
-pub use run::Repair;
+pub use run::{Repair, SealRestored};
 pub use store::Store;
 pub use store_stats::CommitStatsSnapshot;
 pub use text::Text;

@@ -142,6 +142,14 @@ pub(crate) struct View {
     pub(crate) bytes: Bytes,
 }
 
+/// A segment's two header slots as read (`Segment::header_slots`).
+struct HeaderSlots {
+    a: Option<CounterSlot>,
+    b: Option<CounterSlot>,
+    /// Offset of a slot that fails its checksum with bytes other than zeros.
+    damaged: Option<u64>,
+}
+
 impl View {
     /// The file offset just past the view.
     fn end(&self) -> u64 {
@@ -372,38 +380,26 @@ impl Segment {
         fs: &dyn Fs,
         run: &str,
     ) -> Result<(CounterSlot, Option<CounterSlot>)> {
-        let mut buf = [0u8; 2 * 512];
-        read_exact_at(self.file().as_ref(), &mut buf, SLOT_OFFSETS[0])
+        let HeaderSlots { a, b, damaged } = self
+            .header_slots()
             .map_err(|e| self.read_error(run, e, SLOT_OFFSETS[0]))?;
-        let salt = self.header.salt;
-        let a = CounterSlot::decode(&buf[..SLOT_LEN], salt, 0);
-        let b = CounterSlot::decode(&buf[512..512 + SLOT_LEN], salt, 1);
         let sealed = pick_slot(a.filter(|s| s.sealed), b.filter(|s| s.sealed));
-        if sealed.is_none() {
+        if sealed.is_none()
+            && let Some(at) = damaged
+        {
             // Both slots are written when the segment is made and only ever overwritten: one
             // that does not check is torn or damaged. Torn by a crash, it cannot have been
             // the seal (a roll syncs the seal before it makes the next segment); so when the
             // next segment exists, the seal is what was lost, and the chain past this
             // segment would be silently cut short (SPEC §3, §5 step 3).
-            let bad = [(a, 0usize), (b, 512)]
-                .into_iter()
-                .find(|(slot, at)| slot.is_none() && buf[*at..*at + SLOT_LEN] != [0; SLOT_LEN]);
-            if let Some((_, at)) = bad {
-                let next = segment_name(self.header.segment_index + 1);
-                let dir = self.path.parent().unwrap_or(Path::new("."));
-                if fs.open(&dir.join(&next), OpenMode::Read).is_ok() {
-                    let detail = format!(
-                        "counter slot damaged and {next} exists: this segment's sealing \
-                         counter is lost (its events and the later segments are on disk; \
-                         nothing past this segment is read)"
-                    );
-                    return Err(Error::corrupt(
-                        run,
-                        &self.name,
-                        SLOT_OFFSETS[0] + at as u64,
-                        detail,
-                    ));
-                }
+            if let Some(next) = self.next_exists(fs) {
+                let detail = format!(
+                    "counter slot damaged and {next} exists: this segment's sealing \
+                     counter is lost (its events and the later segments are on disk; \
+                     nothing past this segment is read; `runlog repair` writes the seal \
+                     again from the segment's batches)"
+                );
+                return Err(Error::corrupt(run, &self.name, at, detail));
             }
         }
         let slot = pick_slot(a, b).ok_or_else(|| {
@@ -422,6 +418,40 @@ impl Segment {
             }
         }
         Ok((slot, sealed))
+    }
+
+    /// Both header slots as stored (`None`: its checksum fails), and the offset of the first
+    /// that fails while holding bytes other than zeros (damaged, not never written).
+    fn header_slots(&self) -> io::Result<HeaderSlots> {
+        let mut buf = [0u8; 2 * 512];
+        read_exact_at(self.file().as_ref(), &mut buf, SLOT_OFFSETS[0])?;
+        let salt = self.header.salt;
+        let a = CounterSlot::decode(&buf[..SLOT_LEN], salt, 0);
+        let b = CounterSlot::decode(&buf[512..512 + SLOT_LEN], salt, 1);
+        let damaged = [(a, 0usize), (b, 512)]
+            .into_iter()
+            .find(|(slot, at)| slot.is_none() && buf[*at..*at + SLOT_LEN] != [0; SLOT_LEN])
+            .map(|(_, at)| SLOT_OFFSETS[0] + at as u64);
+        Ok(HeaderSlots { a, b, damaged })
+    }
+
+    /// The name of the next segment of the chain when its file exists.
+    fn next_exists(&self, fs: &dyn Fs) -> Option<String> {
+        let next = segment_name(self.header.segment_index + 1);
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        fs.open(&dir.join(&next), OpenMode::Read).ok().map(|_| next)
+    }
+
+    /// When this segment's seal was lost (the state `read_header_slots` reports as
+    /// `Corrupt`: one header slot damaged, the other valid and not sealed, the next segment
+    /// present), the valid slot; `None` in any other state.
+    pub(crate) fn slot_beside_a_lost_seal(&self, fs: &dyn Fs) -> io::Result<Option<CounterSlot>> {
+        let HeaderSlots { a, b, damaged } = self.header_slots()?;
+        let valid = match (a, b, damaged) {
+            (Some(v), None, Some(_)) | (None, Some(v), Some(_)) if !v.sealed => v,
+            _ => return Ok(None),
+        };
+        Ok(self.next_exists(fs).map(|_| valid))
     }
 
     /// The segment's counter (SPEC §3): the newest valid slot among the header's two

@@ -789,6 +789,33 @@ impl Store {
         Ok(done)
     }
 
+    /// Writes again each lost seal of a run: the header slot of a sealed segment that says the
+    /// chain goes on, damaged (a flipped bit) while its events and the segments after it are
+    /// intact, which every read of the run reports as [`Error::Corrupt`] rather than end the
+    /// run early. The seal is found from the segment's batches, read with every check of a
+    /// read: they must end exactly at the seq before the next segment's base seq, with only
+    /// zeros after them; nothing is cut or lost. Returns the seals written (none when no seal
+    /// is lost). Run before [`Store::repair_run`], which never cuts a sealed segment.
+    ///
+    /// # Errors
+    /// [`Error::RunNotFound`], [`Error::Busy`], [`Error::Io`]; [`Error::Corrupt`] when a
+    /// segment's batches do not give its seal (damage there too: nothing is written for it);
+    /// [`Error::ReadOnly`] on a read-only store.
+    pub fn restore_seals(&self, run: &RunId) -> Result<Vec<crate::run::SealRestored>> {
+        self.check_writable(|| format!("restore the seals of run {run}"))?;
+        let restored = crate::run::restore_lost_seals(
+            self.inner.fs.as_ref(),
+            &self.run_dir(run),
+            run.as_str(),
+            self.inner.config.lock_timeout,
+        )?;
+        if !restored.is_empty() {
+            // Views of this process that failed on the lost seal read the run again.
+            self.inner.runs.lock().remove(run);
+        }
+        Ok(restored)
+    }
+
     /// Checks every byte of a run's files independently of the cache: header and counter
     /// checksums, every batch checksum, density, the segment chain, counters vs content.
     ///

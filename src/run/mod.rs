@@ -4,6 +4,7 @@
 mod commit;
 mod owned;
 mod recovery;
+mod seal;
 mod state;
 mod summary;
 
@@ -25,6 +26,8 @@ use crate::types::{Config, ReadPage, RunInfo};
 
 pub(crate) use recovery::CUT_MARKER;
 pub use recovery::Repair;
+pub use seal::SealRestored;
+pub(crate) use seal::restore_lost_seals;
 pub(crate) use state::open_segment_index;
 use state::{RunState, SpanLoc, each_batch_of_span, format_to_corrupt};
 pub(crate) use summary::{SUMMARY_FILE, check_summary, load_summary, read_summary};

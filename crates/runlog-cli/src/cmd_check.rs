@@ -257,7 +257,9 @@ is described and never cut; the store is opened as a writer, so the recovery eve
 happens first (a complete tail past the counter is adopted, a torn one with nothing valid after
 it is cut) — that is how damage past a lost counter is found at all. Exit 0 when repaired (or
 nothing to repair), 1 without --cut on a damaged run, 5 when the damage cannot be cut here (in a
-sealed segment).";
+sealed segment). A sealed segment's lost seal (its header slot damaged while its events and the
+segments after it are intact) is written again first, with or without --cut: it is found from
+the segment's batches, and nothing is cut or lost.";
 
 /// Why `repair` refuses a PostgreSQL store (exit 2).
 const REPAIR_ON_POSTGRES: &str = "repair works on a file store only: it cuts the bytes of a \
@@ -276,6 +278,13 @@ pub fn repair(store_dir: &Path, args: RepairArgs) -> Result<bool, CliError> {
     let store = backend
         .file_store()
         .ok_or_else(|| CliError::Input(REPAIR_ON_POSTGRES.into()))?;
+    for s in store.restore_seals(&args.run)? {
+        println!(
+            "run {}: the seal of {} was lost; written again from its batches (last seq {}, \
+             length {})",
+            args.run, s.segment, s.last_seq, s.committed_len
+        );
+    }
     if !args.cut {
         let mut after = 0;
         loop {

@@ -1,0 +1,177 @@
+//! A bit flipped in a sealed segment's seal leaves its events and the segments after it intact,
+//! and every reader fails `Corrupt` (`a_lost_seal_is_corruption_not_a_shorter_run.rs`).
+//! `Store::restore_seals` writes the seal again from the segment's batches: the same last seq
+//! and length the lost seal held, after which the whole run reads, verifies clean and takes
+//! writes. When the batches do not give the seal (damaged too), nothing is written.
+
+mod common;
+
+use std::path::Path;
+
+use runlog::format::{CounterSlot, HEADER_LEN, SegmentHeader};
+use runlog::{Config, Error, NewEvent, RunId, Store};
+
+fn config() -> Config {
+    Config {
+        segment_len_bytes_max: 4096 + 1500,
+        ..Config::default()
+    }
+}
+
+fn run() -> RunId {
+    RunId::new("r").unwrap()
+}
+
+/// A run of four segments or more; its events.
+fn build(dir: &Path) -> u64 {
+    let store = Store::open(dir, config()).unwrap();
+    store.create_run(&run()).unwrap();
+    let mut i = 0;
+    while store.run_info(&run()).unwrap().segment_count < 4 {
+        let e = NewEvent::new("step_completed", format!("{{\"i\":{i}}}"));
+        store.append_facts(&run(), vec![e]).unwrap();
+        i += 1;
+    }
+    store.last_seq(&run()).unwrap()
+}
+
+fn segment(dir: &Path, n: u32) -> std::path::PathBuf {
+    dir.join(format!("runs/r/seg-{n:08}.log"))
+}
+
+/// The seal of segment `n` as written, and the offset of its slot.
+fn seal_of(dir: &Path, n: u32) -> (CounterSlot, u64) {
+    let bytes = std::fs::read(segment(dir, n)).unwrap();
+    let salt = SegmentHeader::decode(&bytes[..HEADER_LEN as usize])
+        .unwrap()
+        .salt;
+    (0..2)
+        .filter_map(|i| {
+            let at = 512 + 512 * i;
+            let slot = CounterSlot::decode(&bytes[at..], salt, i)?;
+            slot.sealed.then_some((slot, at as u64))
+        })
+        .next()
+        .expect("a sealed segment has a seal")
+}
+
+fn read_all(store: &Store) -> Result<(u64, bool), Error> {
+    store
+        .read(&run(), 0, usize::MAX)
+        .map(|p| (p.events.len() as u64, p.has_more))
+}
+
+#[test]
+fn each_lost_seal_is_written_again_with_what_it_held_and_the_run_reads_whole() {
+    let built = tempfile::tempdir().unwrap();
+    let n = build(built.path());
+    for lost in [1u32, 2, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        common::copy_tree(built.path(), dir.path());
+        let (seal, at) = seal_of(dir.path(), lost);
+        let next_base = SegmentHeader::decode(
+            &std::fs::read(segment(dir.path(), lost + 1)).unwrap()[..HEADER_LEN as usize],
+        )
+        .unwrap()
+        .base_seq;
+        assert_eq!(seal.last_seq + 1, next_base, "segment {lost}");
+        let len = std::fs::metadata(segment(dir.path(), lost)).unwrap().len();
+        common::flip(&segment(dir.path(), lost), at + 9, 0x04);
+
+        let store = Store::open(dir.path(), config()).unwrap();
+        assert!(
+            matches!(read_all(&store), Err(Error::Corrupt { .. })),
+            "segment {lost}: the lost seal is loud before the restore"
+        );
+        let restored = store.restore_seals(&run()).unwrap();
+        assert_eq!(restored.len(), 1, "segment {lost}: {restored:?}");
+        let r = &restored[0];
+        assert_eq!(r.segment, format!("seg-{lost:08}.log"));
+        assert_eq!(
+            (r.last_seq, r.committed_len),
+            (seal.last_seq, seal.committed_len),
+            "segment {lost}: what the lost seal held"
+        );
+        assert_eq!(r.committed_len, len, "a sealed segment ends at its seal");
+        // The same handle (it failed on the lost seal) and a fresh read-only one see all of it.
+        assert_eq!(read_all(&store).unwrap(), (n, false), "segment {lost}");
+        assert_eq!(store.last_seq(&run()).unwrap(), n);
+        let ro = Store::open_read_only(dir.path(), config()).unwrap();
+        assert_eq!(read_all(&ro).unwrap(), (n, false));
+        let report = ro.verify_run(&run()).unwrap();
+        assert!(report.problems.is_empty(), "{report:?}");
+        assert_eq!(report.events, n);
+        assert!(
+            report
+                .notes
+                .iter()
+                .all(|note| !note.detail.contains("index")),
+            "the segment's index is bound to the same seal again: {report:?}"
+        );
+        drop(ro);
+        let seq = store
+            .append_facts(&run(), vec![NewEvent::new("after", "x")])
+            .unwrap()[0]
+            .seq;
+        assert_eq!(seq, n + 1);
+        assert!(
+            store.restore_seals(&run()).unwrap().is_empty(),
+            "nothing lost any more"
+        );
+    }
+}
+
+/// A slot never written (zeros), or the older unsealed slot damaged, is no lost seal: nothing
+/// is written and the run reads as before.
+#[test]
+fn a_damaged_older_slot_is_not_a_lost_seal_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = build(dir.path());
+    let (_, seal_at) = seal_of(dir.path(), 2);
+    let older = if seal_at == 512 { 1024 } else { 512 };
+    common::flip(&segment(dir.path(), 2), older + 9, 0x04);
+    let before = std::fs::read(segment(dir.path(), 2)).unwrap();
+    let store = Store::open(dir.path(), config()).unwrap();
+    assert!(store.restore_seals(&run()).unwrap().is_empty());
+    assert_eq!(std::fs::read(segment(dir.path(), 2)).unwrap(), before);
+    assert_eq!(read_all(&store).unwrap(), (n, false));
+}
+
+/// A lost seal over a damaged batch: the batches cannot say where the segment ended, so the
+/// restore refuses `Corrupt` naming the batch, writes nothing, and the run stays loud.
+#[test]
+fn a_lost_seal_over_a_damaged_batch_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let (_, at) = seal_of(dir.path(), 2);
+    let seg = segment(dir.path(), 2);
+    let len = std::fs::metadata(&seg).unwrap().len();
+    common::flip(&seg, at + 9, 0x04);
+    // A byte in the middle of the segment's batches.
+    common::flip(&seg, HEADER_LEN + (len - HEADER_LEN) / 2, 0x10);
+    let before = std::fs::read(&seg).unwrap();
+    let store = Store::open(dir.path(), config()).unwrap();
+    match store.restore_seals(&run()) {
+        Err(Error::Corrupt {
+            segment, detail, ..
+        }) => {
+            assert_eq!(segment, "seg-00000002.log");
+            assert!(detail.contains("cannot be written again"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read(&seg).unwrap(), before, "nothing written");
+    assert!(matches!(read_all(&store), Err(Error::Corrupt { .. })));
+}
+
+/// A read-only store refuses, as it refuses every write.
+#[test]
+fn a_read_only_store_refuses_to_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let ro = Store::open_read_only(dir.path(), config()).unwrap();
+    assert!(matches!(
+        ro.restore_seals(&run()),
+        Err(Error::ReadOnly { .. })
+    ));
+}
