@@ -576,11 +576,12 @@ impl HeldRun {
                 Err(e) if e.is_environment() => return Err(e),
                 Err(e) => return Ok(Err(format!("its segment {index} is unreadable: {e}"))),
             };
-            let counter = match seg.read_counter(fs, run.as_str(), Some(lock_file.as_ref())) {
-                Ok(c) => c,
-                Err(e) if e.is_environment() => return Err(e),
-                Err(e) => return Ok(Err(format!("its segment {index} is unreadable: {e}"))),
-            };
+            let counter =
+                match seg.read_counter_in_chain(fs, run.as_str(), Some(lock_file.as_ref())) {
+                    Ok(c) => c,
+                    Err(e) if e.is_environment() => return Err(e),
+                    Err(e) => return Ok(Err(format!("its segment {index} is unreadable: {e}"))),
+                };
             let sealed = counter.newest.sealed;
             segments.push((seg, counter.newest, counter.header_generation));
             if !sealed {

@@ -142,6 +142,15 @@ pub(crate) struct View {
     pub(crate) bytes: Bytes,
 }
 
+/// What a lost seal is reported with (`why`: how it was found).
+fn lost_seal_detail(why: &str) -> String {
+    format!(
+        "{why}: this segment's seal is lost (its events and the later segments are on disk; \
+         the run is not read until `runlog repair`, or `Store::restore_seals`, writes the \
+         seal again from the segment's batches)"
+    )
+}
+
 /// A segment's two header slots as read (`Segment::header_slots`).
 struct HeaderSlots {
     a: Option<CounterSlot>,
@@ -393,12 +402,7 @@ impl Segment {
             // next segment exists, the seal is what was lost, and the chain past this
             // segment would be silently cut short (SPEC §3, §5 step 3).
             if let Some(next) = self.next_exists(fs) {
-                let detail = format!(
-                    "counter slot damaged and {next} exists: this segment's sealing \
-                     counter is lost (its events and the later segments are on disk; \
-                     nothing past this segment is read; `runlog repair` writes the seal \
-                     again from the segment's batches)"
-                );
+                let detail = lost_seal_detail(&format!("counter slot damaged and {next} exists"));
                 return Err(Error::corrupt(run, &self.name, at, detail));
             }
         }
@@ -436,22 +440,69 @@ impl Segment {
     }
 
     /// The name of the next segment of the chain when its file exists.
+    /// (A file there that cannot be opened, e.g. another user's, exists too.)
     fn next_exists(&self, fs: &dyn Fs) -> Option<String> {
         let next = segment_name(self.header.segment_index + 1);
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs.open(&dir.join(&next), OpenMode::Read).ok().map(|_| next)
+        match fs.open(&dir.join(&next), OpenMode::Read) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            _ => Some(next),
+        }
     }
 
-    /// When this segment's seal was lost (the state `read_header_slots` reports as
-    /// `Corrupt`: one header slot damaged, the other valid and not sealed, the next segment
-    /// present), the valid slot; `None` in any other state.
-    pub(crate) fn slot_beside_a_lost_seal(&self, fs: &dyn Fs) -> io::Result<Option<CounterSlot>> {
-        let HeaderSlots { a, b, damaged } = self.header_slots()?;
-        let valid = match (a, b, damaged) {
-            (Some(v), None, Some(_)) | (None, Some(v), Some(_)) if !v.sealed => v,
-            _ => return Ok(None),
+    /// When this segment's seal was lost — no header slot sealed while the next segment
+    /// exists, which no crash leaves (a roll syncs the seal before it makes the next
+    /// segment): the newest header slot that checks (`Ok(Some(None))` when neither does);
+    /// `Ok(None)` in any other state.
+    pub(crate) fn lost_seal(&self, fs: &dyn Fs) -> io::Result<Option<Option<CounterSlot>>> {
+        let HeaderSlots { a, b, .. } = self.header_slots()?;
+        if a.is_some_and(|s| s.sealed) || b.is_some_and(|s| s.sealed) {
+            return Ok(None);
+        }
+        Ok(self.next_exists(fs).map(|_| pick_slot(a, b)))
+    }
+
+    /// [`Self::read_counter`] for a walker of the chain that would stop here when the counter
+    /// is not sealed: see [`Self::end_of_chain`].
+    ///
+    /// # Errors
+    /// As [`Self::read_counter`]; [`Error::Corrupt`] naming a lost seal.
+    pub(crate) fn read_counter_in_chain(
+        &self,
+        fs: &dyn Fs,
+        run: &str,
+        lock: Option<&dyn FsFile>,
+    ) -> Result<Counter> {
+        let counter = self.read_counter(fs, run, lock)?;
+        if counter.newest.sealed {
+            return Ok(counter);
+        }
+        Ok(self.end_of_chain(fs, run, lock)?.unwrap_or(counter))
+    }
+
+    /// Whether this segment, found not sealed, ends the chain: `Ok(None)` when no next
+    /// segment exists; `Ok(Some(counter))` when a roll sealed it and made the next one in the
+    /// meantime (its counter, read again). A segment not sealed while the next exists is
+    /// [`Error::Corrupt`]: its seal is lost (a slot zeroed, damaged or holding an older copy,
+    /// SPEC §3), and the chain past it would be silently cut short.
+    ///
+    /// # Errors
+    /// As [`Self::read_counter`]; [`Error::Corrupt`] naming the lost seal.
+    pub(crate) fn end_of_chain(
+        &self,
+        fs: &dyn Fs,
+        run: &str,
+        lock: Option<&dyn FsFile>,
+    ) -> Result<Option<Counter>> {
+        let Some(next) = self.next_exists(fs) else {
+            return Ok(None);
         };
-        Ok(self.next_exists(fs).map(|_| valid))
+        let again = self.read_counter(fs, run, lock)?;
+        if again.newest.sealed {
+            return Ok(Some(again));
+        }
+        let detail = lost_seal_detail(&format!("no counter slot is sealed and {next} exists"));
+        Err(Error::corrupt(run, &self.name, SLOT_OFFSETS[0], detail))
     }
 
     /// The segment's counter (SPEC §3): the newest valid slot among the header's two

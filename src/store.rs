@@ -642,7 +642,9 @@ impl Store {
         let (mut segment_count, mut committed_bytes) = (1u32, 0u64);
         let lock = lock::open_for_counters(fs, &dir.join(crate::lock::LOCK_FILE))?;
         loop {
-            let slot = seg.read_counter(fs, run.as_str(), lock.as_deref())?.newest;
+            let slot = seg
+                .read_counter_in_chain(fs, run.as_str(), lock.as_deref())?
+                .newest;
             let file_len = seg.len()?;
             if slot.committed_len > file_len {
                 let detail = format!(
@@ -790,9 +792,9 @@ impl Store {
     }
 
     /// Writes again each lost seal of a run: the header slot of a sealed segment that says the
-    /// chain goes on, damaged (a flipped bit) while its events and the segments after it are
-    /// intact, which every read of the run reports as [`Error::Corrupt`] rather than end the
-    /// run early. The seal is found from the segment's batches, read with every check of a
+    /// chain goes on, damaged, zeroed or holding an older copy while its events and the
+    /// segments after it are intact, which every read of the run reports as
+    /// [`Error::Corrupt`] rather than end the run early. The seal is found from the segment's batches, read with every check of a
     /// read: they must end exactly at the seq before the next segment's base seq, with only
     /// zeros after them; nothing is cut or lost. Returns the seals written (none when no seal
     /// is lost). Run before [`Store::repair_run`], which never cuts a sealed segment.

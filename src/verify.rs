@@ -125,7 +125,9 @@ fn verify_segment(
         report.problem(&seg.name, 24, detail);
         return Ok(false);
     }
-    let slot = seg.read_counter(ctx.fs, run.as_str(), ctx.lock)?.newest;
+    let slot = seg
+        .read_counter_in_chain(ctx.fs, run.as_str(), ctx.lock)?
+        .newest;
     let file_len = seg.len()?;
     // A file cut shorter than its counter (by an outside hand) is checked as far as it goes,
     // as a read follows it: the events before the cut count, then the cut is the problem.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::open_lock_file;
 use crate::error::{Error, Result};
 use crate::event::Seq;
-use crate::format::{BATCH_LEN_READ_MAX, CounterSlot, HEADER_LEN, decode_batch};
+use crate::format::{BATCH_LEN_READ_MAX, CounterSlot, HEADER_LEN, SLOT_OFFSETS, decode_batch};
 use crate::io::Fs;
 use crate::lock::{self, LOCK_FILE};
 use crate::segment::{Access, Segment};
@@ -28,7 +28,8 @@ pub struct SealRestored {
     pub committed_len: u64,
 }
 
-/// Writes again every lost seal of the run in `dir`, under its lock (waiting at most
+/// Writes again every lost seal of the run in `dir` (a segment with no sealed header slot
+/// while the next segment exists: `Segment::lost_seal`), under its lock (waiting at most
 /// `timeout`), walking the chain from segment 1 as far as it goes.
 ///
 /// # Errors
@@ -47,32 +48,92 @@ pub(crate) fn restore_lost_seals(
     let lock_path = dir.join(LOCK_FILE);
     let lock_file = open_lock_file(fs, dir, run, &lock_path)?.ok_or_else(not_found)?;
     let _guard = lock::acquire(run, &lock_file, &lock_path, timeout)?;
-    let mut restored = Vec::new();
-    let mut index = 1;
-    while let Some(seg) = Segment::open(fs, dir, run, index, Access::Write)? {
-        let lost = seg
-            .slot_beside_a_lost_seal(fs)
-            .map_err(|e| Error::io("reading", &seg.path, e))?;
-        match lost {
-            Some(valid) => {
-                let next = Segment::open(fs, dir, run, index + 1, Access::Read)?
-                    .ok_or_else(|| Error::corrupt(run, &seg.name, 0, "next segment gone"))?;
-                let seal = seal_from_batches(&seg, run, &valid, next.header.base_seq)?;
-                seg.seal(&seal)
-                    .map_err(|e| Error::io("writing the seal of", &seg.path, e))?;
-                restored.push(SealRestored {
-                    segment: seg.name.clone(),
-                    last_seq: seal.last_seq,
-                    committed_len: seal.committed_len,
-                });
+    let mut restored: Vec<SealRestored> = Vec::new();
+    // An error after a seal was written names it: the user sees what changed.
+    let tell = |restored: &[SealRestored], e: Error| match (restored.is_empty(), e) {
+        (
+            false,
+            Error::Corrupt {
+                run,
+                segment,
+                offset,
+                detail,
+            },
+        ) => {
+            let done: Vec<&str> = restored.iter().map(|s| s.segment.as_str()).collect();
+            let detail = format!(
+                "{detail} (the seals of {} were written again first)",
+                done.join(", ")
+            );
+            Error::Corrupt {
+                run,
+                segment,
+                offset,
+                detail,
             }
-            // Any other damage of the slots is reported as reads report it.
-            None if !seg.read_counter(fs, run, None)?.newest.sealed => break,
-            None => {}
+        }
+        (_, e) => e,
+    };
+    let mut index = 1;
+    loop {
+        let seg = match Segment::open(fs, dir, run, index, Access::Write) {
+            Ok(Some(seg)) => seg,
+            Ok(None) => break,
+            Err(e) => return Err(tell(&restored, e)),
+        };
+        if index == 1
+            && super::files_unlinked(Access::Write, Some(lock_file.as_ref()), &seg, &lock_path)?
+        {
+            return Err(not_found());
+        }
+        match restore_one(fs, run, &seg, index) {
+            Ok(Some(done)) => restored.push(done),
+            Ok(None) => {
+                // Any other damage of the slots is reported as reads report it.
+                match seg.read_counter(fs, run, None) {
+                    Ok(c) if !c.newest.sealed => break,
+                    Ok(_) => {}
+                    Err(e) => return Err(tell(&restored, e)),
+                }
+            }
+            Err(e) => return Err(tell(&restored, e)),
         }
         index += 1;
     }
     Ok(restored)
+}
+
+/// Writes the seal of `seg` (segment `index`) again when it is lost; `None` when it is not.
+fn restore_one(fs: &dyn Fs, run: &str, seg: &Segment, index: u32) -> Result<Option<SealRestored>> {
+    let lost = seg
+        .lost_seal(fs)
+        .map_err(|e| Error::io("reading", &seg.path, e))?;
+    let valid = match lost {
+        None => return Ok(None),
+        Some(Some(valid)) => valid,
+        Some(None) => {
+            let detail = "neither counter slot checks and the next segment exists: the seal is \
+                          lost, and with no counter to take its generation and repair epoch \
+                          from it is not written again";
+            return Err(Error::corrupt(run, &seg.name, SLOT_OFFSETS[0], detail));
+        }
+    };
+    let next = Segment::open(
+        fs,
+        seg.path.parent().unwrap_or(Path::new(".")),
+        run,
+        index + 1,
+        Access::Read,
+    )?
+    .ok_or_else(|| Error::corrupt(run, &seg.name, 0, "next segment gone"))?;
+    let seal = seal_from_batches(seg, run, &valid, next.header.base_seq)?;
+    seg.seal(&seal)
+        .map_err(|e| Error::io("writing the seal of", &seg.path, e))?;
+    Ok(Some(SealRestored {
+        segment: seg.name.clone(),
+        last_seq: seal.last_seq,
+        committed_len: seal.committed_len,
+    }))
 }
 
 /// The seal of `seg` (whose header slot `valid` still checks) as its batches give it: read

@@ -209,6 +209,10 @@ pub(crate) struct RunState {
     /// Whether an open segment's index may be adopted; off once the view must decode every
     /// batch (a repair: [`Self::decode_every_batch`]).
     open_index_allowed: bool,
+    /// The segment (its position in the chain) this view found not sealed with no segment
+    /// after it (`Segment::end_of_chain`), once per segment: a next one made later is made by
+    /// a roll, which seals it first (0: none yet).
+    chain_end: u32,
 }
 
 /// The view's state before an open-segment index was adopted.
@@ -273,6 +277,7 @@ impl RunState {
             known_slots: None,
             open_index: None,
             open_index_allowed: true,
+            chain_end: 0,
         }
     }
 
@@ -464,10 +469,19 @@ impl RunState {
         lazy: bool,
     ) -> Result<()> {
         loop {
+            let seg = self.last_segment()?;
             let Counter {
                 newest: disk,
                 header_generation,
-            } = self.last_segment()?.read_counter(fs, run, lock)?;
+            } = seg.read_counter(fs, run, lock)?;
+            if !disk.sealed && self.chain_end != seg.header.segment_index {
+                if seg.end_of_chain(fs, run, lock)?.is_some() {
+                    // Sealed by a roll meanwhile: applied as such.
+                    continue;
+                }
+                self.chain_end = seg.header.segment_index;
+            }
+            drop(seg);
             if cut_under(&self.known_counter(), &disk) {
                 // What this view applied of the segment may be cut away, or hold other
                 // batches now: the view is read again from the files, from segment 1. A

@@ -257,8 +257,8 @@ is described and never cut; the store is opened as a writer, so the recovery eve
 happens first (a complete tail past the counter is adopted, a torn one with nothing valid after
 it is cut) — that is how damage past a lost counter is found at all. Exit 0 when repaired (or
 nothing to repair), 1 without --cut on a damaged run, 5 when the damage cannot be cut here (in a
-sealed segment). A sealed segment's lost seal (its header slot damaged while its events and the
-segments after it are intact) is written again first, with or without --cut: it is found from
+sealed segment). A sealed segment's lost seal (its header slot damaged, zeroed or an older copy
+while its events and the segments after it are intact) is written again first, with or without --cut: it is found from
 the segment's batches, and nothing is cut or lost.";
 
 /// Why `repair` refuses a PostgreSQL store (exit 2).
@@ -278,20 +278,25 @@ pub fn repair(store_dir: &Path, args: RepairArgs) -> Result<bool, CliError> {
     let store = backend
         .file_store()
         .ok_or_else(|| CliError::Input(REPAIR_ON_POSTGRES.into()))?;
-    for s in store.restore_seals(&args.run)? {
+    let restored = store.restore_seals(&args.run)?;
+    for s in &restored {
         println!(
             "run {}: the seal of {} was lost; written again from its batches (last seq {}, \
              length {})",
             args.run, s.segment, s.last_seq, s.committed_len
         );
     }
+    let undamaged = match restored.is_empty() {
+        true => "not damaged; nothing to repair",
+        false => "no other damage",
+    };
     if !args.cut {
         let mut after = 0;
         loop {
             match store.read(&args.run, after, 4096) {
                 Ok(page) if page.has_more => after = page.next,
                 Ok(_) => {
-                    println!("run {}: not damaged; nothing to repair", args.run);
+                    println!("run {}: {undamaged}", args.run);
                     return Ok(false);
                 }
                 Err(e) => {
@@ -308,7 +313,7 @@ pub fn repair(store_dir: &Path, args: RepairArgs) -> Result<bool, CliError> {
         }
     }
     match store.repair_run(&args.run)? {
-        None => println!("run {}: not damaged; nothing to repair", args.run),
+        None => println!("run {}: {undamaged}", args.run),
         Some(r) => println!(
             "run {}: cut {} at offset {}; last seq {}; {} bytes kept in {}",
             args.run,

@@ -119,7 +119,7 @@ fn repair_writes_a_lost_seal_again_without_cutting() {
             text.contains("the seal of seg-00000001.log was lost; written again"),
             "{text}"
         );
-        assert!(text.contains("not damaged; nothing to repair"), "{text}");
+        assert!(text.contains("run r: no other damage"), "{text}");
         assert_eq!(events(&store), (true, whole));
         let verify = runlog(&store, &["verify", "r"]);
         assert!(verify.status.success(), "{verify:?}");
