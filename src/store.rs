@@ -396,18 +396,18 @@ impl Store {
             // store this user writes): its reads are served, and its writes refused with the
             // error opening it for writing met (`EACCES`), instead of every read failing too.
             let denied = match &opened {
-                Err(Error::Io { source, .. })
+                Err(Error::Io { op, path, source })
                     if self.inner.access == Access::Write
                         && source.kind() == std::io::ErrorKind::PermissionDenied =>
                 {
-                    source.raw_os_error()
+                    source.raw_os_error().map(|code| (*op, path.clone(), code))
                 }
                 _ => None,
             };
-            if let Some(code) = denied
+            if let Some((op, path, code)) = denied
                 && let Ok(readable) = open(Access::Read)
             {
-                opened = Ok(readable.refusing_writes(code));
+                opened = Ok(readable.refusing_writes(op, path, code));
             }
             match opened {
                 Err(Error::RunNotFound { .. }) => match self.missing_first_segment(run)? {

@@ -36,7 +36,7 @@ fn chown_tree(root: &Path, uid: u32, dirs: u32, files: u32) {
 }
 
 /// What the child saw, one line per check: `READ <seqs>`, `INFO <last seq>`, `APPEND_ROOT
-/// <outcome>`, `APPEND_MINE <outcome>`, `LIST <runs> <damaged>`.
+/// <outcome>`, `APPEND_MINE <outcome>`, `APPEND_SEG <outcome>`, `LIST <runs> <damaged>`.
 #[test]
 #[ignore = "run by the test below as another user"]
 fn child_entry() {
@@ -76,6 +76,10 @@ fn child_entry() {
         "APPEND_MINE {}",
         outcome(store.append_facts(&run("wrun_mine"), ev()))
     );
+    println!(
+        "APPEND_SEG {}",
+        outcome(store.append_facts(&run("wrun_seg"), ev()))
+    );
     let page = store.list_runs(None, 10).expect("list runs");
     println!("LIST {} {}", page.runs.len(), page.damaged.len());
 }
@@ -95,7 +99,7 @@ fn a_run_another_user_owns_is_read_and_refuses_writes_with_permission_denied() {
     let path = tmp.path().join("store");
     {
         let store = Store::open(&path, Config::default()).expect("open");
-        for id in ["wrun_root", "wrun_mine"] {
+        for id in ["wrun_root", "wrun_mine", "wrun_seg"] {
             store.create_run(&run(id)).expect("create run");
             for _ in 0..3 {
                 store
@@ -107,6 +111,14 @@ fn a_run_another_user_owns_is_read_and_refuses_writes_with_permission_denied() {
     // The store and `wrun_mine` are nobody's; `wrun_root` stays root's, readable by all.
     chown_tree(&path, NOBODY, 0o755, 0o644);
     chown_tree(&path.join("runs").join("wrun_root"), 0, 0o755, 0o644);
+    // `wrun_seg` is nobody's but for its segment, root's: its lock file opens for writing,
+    // its segment does not, and the refusal names the segment (it named the lock file).
+    chown_tree(
+        &path.join("runs").join("wrun_seg").join("seg-00000001.log"),
+        0,
+        0o755,
+        0o644,
+    );
     let before: Vec<(String, Vec<u8>)> = files_of(&path.join("runs").join("wrun_root"));
     // The test binary, copied where `nobody` may run it.
     let bin = tmp.path().join("child");
@@ -157,7 +169,11 @@ fn a_run_another_user_owns_is_read_and_refuses_writes_with_permission_denied() {
         "io:opening lock file:lock:permission denied"
     );
     assert_eq!(line("APPEND_MINE"), "ok:4");
-    assert_eq!(line("LIST"), "2 0");
+    assert_eq!(
+        line("APPEND_SEG"),
+        "io:opening segment:seg-00000001.log:permission denied"
+    );
+    assert_eq!(line("LIST"), "3 0");
     // Nothing of the other user's run was written.
     assert_eq!(files_of(&path.join("runs").join("wrun_root")), before);
 }

@@ -62,7 +62,7 @@ pub(crate) struct Run {
     /// The OS error (`EACCES`) that opening this run for writing met, when the store opened
     /// it for reading instead (another user's files in a store this user writes,
     /// `Store::open_run`): what its writes are refused with.
-    write_refusal: Option<i32>,
+    write_refusal: Option<WriteRefusal>,
 }
 
 impl Run {
@@ -218,12 +218,12 @@ impl Run {
     /// opened for reading because this user may not write its files refuses with that OS
     /// error ([`Run::refusing_writes`]).
     pub(crate) fn write_lock(&self) -> Result<&Arc<dyn FsFile>> {
-        match (self.access, self.lock_file.get(), self.write_refusal) {
+        match (self.access, self.lock_file.get(), &self.write_refusal) {
             (Access::Write, Some(f), _) => Ok(f),
-            (_, _, Some(code)) => Err(Error::io(
-                "opening lock file",
-                &self.lock_path,
-                std::io::Error::from_raw_os_error(code),
+            (_, _, Some(r)) => Err(Error::io(
+                r.op,
+                &r.path,
+                std::io::Error::from_raw_os_error(r.code),
             )),
             _ => Err(Error::ReadOnly {
                 op: format!("write to run {}", self.id),
@@ -232,10 +232,11 @@ impl Run {
         }
     }
 
-    /// This run (opened for reading) with its writes refused with the OS error `code` that
-    /// opening it for writing met.
-    pub(crate) fn refusing_writes(mut self, code: i32) -> Run {
-        self.write_refusal = Some(code);
+    /// This run (opened for reading) with its writes refused with the error opening it for
+    /// writing met: the OS error `code`, doing `op` on the file at `path` (the lock file or a
+    /// segment, whichever this user may not write).
+    pub(crate) fn refusing_writes(mut self, op: &'static str, path: PathBuf, code: i32) -> Run {
+        self.write_refusal = Some(WriteRefusal { op, path, code });
         self
     }
 
@@ -557,6 +558,14 @@ impl Run {
             .map(|s| self.dir.join(s.name()))
             .collect()
     }
+}
+
+/// Why a run opened for reading refuses its writes ([`Run::refusing_writes`]).
+#[derive(Debug)]
+struct WriteRefusal {
+    op: &'static str,
+    path: PathBuf,
+    code: i32,
 }
 
 /// What one read decodes, captured under the state read lock.

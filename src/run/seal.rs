@@ -48,6 +48,8 @@ pub(crate) fn restore_lost_seals(
     let lock_path = dir.join(LOCK_FILE);
     let lock_file = open_lock_file(fs, dir, run, &lock_path)?.ok_or_else(not_found)?;
     let _guard = lock::acquire(run, &lock_file, &lock_path, timeout)?;
+    // A writer that waits for the lock is told who holds it (`Error::Busy`).
+    lock::record_holder(&lock_file);
     let mut restored: Vec<SealRestored> = Vec::new();
     // An error after a seal was written names it: the user sees what changed.
     let tell = |restored: &[SealRestored], e: Error| match (restored.is_empty(), e) {
