@@ -324,3 +324,31 @@ fn refused_at_segment_2(store: &Store) -> String {
         other => panic!("{other:?}"),
     }
 }
+
+/// A run deleted while `restore_seals` waits for its lock (its directory renamed away, as a
+/// delete does, by another hand that held the lock) is `RunNotFound`, not "no seal lost".
+#[test]
+fn a_run_deleted_while_the_restore_waits_is_not_found() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let lock = std::fs::File::open(dir.path().join("runs/r/lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let store = Store::open(
+        dir.path(),
+        Config {
+            lock_timeout: std::time::Duration::from_secs(20),
+            ..config()
+        },
+    )
+    .unwrap();
+    let restore = std::thread::spawn(move || store.restore_seals(&run()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::rename(dir.path().join("runs/r"), dir.path().join("gone-r")).unwrap();
+    drop(lock);
+    match restore.join().unwrap() {
+        Err(Error::RunNotFound { run }) => assert_eq!(run, "r"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -80,6 +80,8 @@ pub(crate) fn restore_lost_seals(
     loop {
         let seg = match Segment::open(fs, dir, run, index, Access::Write) {
             Ok(Some(seg)) => seg,
+            // Deleted while this waited for its lock.
+            Ok(None) if index == 1 => return Err(not_found()),
             Ok(None) => break,
             Err(e) => return Err(tell(&restored, e)),
         };
