@@ -140,11 +140,11 @@ fn restore_one(fs: &dyn Fs, run: &str, seg: &Segment, index: u32) -> Result<Opti
     }))
 }
 
-/// The seal of `seg` (whose header slot `valid` still checks) as its batches give it: read
+/// The seal of `seg` (whose newer valid header slot is `valid`) as its batches give it: read
 /// from the segment's start with every check of a read, densely from its base seq, they must
 /// end exactly at `next_base - 1`, with nothing but zeros after them, and extend what `valid`
-/// counted. The seal takes the generation after `valid`'s (so the damaged slot's), its repair
-/// epoch, and the last batch's commit time.
+/// counted. The seal takes the generation after `valid`'s (so the other slot: the damaged or
+/// zeroed one, or the older copy), its repair epoch, and the last batch's commit time.
 fn seal_from_batches(
     seg: &Segment,
     run: &str,
