@@ -400,7 +400,11 @@ impl Segment {
             // that does not check is torn or damaged. Torn by a crash, it cannot have been
             // the seal (a roll syncs the seal before it makes the next segment); so when the
             // next segment exists, the seal is what was lost, and the chain past this
-            // segment would be silently cut short (SPEC §3, §5 step 3).
+            // segment would be silently cut short (SPEC §3, §5 step 3). Every other form of a
+            // lost seal (a slot zeroed, or an older copy) is found where a walker of the chain
+            // stops (`end_of_chain`, once per segment and view); a damaged slot costs no look
+            // at the directory to find, so it is reported here too, to views already past
+            // that look (a live view's refresh reads only its last segment's counter).
             if let Some(next) = self.next_exists(fs) {
                 let detail = lost_seal_detail(&format!("counter slot damaged and {next} exists"));
                 return Err(Error::corrupt(run, &self.name, at, detail));

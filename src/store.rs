@@ -794,9 +794,9 @@ impl Store {
     /// Writes again each lost seal of a run: the header slot of a sealed segment that says the
     /// chain goes on, damaged, zeroed or holding an older copy while its events and the
     /// segments after it are intact, which every read of the run reports as
-    /// [`Error::Corrupt`] rather than end the run early. The seal is found from the segment's batches, read with every check of a
-    /// read: they must end exactly at the seq before the next segment's base seq, with only
-    /// zeros after them; nothing is cut or lost. Returns the seals written (none when no seal
+    /// [`Error::Corrupt`] rather than end the run early. The seal is found from the segment's
+    /// batches, read with every check of a read: they must end exactly at the seq before the
+    /// next segment's base seq, with only zeros after them; nothing is cut or lost. Returns the seals written (none when no seal
     /// is lost). Run before [`Store::repair_run`], which never cuts a sealed segment.
     ///
     /// # Errors
