@@ -540,6 +540,7 @@ impl Dest {
 struct HeldRun {
     dir: PathBuf,
     segments: Vec<(Segment, CounterSlot, u64)>,
+    lock_file: Arc<dyn crate::io::FsFile>,
     _guard: lock::LockGuard,
 }
 
@@ -594,6 +595,7 @@ impl HeldRun {
         Ok(Ok(HeldRun {
             dir: dir.to_path_buf(),
             segments,
+            lock_file,
             _guard: guard,
         }))
     }
@@ -671,8 +673,12 @@ impl HeldRun {
             write().map_err(|e| Fail::Dest(Error::io("extending", &seg.path, e)))?;
             bytes += body.len() as u64;
         }
+        let grew = bytes > 0 || src_counter.sealed != counter.sealed;
         for i in plan.last + 1..copy.snapshot.len() {
             bytes += self.add_segment(fs, copy, i)?;
+        }
+        if grew || copy.snapshot.len() > plan.last + 1 {
+            self.announce(fs, copy)?;
         }
         // A summary the copy already holds is not written again (an unchanged run costs no
         // write and no sync).
@@ -684,6 +690,32 @@ impl HeldRun {
             dest(replace_synced(fs, &self.dir, &path, &summary))?;
         }
         Ok(bytes)
+    }
+
+    /// Tells a writer of the destination that holds this run open that the backup changed
+    /// it: the last segment's counter written again into the lock file's commit slots, one
+    /// generation newer (SPEC §5, the unchanged-slots shortcut; §12). Without it, a warm
+    /// writer whose segment the backup only sealed, at the length it had, and followed with a
+    /// new segment, found the slots and the 4 bytes at its committed length as it left them,
+    /// skipped its refresh and appended past the seal: acknowledged, read by nobody.
+    fn announce(&self, fs: &dyn Fs, copy: &RunCopy<'_>) -> Step<()> {
+        let run = copy.run.as_str();
+        let index = copy.snapshot.len() as u32;
+        let lock = self.lock_file.as_ref();
+        let announced = || -> Result<()> {
+            let seg = Segment::open_after_seal(fs, &self.dir, run, index, Access::Write)?
+                .ok_or_else(|| {
+                    Error::corrupt(run, segment_name(index), 0, "missing right after its copy")
+                })?;
+            let counter = seg.read_counter(fs, run, Some(lock))?;
+            let slot = CounterSlot {
+                generation: counter.newest.generation.max(counter.header_generation) + 1,
+                ..counter.newest
+            };
+            seg.write_commit_slot(lock, &slot)
+                .map_err(|e| Error::io("writing commit counter of", self.dir.join(LOCK_FILE), e))
+        };
+        dest(announced())
     }
 
     /// Writes source segment `i` as a new segment file of this run (whole or not at all).
