@@ -455,7 +455,7 @@ impl Dest {
             return Ok((RunBackupResult::New, bytes));
         }
         let recopy = |reason: String| -> Step<(RunBackupResult, u64)> {
-            let bytes = self.copy_whole(copy, Some(&dir))?;
+            let bytes = self.copy_whole(copy, Some(timeout))?;
             Ok((RunBackupResult::Recopied { reason }, bytes))
         };
         let held = match dest(HeldRun::open(self.fs.as_ref(), &dir, copy.run, timeout))? {
@@ -465,7 +465,7 @@ impl Dest {
         let plan = match held.plan(copy) {
             Ok(plan) => plan,
             Err(reason) => {
-                // The destination's lock file moves away with its directory.
+                // The recopy takes the lock again for its swap only, not while it builds.
                 drop(held);
                 return recopy(reason);
             }
@@ -479,9 +479,16 @@ impl Dest {
     }
 
     /// Copies the whole run into `runs/.tmp-<run>-<ulid>/` (every file synced, the directory
-    /// synced) and renames it into place; an existing copy (`replacing`) is first renamed
-    /// away to `.deleted-…` and removed after. Returns the segment bytes written.
-    fn copy_whole(&self, copy: &RunCopy<'_>, replacing: Option<&Path>) -> Step<u64> {
+    /// synced) and renames it into place. With `replacing` (a lock timeout), the existing
+    /// copy is first renamed away to `.deleted-…`, under its run lock as a delete does (the
+    /// commit point of a delete, SPEC §1), and removed after: a writer of the destination
+    /// that holds the run open either commits before the swap, into the copy being replaced,
+    /// or after it, when its deletion check finds another lock file at the path and its
+    /// store opens the new copy. Without the lock, a writer mid-commit went on in the new
+    /// directory by path (its roll made a segment file there, after the copy's last one)
+    /// and acknowledged a seq a fresh writer gave out again (found by a breaker). Returns
+    /// the segment bytes written.
+    fn copy_whole(&self, copy: &RunCopy<'_>, replacing: Option<std::time::Duration>) -> Step<u64> {
         let fs = self.fs.as_ref();
         let run = copy.run.as_str();
         let tmp = self
@@ -499,6 +506,16 @@ impl Dest {
         let aside = self
             .runs_dir
             .join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
+        let held = match replacing {
+            Some(timeout) => match dest(lock_existing(fs, &dir, copy.run, timeout)) {
+                Ok(held) => held,
+                Err(e) => {
+                    remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let swap = || -> io::Result<()> {
             if replacing.is_some() {
                 fs.rename(&dir, &aside)?;
@@ -506,7 +523,9 @@ impl Dest {
             fs.rename(&tmp, &dir)?;
             fs.sync_dir(&self.runs_dir)
         };
-        swap().map_err(|e| Fail::Dest(Error::io("renaming into place", &dir, e)))?;
+        let swapped = swap();
+        drop(held);
+        swapped.map_err(|e| Fail::Dest(Error::io("renaming into place", &dir, e)))?;
         if replacing.is_some() {
             remove_dir_files(fs, &aside);
         }
@@ -650,14 +669,22 @@ impl HeldRun {
     fn extend(&self, fs: &dyn Fs, copy: &RunCopy<'_>, plan: Plan) -> Step<u64> {
         let (seg, counter, header_generation) = &self.segments[plan.last];
         let (_, src_counter) = &copy.snapshot[plan.last];
+        let grows = src_counter.committed_len > counter.committed_len
+            || src_counter.sealed != counter.sealed;
+        let adds = copy.snapshot.len() > plan.last + 1;
+        // Before the first write, so that no failure or kill after it leaves a warm writer
+        // of the destination uninformed.
+        let announced = match grows || adds {
+            true => dest(self.announce(seg, counter, *header_generation))?,
+            false => 0,
+        };
         let mut bytes = 0;
-        if src_counter.committed_len > counter.committed_len || src_counter.sealed != counter.sealed
-        {
+        if grows {
             let body =
                 source(copy.read_checked(plan.last, counter.committed_len, counter.last_seq + 1))?;
             let slot = CounterSlot {
                 generation: crate::format::next_header_generation(
-                    counter.generation,
+                    counter.generation.max(announced),
                     *header_generation,
                 ),
                 ..*src_counter
@@ -673,12 +700,8 @@ impl HeldRun {
             write().map_err(|e| Fail::Dest(Error::io("extending", &seg.path, e)))?;
             bytes += body.len() as u64;
         }
-        let grew = bytes > 0 || src_counter.sealed != counter.sealed;
         for i in plan.last + 1..copy.snapshot.len() {
             bytes += self.add_segment(fs, copy, i)?;
-        }
-        if grew || copy.snapshot.len() > plan.last + 1 {
-            self.announce(fs, copy)?;
         }
         // A summary the copy already holds is not written again (an unchanged run costs no
         // write and no sync).
@@ -692,30 +715,26 @@ impl HeldRun {
         Ok(bytes)
     }
 
-    /// Tells a writer of the destination that holds this run open that the backup changed
-    /// it: the last segment's counter written again into the lock file's commit slots, one
-    /// generation newer (SPEC §5, the unchanged-slots shortcut; §12). Without it, a warm
-    /// writer whose segment the backup only sealed, at the length it had, and followed with a
-    /// new segment, found the slots and the 4 bytes at its committed length as it left them,
+    /// Tells a writer of the destination that holds this run open that the backup is about
+    /// to change it, as a writer does before it seals (SPEC §5, the unchanged-slots
+    /// shortcut; §12): the last segment's counter written again into the lock file's commit
+    /// slots, one generation newer; returns that generation. Without it, a warm writer whose
+    /// segment the backup sealed at the length it had (and followed with a new segment, or
+    /// failed to) found the slots and the 4 bytes at its committed length as it left them,
     /// skipped its refresh and appended past the seal: acknowledged, read by nobody.
-    fn announce(&self, fs: &dyn Fs, copy: &RunCopy<'_>) -> Step<()> {
-        let run = copy.run.as_str();
-        let index = copy.snapshot.len() as u32;
-        let lock = self.lock_file.as_ref();
-        let announced = || -> Result<()> {
-            let seg = Segment::open_after_seal(fs, &self.dir, run, index, Access::Write)?
-                .ok_or_else(|| {
-                    Error::corrupt(run, segment_name(index), 0, "missing right after its copy")
-                })?;
-            let counter = seg.read_counter(fs, run, Some(lock))?;
-            let slot = CounterSlot {
-                generation: counter.newest.generation.max(counter.header_generation) + 1,
-                ..counter.newest
-            };
-            seg.write_commit_slot(lock, &slot)
-                .map_err(|e| Error::io("writing commit counter of", self.dir.join(LOCK_FILE), e))
+    fn announce(
+        &self,
+        seg: &Segment,
+        counter: &CounterSlot,
+        header_generation: u64,
+    ) -> Result<u64> {
+        let slot = CounterSlot {
+            generation: counter.generation.max(header_generation) + 1,
+            ..*counter
         };
-        dest(announced())
+        seg.write_commit_slot(self.lock_file.as_ref(), &slot)
+            .map_err(|e| Error::io("writing commit counter of", self.dir.join(LOCK_FILE), e))?;
+        Ok(slot.generation)
     }
 
     /// Writes source segment `i` as a new segment file of this run (whole or not at all).
@@ -807,6 +826,22 @@ pub(crate) fn replace_synced(fs: &dyn Fs, dir: &Path, path: &Path, bytes: &[u8])
 
 /// Removes every file of `dir`, then `dir` (best effort: a leftover dot-named directory is
 /// never listed as a run, and the next backup tries again).
+/// The run lock of the destination run in `dir`, taken (waiting at most `timeout`); `None`
+/// when the run has no lock file (then no writer can hold it).
+fn lock_existing(
+    fs: &dyn Fs,
+    dir: &Path,
+    run: &RunId,
+    timeout: std::time::Duration,
+) -> Result<Option<lock::LockGuard>> {
+    let path = dir.join(LOCK_FILE);
+    match fs.open(&path, OpenMode::ReadWrite) {
+        Ok(file) => lock::acquire(run.as_str(), &file, &path, timeout).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("opening", &path, e)),
+    }
+}
+
 fn remove_dir_files(fs: &dyn Fs, dir: &Path) {
     for name in fs.read_dir(dir).unwrap_or_default() {
         let _ = fs.remove_file(&dir.join(name));

@@ -405,7 +405,7 @@ impl Segment {
             // stops (`end_of_chain`, once per segment and view); a damaged slot costs no look
             // at the directory to find, so it is reported here too, to views already past
             // that look (a live view's refresh reads only its last segment's counter).
-            if let Some(next) = self.next_exists(fs) {
+            if let Some(next) = self.next_exists_or_io(fs)? {
                 let detail = lost_seal_detail(&format!("counter slot damaged and {next} exists"));
                 return Err(Error::corrupt(run, &self.name, at, detail));
             }
@@ -443,15 +443,29 @@ impl Segment {
         Ok(HeaderSlots { a, b, damaged })
     }
 
-    /// The name of the next segment of the chain when its file exists.
-    /// (A file there that cannot be opened, e.g. another user's, exists too.)
-    fn next_exists(&self, fs: &dyn Fs) -> Option<String> {
+    /// The name of the next segment of the chain when its file exists. A file there that
+    /// this user may not open (another user's) exists too; any other failure to open it (an
+    /// I/O error, no descriptor left) is that error, never taken for an answer: "exists"
+    /// would report a healthy run's seal lost (found by a breaker: a failed open made a
+    /// backup recopy a sound destination run).
+    fn next_exists(&self, fs: &dyn Fs) -> io::Result<Option<String>> {
         let next = segment_name(self.header.segment_index + 1);
         let dir = self.path.parent().unwrap_or(Path::new("."));
         match fs.open(&dir.join(&next), OpenMode::Read) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            _ => Some(next),
+            Ok(_) => Ok(Some(next)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(Some(next)),
+            Err(e) => Err(e),
         }
+    }
+
+    /// [`Self::next_exists`] with its error as the store's, naming the file.
+    fn next_exists_or_io(&self, fs: &dyn Fs) -> Result<Option<String>> {
+        self.next_exists(fs).map_err(|e| {
+            let next = segment_name(self.header.segment_index + 1);
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            Error::io("checking for", dir.join(next), e)
+        })
     }
 
     /// When this segment's seal was lost — no header slot sealed while the next segment
@@ -463,7 +477,7 @@ impl Segment {
         if a.is_some_and(|s| s.sealed) || b.is_some_and(|s| s.sealed) {
             return Ok(None);
         }
-        Ok(self.next_exists(fs).map(|_| pick_slot(a, b)))
+        Ok(self.next_exists(fs)?.map(|_| pick_slot(a, b)))
     }
 
     /// [`Self::read_counter`] for a walker of the chain that would stop here when the counter
@@ -498,7 +512,7 @@ impl Segment {
         run: &str,
         lock: Option<&dyn FsFile>,
     ) -> Result<Option<Counter>> {
-        let Some(next) = self.next_exists(fs) else {
+        let Some(next) = self.next_exists_or_io(fs)? else {
             return Ok(None);
         };
         let again = self.read_counter(fs, run, lock)?;

@@ -352,3 +352,35 @@ fn a_run_deleted_while_the_restore_waits_is_not_found() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A walker of the chain looks for the next segment with one `open`. When that open fails
+/// for another reason than "no such file" or "not this user's" (no descriptor left, an I/O
+/// error), the answer is unknown: an I/O error naming the file, which a later read retries,
+/// never a lost seal (found by a breaker: the failure was taken for "exists", so a healthy
+/// one-segment run read `Corrupt`, "seal is lost", and a backup recopied it).
+#[test]
+fn a_failed_look_for_the_next_segment_is_an_io_error_not_a_lost_seal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), config()).unwrap();
+    store.create_run(&run()).unwrap();
+    let e = NewEvent::new("step_completed", "x");
+    store.append_facts(&run(), vec![e]).unwrap();
+    drop(store);
+
+    let fs = std::sync::Arc::new(common::OpenHookFs::default());
+    let seg2 = segment(dir.path(), 2);
+    *fs.hook.lock() = Some(Box::new(move |path, _| {
+        (path == seg2).then(|| Err(std::io::Error::from_raw_os_error(libc::EMFILE)))
+    }));
+    let fresh = Store::open_with_fs(fs, dir.path(), config()).unwrap();
+    match fresh.read(&run(), 0, 10) {
+        Err(e @ Error::Io { .. }) => {
+            assert!(e.to_string().contains("seg-00000002.log"), "{e}");
+            assert!(e.is_environment(), "{e:?}");
+        }
+        other => panic!("a failed look for segment 2 (before the fix: seal lost): {other:?}"),
+    }
+    // The hook fired once: the next read looks again, finds no segment 2 and reads the run.
+    assert_eq!(fresh.read(&run(), 0, 10).unwrap().events.len(), 1);
+    assert!(fresh.verify_run(&run()).unwrap().problems.is_empty());
+}
