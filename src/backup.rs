@@ -392,6 +392,8 @@ impl Dest {
             return Err(refuse(detail));
         }
         drop(Store::open_with_fs(fs.clone(), dst, src.config().clone())?);
+        // Again now that `dst` exists, before anything in it is locked or removed.
+        inside_check(src.path(), dst).map_err(refuse)?;
         let lock_path = dst.join(manifest::LOCK_NAME);
         let file = fs
             .open(&lock_path, OpenMode::CreateTruncate)
@@ -409,16 +411,35 @@ impl Dest {
         Ok(dest)
     }
 
-    /// Removes `runs/.tmp-*` and `runs/.deleted-*` directories: runs an interrupted backup
-    /// was building or replacing (never listed as runs; SPEC §1).
+    /// Clears what an interrupted backup left under temporary names in `runs/`: `.tmp-*`
+    /// (copies being built) and `.deleted-*` directories are removed; a `.replaced-<run>-*`
+    /// directory (the copy a recopy renamed away) is renamed back to `runs/<run>` when no
+    /// run is there, which only a recopy stopped between its two renames leaves, else
+    /// removed. Without that, when the source had deleted the run meanwhile, the next backup
+    /// removed the only copy of it (a backup never deletes a run; found by a breaker).
     fn remove_leftovers(&self) -> Result<()> {
-        let names = self
-            .fs
+        let fs = self.fs.as_ref();
+        let mut names = fs
             .read_dir(&self.runs_dir)
             .map_err(|e| Error::io("listing", &self.runs_dir, e))?;
+        // The newest aside of a run first (its ULID sorts last).
+        names.sort_unstable_by(|a, b| b.cmp(a));
         for name in names {
-            if name.starts_with(".tmp-") || name.starts_with(".deleted-") {
-                remove_dir_files(self.fs.as_ref(), &self.runs_dir.join(name));
+            let path = self.runs_dir.join(&name);
+            if let Some(run) = replaced_run(&name) {
+                let dir = self.runs_dir.join(run.as_str());
+                let taken = fs
+                    .is_dir(&dir)
+                    .map_err(|e| Error::io("checking", &dir, e))?;
+                if !taken {
+                    fs.rename(&path, &dir)
+                        .and_then(|()| fs.sync_dir(&self.runs_dir))
+                        .map_err(|e| Error::io("renaming back", &path, e))?;
+                    continue;
+                }
+                remove_dir_files(fs, &path);
+            } else if name.starts_with(".tmp-") || name.starts_with(".deleted-") {
+                remove_dir_files(fs, &path);
             }
         }
         Ok(())
@@ -480,7 +501,7 @@ impl Dest {
 
     /// Copies the whole run into `runs/.tmp-<run>-<ulid>/` (every file synced, the directory
     /// synced) and renames it into place. With `replacing` (a lock timeout), the existing
-    /// copy is first renamed away to `.deleted-…`, under its run lock as a delete does (the
+    /// copy is first renamed away to `.replaced-…`, under its run lock as a delete does (the
     /// commit point of a delete, SPEC §1), and removed after: a writer of the destination
     /// that holds the run open either commits before the swap, into the copy being replaced,
     /// or after it, when its deletion check finds another lock file at the path and its
@@ -505,7 +526,7 @@ impl Dest {
         let dir = self.runs_dir.join(run);
         let aside = self
             .runs_dir
-            .join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
+            .join(format!("{REPLACED_PREFIX}{run}-{}", ulid::Ulid::generate()));
         let held = match replacing {
             Some(timeout) => match dest(lock_existing(fs, &dir, copy.run, timeout)) {
                 Ok(held) => held,
@@ -520,7 +541,14 @@ impl Dest {
             if replacing.is_some() {
                 fs.rename(&dir, &aside)?;
             }
-            fs.rename(&tmp, &dir)?;
+            if let Err(e) = fs.rename(&tmp, &dir) {
+                // The old copy back in place (best effort; else the next backup does it).
+                if replacing.is_some() {
+                    let _ = fs.rename(&aside, &dir);
+                }
+                remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
+                return Err(e);
+            }
             fs.sync_dir(&self.runs_dir)
         };
         let swapped = swap();
@@ -755,15 +783,29 @@ fn same_last_batch(a: &Segment, b: &Segment, len: u64) -> bool {
     a.read_exact(&mut x, len - 4).is_ok() && b.read_exact(&mut y, len - 4).is_ok() && x == y
 }
 
-/// Whether `dst` is inside (or is) the store directory `src`, as a refusal's reason.
+/// Whether `dst` is inside (or is) the store directory `src`, as a refusal's reason. `dst`
+/// may not exist yet: its deepest existing ancestor is resolved (symbolic links, `..`) and
+/// the rest of the path is applied to it as the directories a backup creates will resolve
+/// it, `..` included (a backup to `SRC/../missing/../SRC` was taken for another directory,
+/// created `missing`, and copied the source into itself: found by a breaker).
 fn inside_check(src: &Path, dst: &Path) -> std::result::Result<(), String> {
     let src = std::fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+    // Absolute (not resolved), so that the walk up ends at an ancestor that exists.
+    let dst = &std::path::absolute(dst).unwrap_or_else(|_| dst.to_path_buf());
     let mut probe = Some(dst.to_path_buf());
-    // The deepest existing ancestor of `dst` decides (dst itself may not exist yet).
     while let Some(p) = probe {
-        if let Ok(real) = std::fs::canonicalize(&p) {
+        if let Ok(mut real) = std::fs::canonicalize(&p) {
             let rest = dst.strip_prefix(&p).unwrap_or(Path::new(""));
-            if real.join(rest).starts_with(&src) {
+            for part in rest.components() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        real.pop();
+                    }
+                    std::path::Component::Normal(name) => real.push(name),
+                    _ => {}
+                }
+            }
+            if real.starts_with(&src) {
                 return Err(format!("it is inside the source store {}", src.display()));
             }
             return Ok(());
@@ -806,13 +848,17 @@ fn write_synced(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> Result<()> {
     write().map_err(|e| Error::io("writing", path, e))
 }
 
-/// Writes `bytes` to a temp name of its own in `dir`, fdatasync'd, renames it to `path` and
-/// fsyncs `dir`: `path` holds the old content or the new, whole.
+/// Writes `bytes` to `<name>.tmp` in `dir`, fdatasync'd, renames it to `path` and fsyncs
+/// `dir`: `path` holds the old content or the new, whole. The temp name is fixed (as a
+/// writer's `seg-N.log.tmp`; the caller holds the lock that excludes another writer of it),
+/// so what a killed backup leaves is written over by the next one, not left to pile up (a
+/// name of each attempt's own, `seg-N.log.tmp-<ulid>`, stayed in the run's directory for
+/// good: found by a breaker).
 pub(crate) fn replace_synced(fs: &dyn Fs, dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!("{name}.tmp-{}", ulid::Ulid::generate()));
+    let tmp = dir.join(format!("{name}.tmp"));
     let result = write_synced(fs, &tmp, bytes).and_then(|()| {
         fs.rename(&tmp, path)
             .and_then(|()| fs.sync_dir(dir))
@@ -824,8 +870,16 @@ pub(crate) fn replace_synced(fs: &dyn Fs, dir: &Path, path: &Path, bytes: &[u8])
     result
 }
 
-/// Removes every file of `dir`, then `dir` (best effort: a leftover dot-named directory is
-/// never listed as a run, and the next backup tries again).
+/// The prefix of the name a recopy gives the copy it replaces: `runs/.replaced-<run>-<ulid>`.
+const REPLACED_PREFIX: &str = ".replaced-";
+
+/// The run a `.replaced-<run>-<ulid>` directory name is the old copy of.
+fn replaced_run(name: &str) -> Option<RunId> {
+    let (run, ulid) = name.strip_prefix(REPLACED_PREFIX)?.rsplit_once('-')?;
+    ulid::Ulid::from_string(ulid).ok()?;
+    RunId::new(run).ok()
+}
+
 /// The run lock of the destination run in `dir`, taken (waiting at most `timeout`); `None`
 /// when the run has no lock file (then no writer can hold it).
 fn lock_existing(
@@ -842,6 +896,8 @@ fn lock_existing(
     }
 }
 
+/// Removes every file of `dir`, then `dir` (best effort: a leftover dot-named directory is
+/// never listed as a run, and the next backup tries again).
 fn remove_dir_files(fs: &dyn Fs, dir: &Path) {
     for name in fs.read_dir(dir).unwrap_or_default() {
         let _ = fs.remove_file(&dir.join(name));

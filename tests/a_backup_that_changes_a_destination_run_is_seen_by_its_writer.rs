@@ -176,7 +176,7 @@ fn a_backup_failing_on_the_destination_after_the_seal_still_tells_the_warm_write
     let dst_run = s.dst_dir.join("runs/r1");
     *fs.hook.lock() = Some(Box::new(move |path, _| {
         let creating_seg2 =
-            path.starts_with(&dst_run) && path.to_string_lossy().contains("seg-00000002.log.tmp-");
+            path.starts_with(&dst_run) && path.to_string_lossy().contains("seg-00000002.log.tmp");
         creating_seg2.then(|| Err(std::io::Error::from_raw_os_error(libc::ENOSPC)))
     }));
     let failed = src.backup(&s.dst_dir, &mut |_| {});

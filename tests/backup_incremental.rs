@@ -249,3 +249,33 @@ fn a_directory_that_is_no_backup_or_inside_the_source_is_refused_untouched() {
     assert!(!other.join(BACKUP_FILE).exists());
     assert!(!src_dir.join("inner").exists());
 }
+
+/// A destination spelled through a directory that does not exist and `..` back into the
+/// source (`D/missing/../src` for the source `D/src`) is the source: refused like any path
+/// inside it, with nothing written (before the fix it was taken for another directory:
+/// `missing` was created, the source "backed up" into itself, a run recopied over its own
+/// newer events; found by a breaker).
+#[test]
+fn a_destination_that_is_the_source_through_dot_dot_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src_dir = tmp.path().join("src");
+    let src = Store::open(&src_dir, Config::default()).unwrap();
+    let run = id("r1");
+    src.create_run(&run).unwrap();
+    append(&src, &run, 3, "a");
+    for dst in [
+        tmp.path().join("missing/../src"),
+        tmp.path().join("missing/deeper/../../src/runs"),
+        tmp.path().join("src/runs/../../missing/../src"),
+    ] {
+        match src.backup(&dst, &mut |_| {}) {
+            Err(Error::BackupRefused { detail, .. }) => {
+                assert!(detail.contains("inside the source"), "{dst:?}: {detail}");
+            }
+            other => panic!("{dst:?}: {other:?}"),
+        }
+        assert!(!tmp.path().join("missing").exists(), "{dst:?}");
+        assert!(!src_dir.join(BACKUP_FILE).exists(), "{dst:?}");
+    }
+    assert_eq!(src.last_seq(&run).unwrap(), 3);
+}

@@ -187,3 +187,98 @@ fn an_injected_fdatasync_eio_anywhere_in_the_backup_exits_6_and_never_reports_su
         assert_eq!(code(&verified), 0, "when={when}: {}", stdout(&verified));
     }
 }
+
+/// Names under `dst/runs/` that a backup gives only while it works: dot-named directories
+/// (copies being built or replaced) and temporary files inside run directories.
+fn leftovers(dst: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dst.join("runs")).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if name.starts_with('.') {
+            found.push(name);
+            continue;
+        }
+        for file in std::fs::read_dir(entry.path()).unwrap() {
+            let file = file.unwrap().file_name().into_string().unwrap();
+            if file.contains(".tmp") {
+                found.push(format!("{name}/{file}"));
+            }
+        }
+    }
+    found
+}
+
+/// A backup that recopies one run (appended to in the destination) and extends another,
+/// killed (SIGKILL, injected with `strace`) or failed (EIO) at each of its renames in turn;
+/// the source then
+/// deletes the recopied run. The next backup completes, keeps the destination's copy of
+/// that run (a backup never deletes a run) and leaves no temporary name behind. Before the
+/// fix, a kill between the recopy's two renames left the old copy and the new one under
+/// temporary names, and the next backup removed both: the run was gone from the backup
+/// (found by a breaker, with EIO at the second rename too).
+#[test]
+fn a_backup_killed_at_any_rename_loses_no_run_and_leaves_no_temp_name_behind() {
+    if !tool_exists("strace") {
+        return skip("strace is not installed");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let setup = |k: usize| {
+        let src = source(&tmp.path().join(format!("k{k}")));
+        let dst = tmp.path().join(format!("k{k}/dst"));
+        assert_eq!(code(&backup(&src, &dst, false)), 0);
+        let diverge = runlog(&dst, &["append", "r3", "--kind", "step_completed"]);
+        assert_eq!(code(&diverge), 0, "{}", stderr(&diverge));
+        let grow = runlog(&src, &["append", "r1", "--kind", "step_completed"]);
+        assert_eq!(code(&grow), 0, "{}", stderr(&grow));
+        (src, dst)
+    };
+    let (src, dst) = setup(0);
+    let log = tmp.path().join("trace");
+    let probe = under_strace(&src, &dst, "trace=rename", &log);
+    if stderr(&probe).contains("ptrace") || stderr(&probe).contains("PTRACE") {
+        return skip(format!("ptrace not permitted: {}", stderr(&probe)));
+    }
+    assert_eq!(code(&probe), 0, "{}", stderr(&probe));
+    assert!(stdout(&probe).contains("1 recopied"), "{}", stdout(&probe));
+    let renames = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("rename("))
+        .count();
+    assert!(renames >= 3, "{renames} renames");
+    for (k, fault) in (1..=renames).flat_map(|k| [(k, "signal=KILL"), (k, "error=EIO")]) {
+        let (src, dst) = setup(k * 2 + usize::from(fault == "error=EIO"));
+        let filter = format!("inject=rename:{fault}:when={k}");
+        let failed = under_strace(&src, &dst, &filter, Path::new("/dev/null"));
+        assert!(!stdout(&failed).contains("complete"), "k={k} {fault}");
+        if fault == "error=EIO" {
+            assert_eq!(code(&failed), 6, "k={k}: {}", stderr(&failed));
+        }
+        let source = runlog::Store::open(&src, runlog::Config::default()).unwrap();
+        source
+            .delete_run(&runlog::RunId::new("r3").unwrap())
+            .unwrap();
+        drop(source);
+        let out = backup(&src, &dst, false);
+        assert_eq!(code(&out), 0, "k={k}: {}", stderr(&out));
+        assert!(manifest(&dst).contains("state complete"), "k={k}");
+        let copy = runlog::Store::open(&dst, runlog::Config::default()).unwrap();
+        let r3 = copy.read(&runlog::RunId::new("r3").unwrap(), 0, 100);
+        let kept = r3.map(|p| p.events.len());
+        // The destination's own copy (its 3 events and the one appended there), or the
+        // source's 3 when the recopy was through before the kill.
+        assert!(
+            matches!(kept, Ok(3 | 4)),
+            "k={k}: r3 in the backup: {kept:?}"
+        );
+        assert_eq!(
+            copy.last_seq(&runlog::RunId::new("r1").unwrap()).unwrap(),
+            4
+        );
+        drop(copy);
+        assert_eq!(leftovers(&dst), Vec::<String>::new(), "k={k}");
+        let verified = runlog(&dst, &["verify"]);
+        assert_eq!(code(&verified), 0, "k={k}: {}", stdout(&verified));
+    }
+}
