@@ -411,12 +411,19 @@ impl Dest {
         Ok(dest)
     }
 
-    /// Clears what an interrupted backup left under temporary names in `runs/`: `.tmp-*`
-    /// (copies being built) and `.deleted-*` directories are removed; a `.replaced-<run>-*`
-    /// directory (the copy a recopy renamed away) is renamed back to `runs/<run>` when no
-    /// run is there, which only a recopy stopped between its two renames leaves, else
-    /// removed. Without that, when the source had deleted the run meanwhile, the next backup
-    /// removed the only copy of it (a backup never deletes a run; found by a breaker).
+    /// Clears what an interrupted backup left under temporary names in `runs/`:
+    /// - `.backup-<run>-*` (a copy a backup was building, a name only backups use) is removed;
+    /// - `.replaced-<run>-*` (the copy a recopy renamed away) is renamed back to
+    ///   `runs/<run>` when no run is there, which only a recopy stopped between its two
+    ///   renames leaves (without that, when the source had deleted the run meanwhile, the
+    ///   next backup removed the only copy of it: found by a breaker); when a writer of the
+    ///   destination has made a run of that name since, it is left where it is, never
+    ///   removed (a backup never deletes a run's events);
+    /// - `.tmp-<run>-*` is a run being created by a writer of the destination (or left by one
+    ///   that died, or by a backup of an earlier build): removed only when its name is more
+    ///   than [`STALE_TMP_MS`] old (removing a live one emptied the run its writer then
+    ///   renamed into place and reported made: found by a breaker);
+    /// - `.deleted-*` (a delete's garbage) is removed.
     fn remove_leftovers(&self) -> Result<()> {
         let fs = self.fs.as_ref();
         let mut names = fs
@@ -424,9 +431,10 @@ impl Dest {
             .map_err(|e| Error::io("listing", &self.runs_dir, e))?;
         // The newest aside of a run first (its ULID sorts last).
         names.sort_unstable_by(|a, b| b.cmp(a));
+        let now = now_ms();
         for name in names {
             let path = self.runs_dir.join(&name);
-            if let Some(run) = replaced_run(&name) {
+            if let Some(run) = aside_run(&name, REPLACED_PREFIX) {
                 let dir = self.runs_dir.join(run.as_str());
                 let taken = fs
                     .is_dir(&dir)
@@ -435,10 +443,12 @@ impl Dest {
                     fs.rename(&path, &dir)
                         .and_then(|()| fs.sync_dir(&self.runs_dir))
                         .map_err(|e| Error::io("renaming back", &path, e))?;
-                    continue;
                 }
-                remove_dir_files(fs, &path);
-            } else if name.starts_with(".tmp-") || name.starts_with(".deleted-") {
+                continue;
+            }
+            let stale_tmp = name.starts_with(".tmp-")
+                && name_time_ms(&name).is_some_and(|t| now.saturating_sub(t) > STALE_TMP_MS);
+            if stale_tmp || name.starts_with(BUILD_PREFIX) || name.starts_with(".deleted-") {
                 remove_dir_files(fs, &path);
             }
         }
@@ -499,7 +509,7 @@ impl Dest {
         Ok((result, bytes))
     }
 
-    /// Copies the whole run into `runs/.tmp-<run>-<ulid>/` (every file synced, the directory
+    /// Copies the whole run into `runs/.backup-<run>-<ulid>/` (every file synced, the directory
     /// synced) and renames it into place. With `replacing` (a lock timeout), the existing
     /// copy is first renamed away to `.replaced-…`, under its run lock as a delete does (the
     /// commit point of a delete, SPEC §1), and removed after: a writer of the destination
@@ -514,7 +524,7 @@ impl Dest {
         let run = copy.run.as_str();
         let tmp = self
             .runs_dir
-            .join(format!(".tmp-{run}-{}", ulid::Ulid::generate()));
+            .join(format!("{BUILD_PREFIX}{run}-{}", ulid::Ulid::generate()));
         let built = self.build_copy(&tmp, copy);
         let bytes = match built {
             Ok(bytes) => bytes,
@@ -873,11 +883,25 @@ pub(crate) fn replace_synced(fs: &dyn Fs, dir: &Path, path: &Path, bytes: &[u8])
 /// The prefix of the name a recopy gives the copy it replaces: `runs/.replaced-<run>-<ulid>`.
 const REPLACED_PREFIX: &str = ".replaced-";
 
-/// The run a `.replaced-<run>-<ulid>` directory name is the old copy of.
-fn replaced_run(name: &str) -> Option<RunId> {
-    let (run, ulid) = name.strip_prefix(REPLACED_PREFIX)?.rsplit_once('-')?;
+/// The prefix of the directory a backup builds a whole copy in: `runs/.backup-<run>-<ulid>`
+/// (not a writer's `.tmp-`, so that a backup's start removes only its own).
+const BUILD_PREFIX: &str = ".backup-";
+
+/// Age past which a `runs/.tmp-<run>-<ulid>` directory is a dead creator's, not a run being
+/// made (a creation takes milliseconds): one hour.
+const STALE_TMP_MS: u64 = 60 * 60 * 1000;
+
+/// The run a `<prefix><run>-<ulid>` directory name is of.
+fn aside_run(name: &str, prefix: &str) -> Option<RunId> {
+    let (run, ulid) = name.strip_prefix(prefix)?.rsplit_once('-')?;
     ulid::Ulid::from_string(ulid).ok()?;
     RunId::new(run).ok()
+}
+
+/// The time (ms) of the ULID that ends a `…-<ulid>` name.
+fn name_time_ms(name: &str) -> Option<u64> {
+    let (_, ulid) = name.rsplit_once('-')?;
+    ulid::Ulid::from_string(ulid).ok().map(|u| u.timestamp_ms())
 }
 
 /// The run lock of the destination run in `dir`, taken (waiting at most `timeout`); `None`

@@ -27,6 +27,10 @@ use std::sync::mpsc::channel;
 use common::OpenHookFs;
 use runlog::{Config, Error, NewEvent, RunId, Store};
 
+/// How long a test waits for a paused thread to reach its hook (a failure, not a hang, when
+/// the hook's file is never opened).
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn small_segments() -> Config {
     Config {
         segment_len_bytes_max: 8 << 10,
@@ -219,7 +223,7 @@ fn a_recopy_swaps_the_run_after_a_writer_mid_commit_has_finished() {
     let (backup_go, backup_go_rx) = channel::<()>();
     *sfs.hook.lock() = Some(Box::new(move |path, _| {
         let p = path.to_string_lossy();
-        let building = p.contains("/runs/.tmp-r1-") && p.ends_with("/lock");
+        let building = p.contains("/runs/.backup-r1-") && p.ends_with("/lock");
         building.then(|| {
             backup_paused_tx.send(()).unwrap();
             backup_go_rx.recv().unwrap();
@@ -239,12 +243,16 @@ fn a_recopy_swaps_the_run_after_a_writer_mid_commit_has_finished() {
         let (src, dst_dir) = (src.clone(), dst_dir.clone());
         std::thread::spawn(move || src.backup(&dst_dir, &mut |_| {}))
     };
-    backup_paused.recv().unwrap();
+    backup_paused
+        .recv_timeout(WAIT)
+        .expect("the backup reaches its build");
     let append = {
         let (writer, run) = (writer.clone(), run.clone());
         std::thread::spawn(move || writer.append_facts(&run, vec![ev("dst", 1)]))
     };
-    writer_paused.recv().unwrap();
+    writer_paused
+        .recv_timeout(WAIT)
+        .expect("the writer reaches its roll");
     // The backup goes on to its swap, which waits for the run lock the writer holds.
     backup_go.send(()).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(50));
