@@ -440,9 +440,14 @@ impl Dest {
                     .is_dir(&dir)
                     .map_err(|e| Error::io("checking", &dir, e))?;
                 if !taken {
-                    fs.rename(&path, &dir)
-                        .and_then(|()| fs.sync_dir(&self.runs_dir))
-                        .map_err(|e| Error::io("renaming back", &path, e))?;
+                    match fs.rename(&path, &dir) {
+                        Ok(()) => fs
+                            .sync_dir(&self.runs_dir)
+                            .map_err(|e| Error::io("syncing", &self.runs_dir, e))?,
+                        // A writer of the destination made the run since: left where it is.
+                        Err(e) if is_taken(&e) => {}
+                        Err(e) => return Err(Error::io("renaming back", &path, e)),
+                    }
                 }
                 continue;
             }
@@ -482,11 +487,11 @@ impl Dest {
             .is_dir(&dir)
             .map_err(|e| Fail::Dest(Error::io("checking", &dir, e)))?;
         if !exists {
-            let bytes = self.copy_whole(copy, None)?;
+            let bytes = self.copy_whole(copy, false, timeout)?;
             return Ok((RunBackupResult::New, bytes));
         }
         let recopy = |reason: String| -> Step<(RunBackupResult, u64)> {
-            let bytes = self.copy_whole(copy, Some(timeout))?;
+            let bytes = self.copy_whole(copy, true, timeout)?;
             Ok((RunBackupResult::Recopied { reason }, bytes))
         };
         let held = match dest(HeldRun::open(self.fs.as_ref(), &dir, copy.run, timeout))? {
@@ -510,64 +515,102 @@ impl Dest {
     }
 
     /// Copies the whole run into `runs/.backup-<run>-<ulid>/` (every file synced, the directory
-    /// synced) and renames it into place. With `replacing` (a lock timeout), the existing
-    /// copy is first renamed away to `.replaced-…`, under its run lock as a delete does (the
-    /// commit point of a delete, SPEC §1), and removed after: a writer of the destination
-    /// that holds the run open either commits before the swap, into the copy being replaced,
-    /// or after it, when its deletion check finds another lock file at the path and its
-    /// store opens the new copy. Without the lock, a writer mid-commit went on in the new
-    /// directory by path (its roll made a segment file there, after the copy's last one)
-    /// and acknowledged a seq a fresh writer gave out again (found by a breaker). Returns
-    /// the segment bytes written.
-    fn copy_whole(&self, copy: &RunCopy<'_>, replacing: Option<std::time::Duration>) -> Step<u64> {
+    /// synced) and renames it into place. With `replacing`, the existing copy is first
+    /// renamed away to `.replaced-…`, under its run lock as a delete does (the commit point of
+    /// a delete, SPEC §1), then renamed to `.deleted-…` and removed: a writer of the
+    /// destination that holds the run open either commits before the swap, into the copy
+    /// being replaced, or after it, when its deletion check finds another lock file at the
+    /// path and its store opens the new copy. Without the lock, a writer mid-commit went on in
+    /// the new directory by path (its roll made a segment file there, after the copy's last
+    /// one) and acknowledged a seq a fresh writer gave out again (found by a breaker). A run
+    /// a writer of the destination deleted meanwhile is copied as new; one it created
+    /// meanwhile (the rename finds the name taken) is replaced like any copy that is not a
+    /// prefix. Returns the segment bytes written.
+    fn copy_whole(
+        &self,
+        copy: &RunCopy<'_>,
+        replacing: bool,
+        timeout: std::time::Duration,
+    ) -> Step<u64> {
         let fs = self.fs.as_ref();
         let run = copy.run.as_str();
         let tmp = self
             .runs_dir
             .join(format!("{BUILD_PREFIX}{run}-{}", ulid::Ulid::generate()));
-        let built = self.build_copy(&tmp, copy);
-        let bytes = match built {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
-                return Err(e);
-            }
-        };
+        let drop_tmp = || remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
+        let bytes = self.build_copy(&tmp, copy).inspect_err(|_| drop_tmp())?;
         let dir = self.runs_dir.join(run);
+        let mut swapped = self.swap_in(&tmp, copy.run, replacing, timeout);
+        if !replacing && matches!(&swapped, Ok(Swap::Taken)) {
+            swapped = self.swap_in(&tmp, copy.run, true, timeout);
+        }
+        match swapped {
+            Ok(Swap::Done) => Ok(bytes),
+            Ok(Swap::Taken) => {
+                drop_tmp();
+                let e = io::Error::from(io::ErrorKind::AlreadyExists);
+                Err(Fail::Dest(Error::io("renaming into place", &dir, e)))
+            }
+            Err(e) => {
+                drop_tmp();
+                Err(e)
+            }
+        }
+    }
+
+    /// Renames the built copy `tmp` to `runs/<run>`; with `replacing`, under the run lock of
+    /// the copy there, which goes aside first and is removed after (see [`Self::copy_whole`]).
+    /// `Swap::Taken` when, not replacing, a run of that name is there.
+    fn swap_in(
+        &self,
+        tmp: &Path,
+        run: &RunId,
+        replacing: bool,
+        timeout: std::time::Duration,
+    ) -> Step<Swap> {
+        let fs = self.fs.as_ref();
+        let dir = self.runs_dir.join(run.as_str());
+        let held = match replacing {
+            true => dest(lock_existing(fs, &dir, run, timeout))?,
+            false => None,
+        };
         let aside = self
             .runs_dir
             .join(format!("{REPLACED_PREFIX}{run}-{}", ulid::Ulid::generate()));
-        let held = match replacing {
-            Some(timeout) => match dest(lock_existing(fs, &dir, copy.run, timeout)) {
-                Ok(held) => held,
-                Err(e) => {
-                    remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
-                    return Err(e);
-                }
-            },
-            None => None,
-        };
-        let swap = || -> io::Result<()> {
-            if replacing.is_some() {
-                fs.rename(&dir, &aside)?;
+        let mut replaced = false;
+        if replacing {
+            match fs.rename(&dir, &aside) {
+                Ok(()) => replaced = true,
+                // Deleted meanwhile by a writer of the destination: copied as new.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Fail::Dest(Error::io("renaming away", &dir, e))),
             }
-            if let Err(e) = fs.rename(&tmp, &dir) {
-                // The old copy back in place (best effort; else the next backup does it).
-                if replacing.is_some() {
-                    let _ = fs.rename(&aside, &dir);
-                }
-                remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
-                return Err(e);
-            }
-            fs.sync_dir(&self.runs_dir)
-        };
-        let swapped = swap();
-        drop(held);
-        swapped.map_err(|e| Fail::Dest(Error::io("renaming into place", &dir, e)))?;
-        if replacing.is_some() {
-            remove_dir_files(fs, &aside);
         }
-        Ok(bytes)
+        if let Err(e) = fs.rename(tmp, &dir) {
+            if replaced {
+                // The old copy back in place (best effort; else the next backup does it).
+                let _ = fs.rename(&aside, &dir);
+            }
+            if !replaced && is_taken(&e) {
+                return Ok(Swap::Taken);
+            }
+            return Err(Fail::Dest(Error::io("renaming into place", &dir, e)));
+        }
+        fs.sync_dir(&self.runs_dir)
+            .map_err(|e| Fail::Dest(Error::io("syncing", &self.runs_dir, e)))?;
+        drop(held);
+        if replaced {
+            // Renamed to a delete's name first: a kill while its files are removed leaves
+            // garbage, never a part of the old copy that the next backup would put back.
+            let garbage = self
+                .runs_dir
+                .join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
+            match fs.rename(&aside, &garbage) {
+                Ok(()) => remove_dir_files(fs, &garbage),
+                Err(_) => remove_dir_files(fs, &aside),
+            }
+        }
+        Ok(Swap::Done)
     }
 
     /// Writes every segment of the copy, the lock file and the summary into `tmp`, each
@@ -626,6 +669,16 @@ impl HeldRun {
             Err(e) => return Err(Error::io("opening", &lock_path, e)),
         };
         let guard = lock::acquire(run.as_str(), &lock_file, &lock_path, timeout)?;
+        // A delete (and a create again) may have replaced the run while this waited: the
+        // old file's lock would exclude no writer of the run there now.
+        if !lock_file
+            .is_at(&lock_path)
+            .map_err(|e| Error::io("checking", &lock_path, e))?
+        {
+            return Ok(Err(
+                "it was deleted or made again while the backup waited for its lock".to_string(),
+            ));
+        }
         let mut segments = Vec::new();
         for index in 1.. {
             let seg = match Segment::open_after_seal(fs, dir, run.as_str(), index, Access::Write) {
@@ -880,6 +933,20 @@ pub(crate) fn replace_synced(fs: &dyn Fs, dir: &Path, path: &Path, bytes: &[u8])
     result
 }
 
+/// How a built copy's rename into place went.
+enum Swap {
+    Done,
+    /// Not replacing, and a run of that name was there (made meanwhile by a writer of the
+    /// destination).
+    Taken,
+}
+
+/// Whether a rename failed because a directory of that name is there and not empty.
+fn is_taken(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::DirectoryNotEmpty
+        || matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST))
+}
+
 /// The prefix of the name a recopy gives the copy it replaces: `runs/.replaced-<run>-<ulid>`.
 const REPLACED_PREFIX: &str = ".replaced-";
 
@@ -904,8 +971,11 @@ fn name_time_ms(name: &str) -> Option<u64> {
     ulid::Ulid::from_string(ulid).ok().map(|u| u.timestamp_ms())
 }
 
-/// The run lock of the destination run in `dir`, taken (waiting at most `timeout`); `None`
-/// when the run has no lock file (then no writer can hold it).
+/// The run lock of the destination run in `dir`, taken (waiting at most `timeout` each
+/// time); `None` when the run has no lock file (then no writer can hold it). The file locked
+/// is checked to be the one still at `dir/lock` once the lock is held, as a writer checks
+/// (a delete, or a delete and a create again, may have replaced it while this waited; the
+/// old file's lock excludes no writer of the run there now: found by a breaker).
 fn lock_existing(
     fs: &dyn Fs,
     dir: &Path,
@@ -913,12 +983,26 @@ fn lock_existing(
     timeout: std::time::Duration,
 ) -> Result<Option<lock::LockGuard>> {
     let path = dir.join(LOCK_FILE);
-    match fs.open(&path, OpenMode::ReadWrite) {
-        Ok(file) => lock::acquire(run.as_str(), &file, &path, timeout).map(Some),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("opening", &path, e)),
+    for _ in 0..LOCK_ATTEMPTS_MAX {
+        let file = match fs.open(&path, OpenMode::ReadWrite) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("opening", &path, e)),
+        };
+        let guard = lock::acquire(run.as_str(), &file, &path, timeout)?;
+        if file
+            .is_at(&path)
+            .map_err(|e| Error::io("checking", &path, e))?
+        {
+            return Ok(Some(guard));
+        }
     }
+    let e = io::Error::other("replaced again each time its lock was taken");
+    Err(Error::io("locking", &path, e))
 }
+
+/// How many times [`lock_existing`] takes a lock file that was replaced while it waited.
+const LOCK_ATTEMPTS_MAX: usize = 16;
 
 /// Removes every file of `dir`, then `dir` (best effort: a leftover dot-named directory is
 /// never listed as a run, and the next backup tries again).

@@ -298,6 +298,15 @@ impl Segment {
                 n.parse::<u32>().ok().filter(|n| *n > index)
             })
             .min();
+        // Made between the open and the listing (a writer rolled, and rolled again, while
+        // this thread waited: segments are made in order, so a later one was made after it):
+        // found by the open again. Only a segment still missing then is a hole (a reader
+        // under load saw seg-6 missing and seg-7 there, and failed a sound run `Corrupt`).
+        if later.is_some()
+            && let Some(seg) = Segment::open(fs, dir, run, index, access)?
+        {
+            return Ok(Some(seg));
+        }
         match later {
             None => Ok(None),
             Some(n) => Err(Error::corrupt(
