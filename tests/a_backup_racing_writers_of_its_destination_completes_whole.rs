@@ -15,6 +15,10 @@ use std::sync::Arc;
 use common::OpenHookFs;
 use runlog::{Config, NewEvent, RunId, Store};
 
+/// How long a thread waits for another to reach its hook: a failure, not a hang, when the
+/// hook's file is never opened.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn id(s: &str) -> RunId {
     RunId::new(s).unwrap()
 }
@@ -130,7 +134,7 @@ fn case_c_two_backups_same_dst() {
         Some(Ok(()))
     }));
     let r = src.backup(&dst, &mut |_| {}).unwrap();
-    let second = rx.recv().unwrap();
+    let second = rx.recv_timeout(WAIT).unwrap();
     assert!(second.contains("BackupRefused"), "{second}");
     assert!(r.complete);
     let fresh = Store::open(&dst, Config::default()).unwrap();
@@ -224,12 +228,12 @@ fn case_e_recopy_locks_an_orphaned_lock_file() {
             return None;
         }
         go_tx.send(()).unwrap();
-        locked_rx.recv().unwrap();
+        locked_rx.recv_timeout(WAIT).unwrap();
         Some(Ok(()))
     }));
     let d3 = dst.clone();
     let t = std::thread::spawn(move || {
-        go_rx.recv().unwrap();
+        go_rx.recv_timeout(WAIT).unwrap();
         let runs = d3.join("runs");
         let l1 = std::fs::OpenOptions::new()
             .read(true)
@@ -258,7 +262,7 @@ fn case_e_recopy_locks_an_orphaned_lock_file() {
                     return None;
                 }
                 blocked_tx.lock().unwrap().send(()).unwrap();
-                cont_rx.lock().unwrap().recv().unwrap();
+                cont_rx.lock().unwrap().recv_timeout(WAIT).unwrap();
                 Some(Ok(()))
             }));
             let ws = Store::open_with_fs(whook, &d4, small()).unwrap();
@@ -286,7 +290,7 @@ fn case_e_recopy_locks_an_orphaned_lock_file() {
                 }
             }
         });
-        blocked_rx.recv().unwrap();
+        blocked_rx.recv_timeout(WAIT).unwrap();
         drop(l1); // unlock the orphan
         w
     });
@@ -301,7 +305,7 @@ fn case_e_recopy_locks_an_orphaned_lock_file() {
     std::thread::sleep(std::time::Duration::from_millis(100));
     cont_tx.send(()).unwrap();
     w.join().unwrap();
-    let acked = acked_rx.recv().unwrap();
+    let acked = acked_rx.recv_timeout(WAIT).unwrap();
     let r = backup.join().unwrap().unwrap();
     assert!(r.complete, "{r:?} ({acked})");
     let fresh = Store::open(&dst, Config::default()).unwrap();
