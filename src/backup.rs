@@ -412,18 +412,19 @@ impl Dest {
     }
 
     /// Clears what an interrupted backup left under temporary names in `runs/`:
-    /// - `.backup-<run>-*` (a copy a backup was building, a name only backups use) is removed;
-    /// - `.replaced-<run>-*` (the copy a recopy renamed away) is renamed back to
-    ///   `runs/<run>` when no run is there, which only a recopy stopped between its two
-    ///   renames leaves (without that, when the source had deleted the run meanwhile, the
-    ///   next backup removed the only copy of it: found by a breaker); when a writer of the
-    ///   destination has made a run of that name since, it is left where it is, never
-    ///   removed (a backup never deletes a run's events);
+    /// - `.replaced-<run>-<u>` is the copy a recopy renamed away. With its build directory
+    ///   `.backup-<run>-<u>` still there, the recopy stopped between its two renames: the old
+    ///   copy is renamed back to `runs/<run>` when no run is there (without that, when the
+    ///   source had deleted the run meanwhile, the next backup removed the only copy of it:
+    ///   found by a breaker), and left where it is when a writer of the destination has made
+    ///   a run of that name since (a backup never deletes a run's events). Without it, the
+    ///   new copy took its place: the old one is garbage, removed.
+    /// - `.backup-<run>-*` (a copy a backup was building, a name only backups use) and
+    ///   `.deleted-*` (a delete's garbage) are removed;
     /// - `.tmp-<run>-*` is a run being created by a writer of the destination (or left by one
     ///   that died, or by a backup of an earlier build): removed only when its name is more
     ///   than [`STALE_TMP_MS`] old (removing a live one emptied the run its writer then
-    ///   renamed into place and reported made: found by a breaker);
-    /// - `.deleted-*` (a delete's garbage) is removed.
+    ///   renamed into place and reported made: found by a breaker).
     fn remove_leftovers(&self) -> Result<()> {
         let fs = self.fs.as_ref();
         let mut names = fs
@@ -431,10 +432,21 @@ impl Dest {
             .map_err(|e| Error::io("listing", &self.runs_dir, e))?;
         // The newest aside of a run first (its ULID sorts last).
         names.sort_unstable_by(|a, b| b.cmp(a));
+        let building: std::collections::HashSet<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_prefix(BUILD_PREFIX))
+            .collect();
         let now = now_ms();
-        for name in names {
-            let path = self.runs_dir.join(&name);
-            if let Some(run) = aside_run(&name, REPLACED_PREFIX) {
+        for name in &names {
+            let path = self.runs_dir.join(name);
+            if let Some(run) = aside_run(name, REPLACED_PREFIX) {
+                let stopped_between = name
+                    .strip_prefix(REPLACED_PREFIX)
+                    .is_some_and(|rest| building.contains(rest));
+                if !stopped_between {
+                    remove_aside(fs, &self.runs_dir, &path, &run);
+                    continue;
+                }
                 let dir = self.runs_dir.join(run.as_str());
                 let taken = fs
                     .is_dir(&dir)
@@ -452,7 +464,7 @@ impl Dest {
                 continue;
             }
             let stale_tmp = name.starts_with(".tmp-")
-                && name_time_ms(&name).is_some_and(|t| now.saturating_sub(t) > STALE_TMP_MS);
+                && name_time_ms(name).is_some_and(|t| now.saturating_sub(t) > STALE_TMP_MS);
             if stale_tmp || name.starts_with(BUILD_PREFIX) || name.starts_with(".deleted-") {
                 remove_dir_files(fs, &path);
             }
@@ -534,15 +546,16 @@ impl Dest {
     ) -> Step<u64> {
         let fs = self.fs.as_ref();
         let run = copy.run.as_str();
-        let tmp = self
-            .runs_dir
-            .join(format!("{BUILD_PREFIX}{run}-{}", ulid::Ulid::generate()));
+        // One ULID names the build directory and the aside of the copy it replaces: the next
+        // backup tells a swap stopped between its renames (both there) from one done.
+        let attempt = ulid::Ulid::generate();
+        let tmp = self.runs_dir.join(format!("{BUILD_PREFIX}{run}-{attempt}"));
         let drop_tmp = || remove_run_files(fs, &tmp, copy.snapshot.len() as u32);
         let bytes = self.build_copy(&tmp, copy).inspect_err(|_| drop_tmp())?;
         let dir = self.runs_dir.join(run);
-        let mut swapped = self.swap_in(&tmp, copy.run, replacing, timeout);
+        let mut swapped = self.swap_in(&tmp, attempt, copy.run, replacing, timeout);
         if !replacing && matches!(&swapped, Ok(Swap::Taken)) {
-            swapped = self.swap_in(&tmp, copy.run, true, timeout);
+            swapped = self.swap_in(&tmp, attempt, copy.run, true, timeout);
         }
         match swapped {
             Ok(Swap::Done) => Ok(bytes),
@@ -564,6 +577,7 @@ impl Dest {
     fn swap_in(
         &self,
         tmp: &Path,
+        attempt: ulid::Ulid,
         run: &RunId,
         replacing: bool,
         timeout: std::time::Duration,
@@ -576,7 +590,7 @@ impl Dest {
         };
         let aside = self
             .runs_dir
-            .join(format!("{REPLACED_PREFIX}{run}-{}", ulid::Ulid::generate()));
+            .join(format!("{REPLACED_PREFIX}{run}-{attempt}"));
         let mut replaced = false;
         if replacing {
             match fs.rename(&dir, &aside) {
@@ -600,15 +614,7 @@ impl Dest {
             .map_err(|e| Fail::Dest(Error::io("syncing", &self.runs_dir, e)))?;
         drop(held);
         if replaced {
-            // Renamed to a delete's name first: a kill while its files are removed leaves
-            // garbage, never a part of the old copy that the next backup would put back.
-            let garbage = self
-                .runs_dir
-                .join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
-            match fs.rename(&aside, &garbage) {
-                Ok(()) => remove_dir_files(fs, &garbage),
-                Err(_) => remove_dir_files(fs, &aside),
-            }
+            remove_aside(fs, &self.runs_dir, &aside, run);
         }
         Ok(Swap::Done)
     }
@@ -969,6 +975,17 @@ fn aside_run(name: &str, prefix: &str) -> Option<RunId> {
 fn name_time_ms(name: &str) -> Option<u64> {
     let (_, ulid) = name.rsplit_once('-')?;
     ulid::Ulid::from_string(ulid).ok().map(|u| u.timestamp_ms())
+}
+
+/// Removes the old copy `aside` of `run` that a recopy replaced: renamed to a delete's name
+/// first, so that a kill while its files are removed leaves garbage, never a part of a
+/// copy under a name the next backup could put back (best effort).
+fn remove_aside(fs: &dyn Fs, runs_dir: &Path, aside: &Path, run: &RunId) {
+    let garbage = runs_dir.join(format!(".deleted-{run}-{}", ulid::Ulid::generate()));
+    match fs.rename(aside, &garbage) {
+        Ok(()) => remove_dir_files(fs, &garbage),
+        Err(_) => remove_dir_files(fs, aside),
+    }
 }
 
 /// The run lock of the destination run in `dir`, taken (waiting at most `timeout` each

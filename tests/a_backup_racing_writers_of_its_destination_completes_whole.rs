@@ -378,12 +378,14 @@ fn case_f_rename_back_races_create_run() {
         append(&src, &id(r), 5, "v1");
     }
     assert!(src.backup(&dst, &mut |_| {}).unwrap().complete);
-    // as a recopy killed between its renames leaves it
+    // as a recopy killed between its renames leaves it: the old copy aside, the new one built
+    let attempt = ulid::Ulid::generate();
     std::fs::rename(
         dst.join("runs/x"),
-        dst.join(format!("runs/.replaced-x-{}", ulid::Ulid::generate())),
+        dst.join(format!("runs/.replaced-x-{attempt}")),
     )
     .unwrap();
+    std::fs::create_dir(dst.join(format!("runs/.backup-x-{attempt}"))).unwrap();
     append(&src, &id("a"), 5, "v2");
     let d2 = dst.clone();
     let mut once = true;

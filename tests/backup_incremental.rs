@@ -332,7 +332,8 @@ fn a_backup_start_leaves_a_run_being_created_in_the_destination_alone() {
     assert_eq!(names_with(&dst, ".tmp-").len(), 1);
 }
 
-/// A recopy killed between its two renames leaves the old copy as `runs/.replaced-<run>-…`.
+/// A recopy killed between its two renames leaves the old copy as `runs/.replaced-<run>-…`
+/// beside the new one's build directory.
 /// When a writer of the destination has made a run of that name meanwhile (and the source
 /// deleted its run), the next backup keeps both: the new run, and the old copy where it is,
 /// whole. Before the fix it removed the old copy, the only one left of the source's
@@ -340,10 +341,12 @@ fn a_backup_start_leaves_a_run_being_created_in_the_destination_alone() {
 #[test]
 fn an_old_copy_whose_name_was_taken_meanwhile_is_kept() {
     let (tmp, src, dst) = backed_up_r1();
-    let aside = dst
-        .join("runs")
-        .join(format!(".replaced-r1-{}", ulid::Ulid::generate()));
+    // What a kill between the recopy's renames leaves: the old copy aside and the new one
+    // built, under names of one ULID.
+    let attempt = ulid::Ulid::generate();
+    let aside = dst.join(format!("runs/.replaced-r1-{attempt}"));
     std::fs::rename(dst.join("runs/r1"), &aside).unwrap();
+    std::fs::create_dir(dst.join(format!("runs/.backup-r1-{attempt}"))).unwrap();
     src.delete_run(&id("r1")).unwrap();
     Store::open(&dst, Config::default())
         .unwrap()

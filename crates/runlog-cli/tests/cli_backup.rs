@@ -251,9 +251,16 @@ fn a_backup_killed_at_any_rename_loses_no_run_and_leaves_no_temp_name_behind() {
         let (src, dst) = setup(k * 2 + usize::from(fault == "error=EIO"));
         let filter = format!("inject=rename:{fault}:when={k}");
         let failed = under_strace(&src, &dst, &filter, Path::new("/dev/null"));
-        assert!(!stdout(&failed).contains("complete"), "k={k} {fault}");
-        if fault == "error=EIO" {
-            assert_eq!(code(&failed), 6, "k={k}: {}", stderr(&failed));
+        let complete = stdout(&failed).contains("complete");
+        match fault {
+            // Only the rename of a replaced copy to a delete's name may fail and the backup
+            // still complete: removing that garbage is best effort (removed in place).
+            "error=EIO" => assert!(
+                (code(&failed), complete) == (6, false) || (code(&failed), complete) == (0, true),
+                "k={k}: {}",
+                stderr(&failed)
+            ),
+            _ => assert!(!complete, "k={k} {fault}"),
         }
         let source = runlog::Store::open(&src, runlog::Config::default()).unwrap();
         source
