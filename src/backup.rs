@@ -439,11 +439,10 @@ impl Dest {
         let now = now_ms();
         for name in &names {
             let path = self.runs_dir.join(name);
-            if let Some(run) = aside_run(name, REPLACED_PREFIX) {
-                let stopped_between = name
-                    .strip_prefix(REPLACED_PREFIX)
-                    .is_some_and(|rest| building.contains(rest));
-                if !stopped_between {
+            if let Some(rest) = name.strip_prefix(REPLACED_PREFIX)
+                && let Some(run) = run_of_attempt(rest)
+            {
+                if !building.contains(rest) {
                     remove_aside(fs, &self.runs_dir, &path, &run);
                     continue;
                 }
@@ -646,8 +645,8 @@ impl Dest {
 struct HeldRun {
     dir: PathBuf,
     segments: Vec<(Segment, CounterSlot, u64)>,
-    lock_file: Arc<dyn crate::io::FsFile>,
-    _guard: lock::LockGuard,
+    /// The run's lock, held; its file is the lock file the announcement is written into.
+    lock: lock::LockGuard,
 }
 
 /// What an incremental update does: extend segment `last` (its counter `from`) and create
@@ -666,25 +665,12 @@ impl HeldRun {
         run: &RunId,
         timeout: std::time::Duration,
     ) -> Result<std::result::Result<HeldRun, String>> {
-        let lock_path = dir.join(LOCK_FILE);
-        let lock_file = match fs.open(&lock_path, OpenMode::ReadWrite) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Err("its lock file is missing".to_string()));
-            }
-            Err(e) => return Err(Error::io("opening", &lock_path, e)),
+        // The lock of the run there now (one a delete replaced while this waited would
+        // exclude no writer of it).
+        let Some(guard) = lock_existing(fs, dir, run, timeout)? else {
+            return Ok(Err("its lock file is missing".to_string()));
         };
-        let guard = lock::acquire(run.as_str(), &lock_file, &lock_path, timeout)?;
-        // A delete (and a create again) may have replaced the run while this waited: the
-        // old file's lock would exclude no writer of the run there now.
-        if !lock_file
-            .is_at(&lock_path)
-            .map_err(|e| Error::io("checking", &lock_path, e))?
-        {
-            return Ok(Err(
-                "it was deleted or made again while the backup waited for its lock".to_string(),
-            ));
-        }
+        let lock_file = guard.file().clone();
         let mut segments = Vec::new();
         for index in 1.. {
             let seg = match Segment::open_after_seal(fs, dir, run.as_str(), index, Access::Write) {
@@ -711,8 +697,7 @@ impl HeldRun {
         Ok(Ok(HeldRun {
             dir: dir.to_path_buf(),
             segments,
-            lock_file,
-            _guard: guard,
+            lock: guard,
         }))
     }
 
@@ -825,13 +810,9 @@ impl HeldRun {
         counter: &CounterSlot,
         header_generation: u64,
     ) -> Result<u64> {
-        let slot = CounterSlot {
-            generation: counter.generation.max(header_generation) + 1,
-            ..*counter
-        };
-        seg.write_commit_slot(self.lock_file.as_ref(), &slot)
-            .map_err(|e| Error::io("writing commit counter of", self.dir.join(LOCK_FILE), e))?;
-        Ok(slot.generation)
+        seg.write_announcement(self.lock.file().as_ref(), counter, header_generation)
+            .map(|slot| slot.generation)
+            .map_err(|e| Error::io("writing commit counter of", self.dir.join(LOCK_FILE), e))
     }
 
     /// Writes source segment `i` as a new segment file of this run (whole or not at all).
@@ -964,9 +945,9 @@ const BUILD_PREFIX: &str = ".backup-";
 /// made (a creation takes milliseconds): one hour.
 const STALE_TMP_MS: u64 = 60 * 60 * 1000;
 
-/// The run a `<prefix><run>-<ulid>` directory name is of.
-fn aside_run(name: &str, prefix: &str) -> Option<RunId> {
-    let (run, ulid) = name.strip_prefix(prefix)?.rsplit_once('-')?;
+/// The run of `<run>-<ulid>`, the rest of a recopy's directory name after its prefix.
+fn run_of_attempt(rest: &str) -> Option<RunId> {
+    let (run, ulid) = rest.rsplit_once('-')?;
     ulid::Ulid::from_string(ulid).ok()?;
     RunId::new(run).ok()
 }

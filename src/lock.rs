@@ -25,6 +25,13 @@ pub(crate) struct LockGuard {
     file: Arc<dyn FsFile>,
 }
 
+impl LockGuard {
+    /// The locked file.
+    pub(crate) fn file(&self) -> &Arc<dyn FsFile> {
+        &self.file
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         // An unlock failure leaves the lock to the kernel (released when the file closes).

@@ -414,7 +414,7 @@ impl Segment {
             // stops (`end_of_chain`, once per segment and view); a damaged slot costs no look
             // at the directory to find, so it is reported here too, to views already past
             // that look (a live view's refresh reads only its last segment's counter).
-            if let Some(next) = self.next_exists_or_io(fs)? {
+            if let Some(next) = self.next_exists(fs)? {
                 let detail = lost_seal_detail(&format!("counter slot damaged and {next} exists"));
                 return Err(Error::corrupt(run, &self.name, at, detail));
             }
@@ -454,35 +454,28 @@ impl Segment {
 
     /// The name of the next segment of the chain when its file exists. A file there that
     /// this user may not open (another user's) exists too; any other failure to open it (an
-    /// I/O error, no descriptor left) is that error, never taken for an answer: "exists"
-    /// would report a healthy run's seal lost (found by a breaker: a failed open made a
-    /// backup recopy a sound destination run).
-    fn next_exists(&self, fs: &dyn Fs) -> io::Result<Option<String>> {
+    /// I/O error, no descriptor left) is that error, naming the file, never taken for an
+    /// answer: "exists" would report a healthy run's seal lost (found by a breaker: a failed
+    /// open made a backup recopy a sound destination run).
+    fn next_exists(&self, fs: &dyn Fs) -> Result<Option<String>> {
         let next = segment_name(self.header.segment_index + 1);
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        match fs.open(&dir.join(&next), OpenMode::Read) {
+        let path = self.path.parent().unwrap_or(Path::new(".")).join(&next);
+        match fs.open(&path, OpenMode::Read) {
             Ok(_) => Ok(Some(next)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(Some(next)),
-            Err(e) => Err(e),
+            Err(e) => Err(Error::io("checking for", path, e)),
         }
-    }
-
-    /// [`Self::next_exists`] with its error as the store's, naming the file.
-    fn next_exists_or_io(&self, fs: &dyn Fs) -> Result<Option<String>> {
-        self.next_exists(fs).map_err(|e| {
-            let next = segment_name(self.header.segment_index + 1);
-            let dir = self.path.parent().unwrap_or(Path::new("."));
-            Error::io("checking for", dir.join(next), e)
-        })
     }
 
     /// When this segment's seal was lost — no header slot sealed while the next segment
     /// exists, which no crash leaves (a roll syncs the seal before it makes the next
     /// segment): the newest header slot that checks (`Ok(Some(None))` when neither does);
     /// `Ok(None)` in any other state.
-    pub(crate) fn lost_seal(&self, fs: &dyn Fs) -> io::Result<Option<Option<CounterSlot>>> {
-        let HeaderSlots { a, b, .. } = self.header_slots()?;
+    pub(crate) fn lost_seal(&self, fs: &dyn Fs) -> Result<Option<Option<CounterSlot>>> {
+        let HeaderSlots { a, b, .. } = self
+            .header_slots()
+            .map_err(|e| Error::io("reading", &self.path, e))?;
         if a.is_some_and(|s| s.sealed) || b.is_some_and(|s| s.sealed) {
             return Ok(None);
         }
@@ -521,7 +514,7 @@ impl Segment {
         run: &str,
         lock: Option<&dyn FsFile>,
     ) -> Result<Option<Counter>> {
-        let Some(next) = self.next_exists_or_io(fs)? else {
+        let Some(next) = self.next_exists(fs)? else {
             return Ok(None);
         };
         let again = self.read_counter(fs, run, lock)?;
@@ -596,6 +589,24 @@ impl Segment {
         slot: &CounterSlot,
     ) -> io::Result<()> {
         lock.write_all_at(&slot.encode(self.header.salt), slot.offset())
+    }
+
+    /// The announcement (SPEC §5): `counter` written again into the run's lock file's commit
+    /// slots, one generation newer than it and than the header's newest slot
+    /// (`header_generation`), so that a writer skipping its refresh while the region is as it
+    /// left it refreshes. Nothing changes for readers. Returns the slot written.
+    pub(crate) fn write_announcement(
+        &self,
+        lock: &dyn FsFile,
+        counter: &CounterSlot,
+        header_generation: u64,
+    ) -> io::Result<CounterSlot> {
+        let slot = CounterSlot {
+            generation: counter.generation.max(header_generation) + 1,
+            ..*counter
+        };
+        self.write_commit_slot(lock, &slot)?;
+        Ok(slot)
     }
 
     /// Whether the run's lock file holds this segment's entries record (SPEC §3): a writer

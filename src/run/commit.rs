@@ -348,12 +348,10 @@ impl Run {
         let mut st = self.state.write();
         st.known_slots = None;
         let last = st.last();
-        let slot = CounterSlot {
-            generation: last.counter.generation.max(last.header_generation) + 1,
-            ..last.counter
-        };
+        let (counter, header_generation) = (last.counter, last.header_generation);
         let seg = st.last_segment()?;
-        seg.write_commit_slot(lock_file.as_ref(), &slot)
+        let slot = seg
+            .write_announcement(lock_file.as_ref(), &counter, header_generation)
             .map_err(|e| Error::io("writing commit counter of", &self.lock_path, e))?;
         st.last_mut().counter = slot;
         Ok(())

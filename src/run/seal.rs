@@ -109,9 +109,7 @@ pub(crate) fn restore_lost_seals(
 
 /// Writes the seal of `seg` (segment `index`) again when it is lost; `None` when it is not.
 fn restore_one(fs: &dyn Fs, run: &str, seg: &Segment, index: u32) -> Result<Option<SealRestored>> {
-    let lost = seg
-        .lost_seal(fs)
-        .map_err(|e| Error::io("reading", &seg.path, e))?;
+    let lost = seg.lost_seal(fs)?;
     let valid = match lost {
         None => return Ok(None),
         Some(Some(valid)) => valid,
